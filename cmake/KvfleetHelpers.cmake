@@ -1,0 +1,27 @@
+# kvfleet_warnings(<target>): the project's warning set.
+function(kvfleet_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter>)
+endfunction()
+
+# kvfleet_add_test(<name> SOURCES <files...> [LIBS <targets...>] [LABELS <labels...>]
+#                  [TIMEOUT <seconds>])
+# One line registers one GoogleTest program with ctest. Each test case becomes its own ctest entry
+# (gtest_discover_tests), so `ctest -R` selects cases and failures name the case.
+function(kvfleet_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock)
+  target_compile_definitions(${name} PRIVATE
+    KVFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    KVFLEET_REFERENCE_DIR="${KVFLEET_REFERENCE_DIR}"
+    KVFLEET_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  kvfleet_warnings(${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  include(GoogleTest)
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,507 @@
+#include "sim/config/params.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace kvfleet::sim::config {
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? std::string(sep) : "") + v[i];
+  return out;
+}
+
+std::string scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a map";
+  return "nothing";
+}
+
+std::string describe_choices(const std::vector<std::string_view>& c) {
+  std::string s;
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::string(c[i]);
+  return s;
+}
+
+}  // namespace
+
+std::string format_double(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  // Keep a number that YAML reads as a float recognisably numeric ("1e+20" is fine as is).
+  return s;
+}
+
+std::string Source::where(const YAML::Node& node, const std::string& path) const {
+  // A key set (or inside a map set) from the command line is reported as that --set.
+  for (const auto& [k, text] : overrides) {
+    if (path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) return text;
+  }
+  std::string w = file.empty() ? std::string("<scenario>") : file;
+  if (node.IsDefined() && node.Mark().line >= 0) w += ":" + std::to_string(node.Mark().line + 1);
+  return w;
+}
+
+const RegistryBase::Entry* RegistryBase::find(std::string_view name) const {
+  for (const auto& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> RegistryBase::names() const {
+  std::vector<std::string> v;
+  for (const auto& e : entries_) v.push_back(e.name);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+Reader::Reader(const YAML::Node& node, std::string path, const Source& src)
+    : node_(node), path_(std::move(path)), src_(src) {}
+
+std::string Reader::child_path(std::string_view name) const {
+  return path_.empty() ? std::string(name) : path_ + "." + std::string(name);
+}
+
+void Reader::fail(const YAML::Node& at, const std::string& key_path,
+                  const std::string& problem) const {
+  throw InputError(src_.where(at, key_path), key_path, problem);
+}
+
+void Reader::fail_key(std::string_view name, const std::string& problem) const {
+  YAML::Node at = node_;
+  if (node_.IsDefined() && node_.IsMap()) {
+    const YAML::Node& cn = node_;
+    YAML::Node c = cn[std::string(name)];
+    if (c.IsDefined()) at.reset(c);
+  }
+  fail(at, child_path(name), problem);
+}
+
+YAML::Node Reader::child(std::string_view name) {
+  seen_.emplace_back(name);
+  if (!node_.IsDefined() || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node& cn = node_;
+  YAML::Node n = cn[std::string(name)];
+  if (!n.IsDefined() || n.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  return n;
+}
+
+void Reader::check_number(const YAML::Node& n, const std::string& p, double v,
+                          const Attr& a) const {
+  if (!std::isfinite(v)) fail(n, p, "must be a finite number");
+  auto show = [](double x) { return format_double(x); };
+  if (a.positive && !(v > 0)) fail(n, p, "must be > 0 (got " + show(v) + ")");
+  if (a.min && v < *a.min) fail(n, p, "must be >= " + show(*a.min) + " (got " + show(v) + ")");
+  if (a.max && v > *a.max) fail(n, p, "must be <= " + show(*a.max) + " (got " + show(v) + ")");
+}
+
+void Reader::param(std::string_view name, std::int64_t& v, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  std::int64_t x = 0;
+  bool ok = n.IsScalar();
+  if (ok) {
+    const std::string& s = n.Scalar();
+    auto r = std::from_chars(s.data(), s.data() + s.size(), x);
+    ok = r.ec == std::errc() && r.ptr == s.data() + s.size();
+    if (!ok) {
+      // Accept integral values written as floats ("1e6", "2048.0").
+      try {
+        double d = n.as<double>();
+        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) {
+          x = static_cast<std::int64_t>(d);
+          ok = true;
+        }
+      } catch (const YAML::Exception&) {
+      }
+    }
+  }
+  if (!ok) fail(n, p, "expected an integer, got " + scalar_text(n));
+  check_number(n, p, static_cast<double>(x), a);
+  v = x;
+}
+
+void Reader::param(std::string_view name, int& v, const Attr& a) {
+  std::int64_t x = v;
+  param(name, x, a);
+  if (x > INT32_MAX || x < INT32_MIN) {
+    const std::string p = child_path(name);
+    fail(node_, p, "value out of range");
+  }
+  v = static_cast<int>(x);
+}
+
+void Reader::param(std::string_view name, double& v, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  double x = 0;
+  bool ok = n.IsScalar();
+  if (ok) {
+    try {
+      x = n.as<double>();
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) fail(n, p, "expected a number, got " + scalar_text(n));
+  check_number(n, p, x, a);
+  v = x;
+}
+
+void Reader::param(std::string_view name, bool& v, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  bool ok = n.IsScalar();
+  bool x = false;
+  if (ok) {
+    try {
+      x = n.as<bool>();
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) fail(n, p, "expected true or false, got " + scalar_text(n));
+  v = x;
+}
+
+void Reader::param(std::string_view name, std::string& v, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  if (!n.IsScalar()) fail(n, p, "expected a string, got " + scalar_text(n));
+  std::string x = n.Scalar();
+  if (!a.choices.empty() &&
+      std::find(a.choices.begin(), a.choices.end(), std::string_view(x)) == a.choices.end())
+    fail(n, p, "'" + x + "' is not one of: " + describe_choices(a.choices));
+  if (a.path && !x.empty()) {
+    std::filesystem::path fp(x);
+    if (fp.is_relative() && !src_.base_dir.empty()) fp = std::filesystem::path(src_.base_dir) / fp;
+    x = fp.lexically_normal().string();
+  }
+  v = x;
+}
+
+void Reader::param(std::string_view name, std::vector<double>& v, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  if (!n.IsSequence()) fail(n, p, "expected a list of numbers");
+  std::vector<double> x;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string ep = p + "[" + std::to_string(i) + "]";
+    double d = 0;
+    try {
+      d = n[i].as<double>();
+    } catch (const YAML::Exception&) {
+      fail(n[i], ep, "expected a number, got " + scalar_text(n[i]));
+    }
+    check_number(n[i], ep, d, a);
+    x.push_back(d);
+  }
+  if (a.required && x.empty()) fail(n, p, "must not be empty");
+  v = std::move(x);
+}
+
+void Reader::impl(std::string_view name, ImplSpec& v, const RegistryBase& reg, const Attr& a) {
+  YAML::Node n = child(name);
+  const std::string p = child_path(name);
+  YAML::Node m(YAML::NodeType::Map);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    if (v.impl.empty()) v.impl = reg.default_impl();
+    m["impl"] = v.impl;
+    n.reset(m);
+  } else if (!n.IsMap()) {
+    fail(n, p, "expected a map with 'impl: <name>' (one of: " + join(reg.names(), ", ") + ")");
+  }
+  std::string impl_name = v.impl.empty() ? reg.default_impl() : v.impl;
+  const YAML::Node& cn = n;
+  if (cn["impl"].IsDefined()) {
+    if (!cn["impl"].IsScalar()) fail(cn["impl"], p + ".impl", "expected a name");
+    impl_name = cn["impl"].Scalar();
+  } else if (impl_name.empty()) {
+    fail(n, p + ".impl", "missing: choose one of " + join(reg.names(), ", "));
+  } else {
+    YAML::Node copy = YAML::Clone(n);
+    copy["impl"] = impl_name;
+    n.reset(copy);
+  }
+  const auto* e = reg.find(impl_name);
+  if (!e)
+    fail(cn["impl"].IsDefined() ? cn["impl"] : n, p + ".impl",
+         "unknown " + reg.interface_name() + " '" + impl_name +
+             "' (one of: " + join(reg.names(), ", ") + ")");
+  v.impl = impl_name;
+  v.params = e->resolve(n, p, src_);
+}
+
+void Reader::finish() const {
+  if (!node_.IsDefined() || !node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) continue;
+    std::string best;
+    std::size_t best_d = 3;
+    for (const auto& s : seen_) {
+      std::size_t d = edit_distance(k, s);
+      if (d < best_d) best_d = d, best = s;
+    }
+    std::string msg = "unknown key";
+    if (!best.empty()) msg += "; did you mean '" + best + "'?";
+    msg += " (known keys here: " + join(seen_, ", ") + ")";
+    fail(it->first, child_path(k), msg);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+void Writer::param(std::string_view name, const std::int64_t& v, const Attr&) {
+  node_[std::string(name)] = v;
+}
+void Writer::param(std::string_view name, const int& v, const Attr&) {
+  node_[std::string(name)] = v;
+}
+void Writer::param(std::string_view name, const double& v, const Attr&) {
+  node_[std::string(name)] = format_double(v);
+}
+void Writer::param(std::string_view name, const bool& v, const Attr&) {
+  node_[std::string(name)] = v;
+}
+void Writer::param(std::string_view name, const std::string& v, const Attr&) {
+  node_[std::string(name)] = v;
+}
+void Writer::param(std::string_view name, const std::vector<double>& v, const Attr&) {
+  YAML::Node seq(YAML::NodeType::Sequence);
+  for (double d : v) seq.push_back(format_double(d));
+  seq.SetStyle(YAML::EmitterStyle::Flow);
+  node_[std::string(name)] = seq;
+}
+
+// ---------------------------------------------------------------------------------------------
+void Documenter::add(std::string_view name, std::string type, const Attr& a, std::string def) {
+  Row r;
+  r.key = key(name);
+  if (!a.choices.empty()) type = "one of: " + describe_choices(a.choices);
+  std::vector<std::string> cons;
+  if (a.positive) cons.push_back("> 0");
+  if (a.min) cons.push_back(">= " + format_double(*a.min));
+  if (a.max) cons.push_back("<= " + format_double(*a.max));
+  if (!cons.empty()) type += " (" + join(cons, ", ") + ")";
+  if (a.path) type += ", path";
+  r.type = std::move(type);
+  r.unit = std::string(a.unit);
+  r.default_value = a.required ? "required" : std::move(def);
+  r.description = std::string(a.desc);
+  rows_.push_back(std::move(r));
+}
+
+void Documenter::merge(const Documenter& sub) {
+  rows_.insert(rows_.end(), sub.rows_.begin(), sub.rows_.end());
+  for (const auto& s : sub.sections_) {
+    if (std::none_of(sections_.begin(), sections_.end(),
+                     [&](const Section& x) { return x.title == s.title; }))
+      sections_.push_back(s);
+  }
+}
+
+void Documenter::param(std::string_view name, const std::int64_t& v, const Attr& a) {
+  add(name, "integer", a, std::to_string(v));
+}
+void Documenter::param(std::string_view name, const int& v, const Attr& a) {
+  add(name, "integer", a, std::to_string(v));
+}
+void Documenter::param(std::string_view name, const double& v, const Attr& a) {
+  add(name, "number", a, format_double(v));
+}
+void Documenter::param(std::string_view name, const bool& v, const Attr& a) {
+  add(name, "boolean", a, v ? "true" : "false");
+}
+void Documenter::param(std::string_view name, const std::string& v, const Attr& a) {
+  add(name, "string", a, v.empty() ? "\"\"" : v);
+}
+void Documenter::param(std::string_view name, const std::vector<double>& v, const Attr& a) {
+  std::string def = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) def += (i ? ", " : "") + format_double(v[i]);
+  add(name, "list of numbers", a, def + "]");
+}
+
+void Documenter::impl(std::string_view name, const ImplSpec& v, const RegistryBase& reg,
+                      const Attr& a) {
+  Attr ca = a;
+  add(name, "map: impl = " + join(reg.names(), " | "), ca,
+      "impl: " + (v.impl.empty() ? reg.default_impl() : v.impl));
+  for (const auto& e : reg.entries()) {
+    Documenter sub(key(name) + ".");
+    e.document(sub);
+    Section s;
+    s.title = key(name) + " — impl: " + e.name;
+    s.description = e.description;
+    s.rows = sub.rows_;
+    if (std::none_of(sections_.begin(), sections_.end(),
+                     [&](const Section& x) { return x.title == s.title; }))
+      sections_.push_back(std::move(s));
+    for (const auto& ss : sub.sections_)
+      if (std::none_of(sections_.begin(), sections_.end(),
+                       [&](const Section& x) { return x.title == ss.title; }))
+        sections_.push_back(ss);
+  }
+}
+
+namespace {
+std::string md_escape(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
+  }
+  return out;
+}
+void table(std::ostringstream& o, const std::vector<Documenter::Row>& rows) {
+  o << "| key | type | unit | default | description |\n|---|---|---|---|---|\n";
+  for (const auto& r : rows)
+    o << "| `" << r.key << "` | " << md_escape(r.type) << " | " << md_escape(r.unit) << " | `"
+      << md_escape(r.default_value) << "` | " << md_escape(r.description) << " |\n";
+}
+}  // namespace
+
+std::string to_markdown(const Documenter& d) {
+  std::ostringstream o;
+  table(o, d.rows());
+  for (const auto& s : d.sections()) {
+    o << "\n### `" << s.title.substr(0, s.title.find(" — ")) << "`"
+      << s.title.substr(s.title.find(" — ")) << "\n\n"
+      << s.description << "\n\n";
+    if (s.rows.empty())
+      o << "No parameters.\n";
+    else
+      table(o, s.rows);
+  }
+  return o.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+void apply_override(YAML::Node& root, const std::string& assignment, Source& src) {
+  const std::string text = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) throw InputError(text, "", "expected key.path=value");
+  const std::string path = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+
+  // Tokenise "a.b[2].c" or "a.b.2.c" into keys and indices.
+  struct Tok {
+    std::string key;
+    long index = -1;
+  };
+  std::vector<Tok> toks;
+  std::string canon;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t j = path.find_first_of(".[", i);
+    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (!part.empty()) {
+      bool numeric = std::all_of(part.begin(), part.end(), ::isdigit);
+      if (numeric && !toks.empty()) {
+        toks.push_back({"", std::stol(part)});
+        canon += "[" + part + "]";
+      } else {
+        toks.push_back({part, -1});
+        canon += (canon.empty() ? "" : ".") + part;
+      }
+    }
+    if (j == std::string::npos) break;
+    if (path[j] == '[') {
+      std::size_t k = path.find(']', j);
+      if (k == std::string::npos) throw InputError(text, path, "unclosed '['");
+      std::string idx = path.substr(j + 1, k - j - 1);
+      if (idx.empty() || !std::all_of(idx.begin(), idx.end(), ::isdigit))
+        throw InputError(text, path, "list index must be a number");
+      toks.push_back({"", std::stol(idx)});
+      canon += "[" + idx + "]";
+      i = k + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+    } else {
+      i = j + 1;
+    }
+  }
+  if (toks.empty() || toks.front().index >= 0) throw InputError(text, path, "empty key path");
+
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(text, canon, "value does not parse as YAML: " + e.msg);
+  }
+
+  YAML::Node cur;
+  cur.reset(root);
+  std::string so_far;
+  for (std::size_t t = 0; t < toks.size(); ++t) {
+    const bool last = t + 1 == toks.size();
+    const Tok& tk = toks[t];
+    if (tk.index >= 0) {
+      if (!cur.IsSequence() || static_cast<std::size_t>(tk.index) >= cur.size())
+        throw InputError(text, so_far + "[" + std::to_string(tk.index) + "]",
+                         "no such list element (the list has " +
+                             std::to_string(cur.IsSequence() ? cur.size() : 0) + ")");
+      so_far += "[" + std::to_string(tk.index) + "]";
+      if (last) {
+        cur[tk.index] = parsed;
+      } else {
+        YAML::Node next = cur[tk.index];
+        cur.reset(next);
+      }
+    } else {
+      so_far += (so_far.empty() ? "" : ".") + tk.key;
+      if (cur.IsDefined() && !cur.IsMap() && !cur.IsNull())
+        throw InputError(text, so_far, "cannot set a key inside a value that is not a map");
+      if (last) {
+        cur[tk.key] = parsed;
+      } else {
+        if (!cur[tk.key].IsDefined() || cur[tk.key].IsNull())
+          cur[tk.key] = YAML::Node(YAML::NodeType::Map);
+        YAML::Node next = cur[tk.key];
+        cur.reset(next);
+      }
+    }
+  }
+  src.overrides[canon] = text;
+}
+
+}  // namespace kvfleet::sim::config

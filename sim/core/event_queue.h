@@ -1,0 +1,93 @@
+#pragma once
+// One event queue for the whole simulation, ordered by (time, sequence number) so that events at
+// equal times run in the order they were scheduled: ties break deterministically.
+#include <cassert>
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace kvfleet::sim {
+
+// A component that receives events. `kind` and `arg` are the component's own: the queue does not
+// interpret them. One virtual call per event; components schedule one event per engine step, never
+// one per token.
+class EventHandler {
+ public:
+  virtual ~EventHandler() = default;
+  virtual void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) = 0;
+};
+
+class EventQueue {
+ public:
+  struct Event {
+    SimTime time;
+    std::uint64_t seq;
+    EventHandler* target;
+    std::uint32_t kind;
+    std::uint64_t arg;
+  };
+
+  // Schedules an event; `time` must not lie before the current time.
+  void push(SimTime time, EventHandler* target, std::uint32_t kind, std::uint64_t arg = 0) {
+    assert(time >= now_);
+    heap_.push_back(Event{time, next_seq_++, target, kind, arg});
+    sift_up(heap_.size() - 1);
+  }
+
+  bool empty() const { return heap_.empty(); }
+  std::size_t size() const { return heap_.size(); }
+  SimTime now() const { return now_; }
+  SimTime next_time() const { return heap_.empty() ? kTimeNever : heap_.front().time; }
+
+  // Pops the earliest event, advances the clock to it and delivers it. Returns false when empty.
+  bool step() {
+    if (heap_.empty()) return false;
+    Event e = heap_.front();
+    heap_.front() = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) sift_down(0);
+    now_ = e.time;
+    ++processed_;
+    e.target->on_event(e.kind, e.arg, now_);
+    return true;
+  }
+
+  // Runs events until the queue is empty or the next event lies after `until`.
+  void run(SimTime until = kTimeNever) {
+    while (!heap_.empty() && heap_.front().time <= until) step();
+  }
+
+  std::uint64_t events_processed() const { return processed_; }
+
+ private:
+  static bool before(const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+  }
+  void sift_up(std::size_t i) {
+    while (i > 0) {
+      std::size_t p = (i - 1) / 2;
+      if (!before(heap_[i], heap_[p])) break;
+      std::swap(heap_[i], heap_[p]);
+      i = p;
+    }
+  }
+  void sift_down(std::size_t i) {
+    const std::size_t n = heap_.size();
+    for (;;) {
+      std::size_t l = 2 * i + 1, r = l + 1, m = i;
+      if (l < n && before(heap_[l], heap_[m])) m = l;
+      if (r < n && before(heap_[r], heap_[m])) m = r;
+      if (m == i) break;
+      std::swap(heap_[i], heap_[m]);
+      i = m;
+    }
+  }
+
+  std::vector<Event> heap_;
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t processed_ = 0;
+  SimTime now_ = 0;
+};
+
+}  // namespace kvfleet::sim

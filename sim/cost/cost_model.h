@@ -1,0 +1,65 @@
+#pragma once
+// Cost models turn one engine step's batch into its duration, with a breakdown by kind of work
+// (DESIGN.md, "Cost model"). Backends are chosen by `cost_model.impl` in a pool.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "sim/config/params.h"
+#include "sim/model/presets.h"
+
+namespace kvfleet::sim {
+
+// One prefill chunk: `tokens` new tokens of one sequence computed on top of `prefix` tokens whose
+// KV is already in memory.
+struct PrefillChunk {
+  std::int32_t tokens;
+  std::int32_t prefix;
+};
+
+// What one engine step computes. Aggregates are kept up to date by the scheduler so that a cost
+// model need not walk sequences; `prefill` lists each chunk for backends that want them.
+struct Batch {
+  std::int32_t num_seqs = 0;            // sequences in the step
+  std::int64_t num_prefill_tokens = 0;  // sum of prefill chunk tokens
+  std::int32_t num_decode_seqs = 0;     // sequences computing exactly one decode token
+  std::int64_t decode_context_tokens =
+      0;  // sum of decode sequences' context lengths, new token included
+  std::int64_t prefill_context_tokens = 0;  // sum over chunks of prefix + tokens (KV touched)
+  double prefill_attention_pairs = 0;       // sum over chunks: tokens*prefix + tokens*(tokens+1)/2
+  std::int32_t num_sampled = 0;             // sequences that emit a token (rows through lm_head)
+  std::span<const PrefillChunk> prefill;
+
+  std::int64_t num_tokens() const { return num_prefill_tokens + num_decode_seqs; }
+};
+
+// Duration of one step, seconds, by kind of work. The total is their sum.
+struct StepCost {
+  double gemm_s = 0;          // linear layers (QKV, output, MLP, lm_head)
+  double prefill_attn_s = 0;  // attention of prefill chunks, KV writes included
+  double decode_attn_s = 0;   // attention of decode tokens over their cached KV
+  double comm_s = 0;          // tensor-parallel collectives
+  double overhead_s = 0;      // fixed per-step and per-sequence engine overhead
+  double total_s() const { return gemm_s + prefill_attn_s + decode_attn_s + comm_s + overhead_s; }
+};
+
+// What a backend is built for: one replica's model on its GPUs.
+struct CostContext {
+  const ModelSpec& model;
+  const GpuSpec& gpu;
+  int tensor_parallel;
+  double weight_elem_bytes;  // bytes per weight element
+  double kv_elem_bytes;      // bytes per KV element
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Pure: the same batch always costs the same. Called once per engine step.
+  virtual StepCost cost(const Batch& batch) const = 0;
+};
+
+using CostModelRegistry = config::Registry<CostModel, const CostContext&>;
+const CostModelRegistry& cost_model_registry();
+
+}  // namespace kvfleet::sim

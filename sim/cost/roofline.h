@@ -1,0 +1,101 @@
+#pragma once
+#include "sim/cost/cost_model.h"
+
+namespace kvfleet::sim {
+
+// Datasheet roofline: each kind of work takes max(FLOPs / (peak × efficiency), bytes /
+// (bandwidth × efficiency)); kinds add up (no overlap). Uncalibrated: its efficiencies are
+// guesses until a calibration profile replaces them.
+class RooflineCostModel final : public CostModel {
+ public:
+  struct Config {
+    double gemm_compute_efficiency = 0.7;
+    double gemm_memory_efficiency = 0.85;
+    double attention_compute_efficiency = 0.5;
+    double attention_memory_efficiency = 0.75;
+    double step_overhead_s = 0.001;
+    double per_seq_overhead_s = 5e-6;
+    bool use_fp8_compute = false;
+
+    template <class V>
+    void visit(V& v) {
+      v.param("gemm_compute_efficiency", gemm_compute_efficiency,
+              {.unit = "fraction",
+               .desc = "achieved / peak FLOP/s in linear layers",
+               .max = 1,
+               .positive = true});
+      v.param("gemm_memory_efficiency", gemm_memory_efficiency,
+              {.unit = "fraction",
+               .desc = "achieved / peak bandwidth streaming weights",
+               .max = 1,
+               .positive = true});
+      v.param("attention_compute_efficiency", attention_compute_efficiency,
+              {.unit = "fraction",
+               .desc = "achieved / peak FLOP/s in attention",
+               .max = 1,
+               .positive = true});
+      v.param("attention_memory_efficiency", attention_memory_efficiency,
+              {.unit = "fraction",
+               .desc = "achieved / peak bandwidth reading KV",
+               .max = 1,
+               .positive = true});
+      v.param("step_overhead_s", step_overhead_s,
+              {.unit = "s",
+               .desc = "fixed time per engine step (scheduling, launch, sampling)",
+               .min = 0});
+      v.param("per_seq_overhead_s", per_seq_overhead_s,
+              {.unit = "s", .desc = "extra time per sequence in the step", .min = 0});
+      v.param("use_fp8_compute", use_fp8_compute,
+              {.desc = "linear layers run at the GPU's fp8 rate (fp8 weights)"});
+    }
+  };
+
+  RooflineCostModel(const Config& cfg, const CostContext& ctx);
+  StepCost cost(const Batch& batch) const override;
+
+ private:
+  Config cfg_;
+  // Precomputed per-replica constants (per GPU under tensor parallelism).
+  double flops_per_token_;  // linear layers, excluding lm_head
+  double lm_head_flops_per_row_;
+  double weight_bytes_;         // read once per step
+  double kv_bytes_per_token_;   // per GPU
+  double attn_flops_per_pair_;  // per (query, key) pair, per GPU
+  double decode_attn_flops_per_ctx_;
+  double act_bytes_per_token_allreduce_;
+  int layers_;
+  int tp_;
+  double peak_flops_, bw_, link_bw_, link_lat_;
+};
+
+// Step time as a linear function of the batch: the shape of fitted models such as BLIS's, and a
+// way to give every request the same service time in queueing tests.
+class LinearCostModel final : public CostModel {
+ public:
+  struct Config {
+    double fixed_s = 0.0;
+    double per_seq_s = 0.0;
+    double per_prefill_token_s = 0.0;
+    double per_decode_token_s = 0.0;
+    double per_context_token_s = 0.0;
+    template <class V>
+    void visit(V& v) {
+      v.param("fixed_s", fixed_s, {.unit = "s", .desc = "time of every step", .min = 0});
+      v.param("per_seq_s", per_seq_s, {.unit = "s", .desc = "per sequence in the step", .min = 0});
+      v.param("per_prefill_token_s", per_prefill_token_s,
+              {.unit = "s", .desc = "per prefill token", .min = 0});
+      v.param("per_decode_token_s", per_decode_token_s,
+              {.unit = "s", .desc = "per decode token", .min = 0});
+      v.param("per_context_token_s", per_context_token_s,
+              {.unit = "s", .desc = "per cached token attended by decode sequences", .min = 0});
+    }
+    void check(config::Reader& r) const;
+  };
+  LinearCostModel(const Config& cfg, const CostContext&) : cfg_(cfg) {}
+  StepCost cost(const Batch& b) const override;
+
+ private:
+  Config cfg_;
+};
+
+}  // namespace kvfleet::sim

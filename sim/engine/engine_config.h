@@ -1,0 +1,76 @@
+#pragma once
+// Serving-engine settings of one replica. Names and defaults follow vLLM's engine arguments where
+// the meaning is the same (vllm/config/scheduler.py, vllm/config/cache.py).
+#include <cstdint>
+#include <string>
+
+#include "sim/config/params.h"
+
+namespace kvfleet::sim {
+
+struct EngineConfig {
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 8192;
+  bool enable_chunked_prefill = true;
+  int long_prefill_token_threshold = 0;
+  int block_size = 16;
+  double gpu_memory_utilization = 0.9;
+  int max_model_len = 0;
+  std::int64_t num_gpu_blocks_override = 0;
+  std::string kv_cache_dtype = "auto";
+  double runtime_overhead_gib = 0.6;
+  double activation_peak_gib = 0;
+  std::string scheduling_policy = "fcfs";
+  std::string preemption_mode = "recompute";
+
+  template <class V>
+  void visit(V& v) {
+    v.param(
+        "max_num_seqs", max_num_seqs,
+        {.unit = "sequences", .desc = "most sequences in one step (running requests)", .min = 1});
+    v.param("max_num_batched_tokens", max_num_batched_tokens,
+            {.unit = "tokens",
+             .desc = "token budget of one step (prefill chunks + decodes)",
+             .min = 1});
+    v.param("enable_chunked_prefill", enable_chunked_prefill,
+            {.desc = "split long prompts across steps to fit the token budget"});
+    v.param("long_prefill_token_threshold", long_prefill_token_threshold,
+            {.unit = "tokens",
+             .desc = "cap on one request's prefill chunk per step; 0 = none",
+             .min = 0});
+    v.param(
+        "block_size", block_size,
+        {.unit = "tokens", .desc = "tokens per KV block (paged attention)", .min = 1, .max = 1024});
+    v.param("gpu_memory_utilization", gpu_memory_utilization,
+            {.unit = "fraction",
+             .desc = "share of device memory the engine may use",
+             .max = 1,
+             .positive = true});
+    v.param("max_model_len", max_model_len,
+            {.unit = "tokens",
+             .desc = "longest prompt + output accepted; 0 = the model's limit",
+             .min = 0});
+    v.param("num_gpu_blocks_override", num_gpu_blocks_override,
+            {.unit = "blocks",
+             .desc = "use this many KV blocks instead of the memory budget's; 0 = computed",
+             .min = 0});
+    v.param("kv_cache_dtype", kv_cache_dtype,
+            {.desc = "KV cache precision; auto = the model's weight precision",
+             .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"}});
+    v.param("runtime_overhead_gib", runtime_overhead_gib,
+            {.unit = "GiB",
+             .desc = "memory outside weights, activations and KV (CUDA context, graphs, NCCL)",
+             .min = 0});
+    v.param("activation_peak_gib", activation_peak_gib,
+            {.unit = "GiB",
+             .desc = "peak activation memory; 0 = estimate from max_num_batched_tokens",
+             .min = 0});
+    v.param(
+        "scheduling_policy", scheduling_policy,
+        {.desc = "order of waiting requests and choice of preemption victim", .choices = {"fcfs"}});
+    v.param("preemption_mode", preemption_mode,
+            {.desc = "what happens to a preempted request's KV", .choices = {"recompute"}});
+  }
+};
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,67 @@
+#include "sim/engine/memory.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace kvfleet::sim {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+std::string gib(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", b / kGiB);
+  return buf;
+}
+}  // namespace
+
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, double b, int tp) {
+  if (m.attention == "mla") return m.kv_bytes_per_token(b);
+  const int heads_per_gpu = std::max(1, (m.num_kv_heads + tp - 1) / tp);
+  return 2.0 * m.num_layers * heads_per_gpu * m.head_dim * b;
+}
+
+double estimate_activation_peak_bytes(const ModelSpec& m, int tp, int tokens, int seqs) {
+  const double act = 2.0;  // bf16 activations
+  const double mlp = static_cast<double>(tokens) * (3.0 * m.intermediate_size / tp) * act;
+  const double hidden = static_cast<double>(tokens) * m.hidden_size * act * 4.0;
+  const double logits = static_cast<double>(seqs) * m.vocab_size * 4.0 * 2.0 / tp;
+  return mlp + hidden + logits;
+}
+
+MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
+                                   const std::string& weight_dtype, const EngineConfig& e) {
+  MemoryBudget b;
+  b.weight_dtype = weight_dtype;
+  b.kv_dtype = e.kv_cache_dtype == "auto" ? weight_dtype : e.kv_cache_dtype;
+  b.device_bytes = g.memory_bytes;
+  b.usable_bytes = g.memory_bytes * e.gpu_memory_utilization;
+  b.margin_bytes = b.device_bytes - b.usable_bytes;
+  b.weights_bytes = m.num_params * dtype_bytes(weight_dtype) / tp;
+  b.activation_peak_bytes =
+      e.activation_peak_gib > 0
+          ? e.activation_peak_gib * kGiB
+          : estimate_activation_peak_bytes(m, tp, e.max_num_batched_tokens, e.max_num_seqs);
+  b.runtime_overhead_bytes = e.runtime_overhead_gib * kGiB;
+  b.kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, dtype_bytes(b.kv_dtype), tp);
+  b.block_bytes = b.kv_bytes_per_token * e.block_size;
+  b.kv_pool_bytes =
+      b.usable_bytes - b.weights_bytes - b.activation_peak_bytes - b.runtime_overhead_bytes;
+  if (e.num_gpu_blocks_override > 0) {
+    b.num_blocks = e.num_gpu_blocks_override;
+    b.blocks_overridden = true;
+    b.kv_pool_bytes = static_cast<double>(b.num_blocks) * b.block_bytes;
+    return b;
+  }
+  if (b.kv_pool_bytes < b.block_bytes) {
+    throw std::invalid_argument(
+        "the model does not fit: " + gib(b.usable_bytes) + " usable (" + gib(b.device_bytes) +
+        " × gpu_memory_utilization) − weights " + gib(b.weights_bytes) + " − activations " +
+        gib(b.activation_peak_bytes) + " − runtime overhead " + gib(b.runtime_overhead_bytes) +
+        " leaves " + gib(b.kv_pool_bytes) +
+        " for KV; use more GPUs (tensor_parallel), a smaller model or a larger GPU");
+  }
+  b.num_blocks = static_cast<std::int64_t>(std::floor(b.kv_pool_bytes / b.block_bytes));
+  return b;
+}
+
+}  // namespace kvfleet::sim

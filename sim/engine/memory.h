@@ -1,0 +1,45 @@
+#pragma once
+// The memory budget of one replica, per GPU (DESIGN.md, "Replica"): as vLLM sizes its KV pool
+// (vllm/v1/worker/gpu_worker.py determine_available_memory):
+//   KV pool = memory × gpu_memory_utilization − weights − activation peak − runtime overhead
+//   blocks  = KV pool / (block_size × KV bytes per token on this GPU)
+#include <cstdint>
+#include <string>
+
+#include "sim/engine/engine_config.h"
+#include "sim/model/presets.h"
+
+namespace kvfleet::sim {
+
+// KV bytes per token held by one GPU of a tensor-parallel group. GQA shards KV heads across GPUs
+// (replicating them when tp exceeds the KV head count); MLA's latent is replicated on every GPU.
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, double kv_elem_bytes, int tp);
+
+struct MemoryBudget {
+  double device_bytes = 0;   // one GPU
+  double usable_bytes = 0;   // device × gpu_memory_utilization
+  double weights_bytes = 0;  // this GPU's shard
+  double activation_peak_bytes = 0;
+  double runtime_overhead_bytes = 0;
+  double kv_pool_bytes = 0;       // what is left for KV on this GPU
+  double kv_bytes_per_token = 0;  // this GPU's share
+  double block_bytes = 0;
+  std::int64_t num_blocks = 0;  // KV blocks (same count on every GPU of the group)
+  bool blocks_overridden = false;
+  double margin_bytes = 0;  // device − usable: memory the engine leaves alone
+  std::string weight_dtype, kv_dtype;
+
+  std::int64_t kv_capacity_tokens(int block_size) const { return num_blocks * block_size; }
+};
+
+// Computes the budget. Throws std::invalid_argument with a readable reason when the model does
+// not fit (caller adds file and key).
+MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
+                                   const std::string& weight_dtype, const EngineConfig& e);
+
+// Peak activation bytes on one GPU for a forward pass over `tokens` tokens with `seqs` sampled
+// rows: the MLP intermediate (gate/up output and activation), a few hidden-size buffers, and the
+// fp32 logits and probabilities of the sampler.
+double estimate_activation_peak_bytes(const ModelSpec& m, int tp, int tokens, int seqs);
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,260 @@
+#include "sim/engine/replica.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kvfleet::sim {
+
+Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log,
+                 EventQueue& q, int index)
+    : setup_(std::move(setup)),
+      cost_(std::move(cost)),
+      log_(log),
+      queue_(q),
+      index_(index),
+      kv_(setup_.memory.num_blocks, setup_.engine.block_size),
+      max_model_len_(setup_.max_model_len) {
+  scheduled_.reserve(setup_.engine.max_num_seqs);
+  chunks_.reserve(setup_.engine.max_num_seqs);
+  running_.reserve(setup_.engine.max_num_seqs);
+}
+
+std::uint32_t Replica::new_slot() {
+  if (!free_slots_.empty()) {
+    const std::uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  seqs_.emplace_back();
+  return static_cast<std::uint32_t>(seqs_.size() - 1);
+}
+
+void Replica::submit(std::uint32_t request, SimTime now) {
+  RequestRecord& r = log_[request];
+  r.replica = index_;
+  RejectReason why = RejectReason::kNone;
+  const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
+  // vLLM refuses prompts whose prompt + max_tokens exceed max_model_len (input processor).
+  if (total > max_model_len_) {
+    why = RejectReason::kExceedsMaxModelLen;
+  } else if (kv_.blocks_for(total - 1) > kv_.num_blocks()) {
+    // Even alone it could never hold its KV (the last emitted token needs no KV slot).
+    why = RejectReason::kExceedsKvCapacity;
+  } else if (!setup_.engine.enable_chunked_prefill &&
+             r.input_tokens > setup_.engine.max_num_batched_tokens) {
+    why = RejectReason::kExceedsBatchedTokens;
+  }
+  if (why != RejectReason::kNone) {
+    r.outcome = Outcome::kRejected;
+    r.reject_reason = why;
+    r.finish = now;
+    ++stats_.rejected;
+    return;
+  }
+  const std::uint32_t s = new_slot();
+  seqs_[s] = Seq{request, r.input_tokens, r.output_tokens};
+  waiting_.push_back(s);
+  if (!stepping_) {
+    // Start a step at `now`, after any other arrival at the same instant has been delivered.
+    stepping_ = true;
+    queue_.push(now, this, kStepStart);
+  }
+}
+
+void Replica::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
+  if (kind == kStepStart)
+    start_step(now);
+  else
+    end_step(now);
+}
+
+void Replica::preempt(std::uint32_t slot) {
+  Seq& q = seqs_[slot];
+  kv_.free(slot);
+  q.num_computed = 0;
+  ++log_[q.request].num_preemptions;
+  ++stats_.num_preemptions;
+  waiting_.push_front(slot);
+  preempted_this_step_ = true;
+}
+
+void Replica::schedule() {
+  const EngineConfig& e = setup_.engine;
+  scheduled_.clear();
+  chunks_.clear();
+  preempted_this_step_ = false;
+  std::int64_t budget = e.max_num_batched_tokens;
+
+  // RUNNING first.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const std::uint32_t s = running_[i];
+    Seq& q = seqs_[s];
+    std::int64_t n = q.num_tokens() - q.num_computed;
+    if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
+      n = e.long_prefill_token_threshold;
+    n = std::min<std::int64_t>({n, budget, max_model_len_ - 1 - q.num_computed});
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    bool ok = true;
+    while (!kv_.allocate(s, q.num_computed + n)) {
+      // FCFS victim: the newest running request (vLLM: self.running.pop()).
+      const std::uint32_t victim = running_.back();
+      running_.pop_back();
+      preempt(victim);
+      if (victim == s) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) break;
+    scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+    budget -= n;
+    ++i;
+  }
+
+  // WAITING next, only if nothing was preempted in this step.
+  if (!preempted_this_step_) {
+    while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < e.max_num_seqs) {
+      const std::uint32_t s = waiting_.front();
+      Seq& q = seqs_[s];
+      std::int64_t n = q.num_tokens() - q.num_computed;
+      if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
+        n = e.long_prefill_token_threshold;
+      if (!e.enable_chunked_prefill && n > budget) break;
+      n = std::min(n, budget);
+      if (!kv_.allocate(s, q.num_computed + n)) break;
+      waiting_.pop_front();
+      running_.push_back(s);
+      scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+      budget -= n;
+      RequestRecord& r = log_[q.request];
+      if (r.first_scheduled < 0) r.first_scheduled = queue_.now();
+    }
+  }
+
+  // Describe the batch for the cost model.
+  batch_ = Batch{};
+  for (const auto& sc : scheduled_) {
+    const Seq& q = seqs_[sc.slot];
+    const bool emits = q.num_computed + sc.tokens == q.num_tokens();
+    if (q.num_output > 0 && sc.tokens == 1 && emits) {
+      ++batch_.num_decode_seqs;
+      batch_.decode_context_tokens += q.num_computed + 1;
+    } else {
+      const double t = sc.tokens, p = q.num_computed;
+      batch_.num_prefill_tokens += sc.tokens;
+      batch_.prefill_context_tokens += q.num_computed + sc.tokens;
+      batch_.prefill_attention_pairs += t * p + t * (t + 1) / 2;
+      chunks_.push_back({sc.tokens, q.num_computed});
+    }
+    batch_.num_sampled += emits;
+  }
+  batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
+  batch_.prefill = chunks_;
+}
+
+void Replica::start_step(SimTime now) {
+  for (;;) {
+    if (running_.empty() && waiting_.empty()) {
+      stepping_ = false;
+      return;
+    }
+    schedule();
+    if (!scheduled_.empty()) break;
+    // Nothing could run although work is queued: only possible if every running request was
+    // preempted this step; the next schedule() admits from waiting. Guard against a livelock.
+    if (!preempted_this_step_)
+      throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
+  }
+  const StepCost c = cost_->cost(batch_);
+  const double dur_s = c.total_s();
+  const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
+  stats_.cost_sum.gemm_s += c.gemm_s;
+  stats_.cost_sum.prefill_attn_s += c.prefill_attn_s;
+  stats_.cost_sum.decode_attn_s += c.decode_attn_s;
+  stats_.cost_sum.comm_s += c.comm_s;
+  stats_.cost_sum.overhead_s += c.overhead_s;
+  const double u = kv_.usage();
+  stats_.kv_usage_time_integral += u * to_seconds(dur);
+  stats_.max_kv_usage = std::max(stats_.max_kv_usage, u);
+  stats_.busy_s += to_seconds(dur);
+  ++stats_.steps;
+  step_start_ = now;
+  stepping_ = true;
+  if (setup_.check_invariants) verify();
+  queue_.push(now + dur, this, kStepEnd);
+}
+
+void Replica::end_step(SimTime now) {
+  bool any_finished = false;
+  for (const auto& sc : scheduled_) {
+    Seq& q = seqs_[sc.slot];
+    RequestRecord& r = log_[q.request];
+    const bool prefill =
+        !(q.num_output > 0 && sc.tokens == 1 && q.num_computed + 1 == q.num_tokens());
+    if (prefill) stats_.prompt_tokens += sc.tokens;
+    // Positions below the highest ever computed are recomputation after a preemption.
+    if (q.num_computed < q.max_computed) {
+      const std::int32_t again =
+          std::min(q.num_computed + sc.tokens, q.max_computed) - q.num_computed;
+      r.recomputed_tokens += again;
+      stats_.recomputed_tokens += again;
+    }
+    q.num_computed += sc.tokens;
+    q.max_computed = std::max(q.max_computed, q.num_computed);
+    if (q.num_computed == q.num_tokens()) {
+      ++q.num_output;
+      ++stats_.generation_tokens;
+      r.generated_tokens = q.num_output;
+      if (r.first_token < 0) r.first_token = now;
+      if (q.num_output >= q.max_output) {
+        finish(sc.slot, now, Outcome::kOk);
+        any_finished = true;
+      }
+    }
+  }
+  if (any_finished) {
+    std::erase_if(running_, [&](std::uint32_t s) { return seqs_[s].request == UINT32_MAX; });
+  }
+  if (setup_.check_invariants) verify();
+  start_step(now);
+}
+
+void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
+  Seq& q = seqs_[slot];
+  RequestRecord& r = log_[q.request];
+  r.outcome = o;
+  r.finish = now;
+  kv_.free(slot);
+  q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
+  free_slots_.push_back(slot);
+}
+
+void Replica::abandon(SimTime now) {
+  auto drop = [&](std::uint32_t s) {
+    if (seqs_[s].request != UINT32_MAX) finish(s, now, Outcome::kUnfinished);
+  };
+  for (auto s : running_) drop(s);
+  for (auto s : waiting_) drop(s);
+  running_.clear();
+  waiting_.clear();
+}
+
+void Replica::verify() const {
+  if (!kv_.check_conservation())
+    throw std::logic_error("replica " + setup_.name + ": KV blocks not conserved");
+  std::int64_t held = 0;
+  for (auto s : running_) held += kv_.blocks_held(s);
+  for (auto s : waiting_) {
+    if (kv_.blocks_held(s) != 0)
+      throw std::logic_error("replica " + setup_.name + ": a waiting request holds blocks");
+  }
+  if (held + kv_.num_free_blocks() != kv_.num_blocks())
+    throw std::logic_error("replica " + setup_.name + ": allocated + free != total blocks");
+  if (static_cast<int>(running_.size()) > setup_.engine.max_num_seqs)
+    throw std::logic_error("replica " + setup_.name + ": more running than max_num_seqs");
+}
+
+}  // namespace kvfleet::sim

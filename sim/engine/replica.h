@@ -1,0 +1,123 @@
+#pragma once
+// One serving engine (one or more GPUs under tensor parallelism) with vLLM v1 scheduling
+// semantics (vllm/v1/core/sched/scheduler.py, Scheduler.schedule):
+//  - every step has a token budget (max_num_batched_tokens) and at most max_num_seqs running;
+//  - RUNNING requests are scheduled first, in order, each taking the tokens it still needs
+//    (one for a decode, a chunk for a prefill), capped by the remaining budget;
+//  - when a request needs KV blocks and none are free, the newest running request (FCFS) is
+//    preempted by recompute: its blocks are freed and it goes back to the front of the waiting
+//    queue with nothing computed; if it was the request itself, scheduling of running stops;
+//  - WAITING requests are admitted only in steps that preempted nothing, in order, while budget,
+//    max_num_seqs and KV blocks allow; with chunked prefill a prompt may take part of the budget.
+// The step then takes the cost model's time; tokens are emitted at its end.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/event_queue.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/engine_config.h"
+#include "sim/engine/kv_block_manager.h"
+#include "sim/engine/memory.h"
+#include "sim/metrics/request_log.h"
+
+namespace kvfleet::sim {
+
+// Cumulative counters of one replica.
+struct EngineStats {
+  std::int64_t steps = 0;
+  std::int64_t num_preemptions = 0;
+  std::int64_t prompt_tokens = 0;      // prefill tokens computed, recomputation included
+  std::int64_t generation_tokens = 0;  // tokens emitted
+  std::int64_t recomputed_tokens = 0;  // prefill tokens computed again after preemption
+  std::int64_t rejected = 0;
+  double busy_s = 0;                  // time spent in steps
+  double kv_usage_time_integral = 0;  // ∫ usage dt over steps, for the time-weighted mean
+  double max_kv_usage = 0;
+  StepCost cost_sum;  // seconds by kind of work, summed over steps
+};
+
+struct ReplicaSetup {
+  std::string name;
+  EngineConfig engine;
+  MemoryBudget memory;
+  int max_model_len = 0;
+  bool check_invariants = false;
+};
+
+class Replica final : public EventHandler {
+ public:
+  Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
+          int index);
+
+  // A request reaches this engine at `now`. It is rejected at once if it can never run here.
+  void submit(std::uint32_t request, SimTime now);
+
+  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
+
+  // Load signals (as vLLM's metrics name them).
+  int num_requests_running() const { return static_cast<int>(running_.size()); }
+  int num_requests_waiting() const { return static_cast<int>(waiting_.size()); }
+  double kv_cache_usage() const { return kv_.usage(); }
+  bool idle() const { return !stepping_; }
+
+  const std::string& name() const { return setup_.name; }
+  int index() const { return index_; }
+  const EngineStats& stats() const { return stats_; }
+  const MemoryBudget& memory() const { return setup_.memory; }
+  const KvBlockManager& kv() const { return kv_; }
+
+  // Marks every request still here as unfinished (the simulation stopped early).
+  void abandon(SimTime now);
+
+ private:
+  enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
+
+  struct Seq {
+    std::uint32_t request;
+    std::int32_t prompt_tokens;
+    std::int32_t max_output;
+    std::int32_t num_output = 0;    // tokens emitted so far
+    std::int32_t num_computed = 0;  // tokens whose KV is computed
+    std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
+    std::int32_t num_tokens() const { return prompt_tokens + num_output; }
+  };
+  struct Scheduled {
+    std::uint32_t slot;
+    std::int32_t tokens;
+  };
+
+  void start_step(SimTime now);
+  void end_step(SimTime now);
+  void schedule();
+  void preempt(std::uint32_t slot);
+  void finish(std::uint32_t slot, SimTime now, Outcome o);
+  std::uint32_t new_slot();
+  void verify() const;
+
+  ReplicaSetup setup_;
+  std::unique_ptr<CostModel> cost_;
+  RequestLog& log_;
+  EventQueue& queue_;
+  int index_;
+  KvBlockManager kv_;
+  int max_model_len_;
+
+  std::vector<Seq> seqs_;  // by slot
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> running_;  // slots, in admission order
+  std::deque<std::uint32_t> waiting_;   // slots, FCFS; preempted go to the front
+
+  // The step in flight.
+  bool stepping_ = false;
+  bool preempted_this_step_ = false;
+  SimTime step_start_ = 0;
+  std::vector<Scheduled> scheduled_;
+  std::vector<PrefillChunk> chunks_;
+  Batch batch_;
+  EngineStats stats_;
+};
+
+}  // namespace kvfleet::sim

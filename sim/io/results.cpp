@@ -1,0 +1,295 @@
+#include "sim/io/results.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "sim/config/params.h"
+
+namespace kvfleet::sim {
+namespace {
+
+std::string temp_name(const std::string& path) {
+  return path + ".tmp-" + std::to_string(::getpid());
+}
+
+void check(herr_t e, const char* what) {
+  if (e < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
+}
+hid_t check_id(hid_t id, const char* what) {
+  if (id < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
+  return id;
+}
+
+// Owns an HDF5 identifier.
+struct H5 {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~H5() {
+    if (id >= 0) close(id);
+  }
+};
+
+void write_string_dataset(hid_t loc, const char* name, const std::string& text) {
+  H5 type{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_size(type.id, H5T_VARIABLE), "string size");
+  check(H5Tset_cset(type.id, H5T_CSET_UTF8), "string charset");
+  H5 space{check_id(H5Screate(H5S_SCALAR), "scalar space"), H5Sclose};
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 name),
+        H5Dclose};
+  const char* p = text.c_str();
+  check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+}
+
+// A table as one compound dataset: one member per column, one element per row. Strings are
+// fixed-length (the longest value), so h5py and pandas read them directly.
+void write_table(hid_t loc, const char* name, const Table& t) {
+  std::size_t row_bytes = 0;
+  std::vector<std::size_t> offsets, widths;
+  for (const auto& c : t.columns) {
+    std::size_t w = 8;
+    if (auto* s = std::get_if<std::vector<std::string>>(&c.data)) {
+      w = 1;
+      for (const auto& x : *s) w = std::max(w, x.size());
+    }
+    offsets.push_back(row_bytes);
+    widths.push_back(w);
+    row_bytes += w;
+  }
+  if (row_bytes == 0) row_bytes = 1;
+  H5 type{check_id(H5Tcreate(H5T_COMPOUND, row_bytes), "compound type"), H5Tclose};
+  std::vector<H5> str_types;
+  str_types.reserve(t.columns.size());
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    const auto& c = t.columns[i];
+    hid_t mt;
+    if (std::holds_alternative<std::vector<std::int64_t>>(c.data)) {
+      mt = H5T_NATIVE_INT64;
+    } else if (std::holds_alternative<std::vector<double>>(c.data)) {
+      mt = H5T_NATIVE_DOUBLE;
+    } else {
+      str_types.push_back({check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose});
+      check(H5Tset_size(str_types.back().id, widths[i]), "string size");
+      check(H5Tset_strpad(str_types.back().id, H5T_STR_NULLPAD), "string pad");
+      mt = str_types.back().id;
+    }
+    check(H5Tinsert(type.id, c.name.c_str(), offsets[i], mt), "compound member");
+  }
+  const std::size_t n = t.rows();
+  std::vector<unsigned char> buf(std::max<std::size_t>(1, n * row_bytes), 0);
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    const auto& c = t.columns[i];
+    for (std::size_t r = 0; r < n; ++r) {
+      unsigned char* dst = buf.data() + r * row_bytes + offsets[i];
+      if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data)) {
+        std::memcpy(dst, &(*v)[r], 8);
+      } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
+        std::memcpy(dst, &(*d)[r], 8);
+      } else {
+        const auto& s = std::get<std::vector<std::string>>(c.data)[r];
+        std::memcpy(dst, s.data(), s.size());
+      }
+    }
+  }
+  hsize_t dims[1] = {n};
+  H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 name),
+        H5Dclose};
+  if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+Table requests_table(const RequestLog& log) {
+  Table t;
+  auto& id = t.i64("id");
+  auto& replica = t.i64("replica");
+  auto& outcome = t.str("outcome");
+  auto& reason = t.str("reject_reason");
+  auto& arrival = t.f64("arrival_s");
+  auto& sched = t.f64("first_scheduled_s");
+  auto& first = t.f64("first_token_s");
+  auto& fin = t.f64("finish_s");
+  auto& in = t.i64("input_tokens");
+  auto& out = t.i64("output_tokens");
+  auto& gen = t.i64("generated_tokens");
+  auto& cached = t.i64("cached_tokens");
+  auto& pre = t.i64("num_preemptions");
+  auto& rec = t.i64("recomputed_tokens");
+  auto& queue = t.f64("queue_s");
+  auto& ttft = t.f64("ttft_s");
+  auto& tpot = t.f64("tpot_s");
+  auto& e2e = t.f64("e2e_s");
+  const double nan = std::nan("");
+  auto sec = [&](SimTime x) { return x >= 0 ? to_seconds(x) : nan; };
+  auto pos = [&](double x) { return x >= 0 ? x : nan; };
+  for (const auto& r : log) {
+    id.push_back(static_cast<std::int64_t>(r.id));
+    replica.push_back(r.replica);
+    outcome.emplace_back(outcome_name(r.outcome));
+    reason.emplace_back(reject_reason_name(r.reject_reason));
+    arrival.push_back(sec(r.arrival));
+    sched.push_back(sec(r.first_scheduled));
+    first.push_back(sec(r.first_token));
+    fin.push_back(sec(r.finish));
+    in.push_back(r.input_tokens);
+    out.push_back(r.output_tokens);
+    gen.push_back(r.generated_tokens);
+    cached.push_back(r.cached_tokens);
+    pre.push_back(r.num_preemptions);
+    rec.push_back(r.recomputed_tokens);
+    const bool ok = r.outcome == Outcome::kOk;
+    queue.push_back(pos(r.queue_s()));
+    ttft.push_back(ok ? pos(r.ttft_s()) : nan);
+    tpot.push_back(ok ? pos(r.tpot_s()) : nan);
+    e2e.push_back(ok ? pos(r.e2e_s()) : nan);
+  }
+  return t;
+}
+
+Table timeseries_table(const TimeSeries& ts) {
+  Table t;
+  t.f64("t_s") = ts.t_s;
+  auto& run = t.i64("num_requests_running");
+  for (auto x : ts.num_requests_running) run.push_back(x);
+  auto& wait = t.i64("num_requests_waiting");
+  for (auto x : ts.num_requests_waiting) wait.push_back(x);
+  t.f64("kv_cache_usage_perc") = ts.kv_cache_usage;
+  t.i64("num_preemptions_total") = ts.num_preemptions;
+  t.i64("prompt_tokens_total") = ts.prompt_tokens;
+  t.i64("generation_tokens_total") = ts.generation_tokens;
+  return t;
+}
+
+Table summary_table(const Summary& s) {
+  Table t;
+  for (const auto& [k, v] : s.flatten()) t.f64(k).push_back(v);
+  return t;
+}
+
+Table replicas_table(const RunResult& r) {
+  Table t;
+  auto& name = t.str("replica");
+  auto& pool = t.str("pool");
+  auto& steps = t.i64("steps");
+  auto& pre = t.i64("num_preemptions");
+  auto& pt = t.i64("prompt_tokens");
+  auto& gt = t.i64("generation_tokens");
+  auto& busy = t.f64("busy_s");
+  auto& blocks = t.i64("num_gpu_blocks");
+  auto& kvb = t.f64("kv_pool_bytes");
+  auto& wb = t.f64("weights_bytes");
+  auto& ab = t.f64("activation_peak_bytes");
+  auto& ob = t.f64("runtime_overhead_bytes");
+  auto& gemm = t.f64("gemm_s");
+  auto& pa = t.f64("prefill_attention_s");
+  auto& da = t.f64("decode_attention_s");
+  auto& comm = t.f64("communication_s");
+  auto& ovh = t.f64("overhead_s");
+  for (const auto& x : r.replicas) {
+    name.push_back(x.name);
+    pool.push_back(x.pool);
+    steps.push_back(x.stats.steps);
+    pre.push_back(x.stats.num_preemptions);
+    pt.push_back(x.stats.prompt_tokens);
+    gt.push_back(x.stats.generation_tokens);
+    busy.push_back(x.stats.busy_s);
+    blocks.push_back(x.memory.num_blocks);
+    kvb.push_back(x.memory.kv_pool_bytes);
+    wb.push_back(x.memory.weights_bytes);
+    ab.push_back(x.memory.activation_peak_bytes);
+    ob.push_back(x.memory.runtime_overhead_bytes);
+    gemm.push_back(x.stats.cost_sum.gemm_s);
+    pa.push_back(x.stats.cost_sum.prefill_attn_s);
+    da.push_back(x.stats.cost_sum.decode_attn_s);
+    comm.push_back(x.stats.cost_sum.comm_s);
+    ovh.push_back(x.stats.cost_sum.overhead_s);
+  }
+  return t;
+}
+
+void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
+                      const Summary& s) {
+  const std::string tmp = temp_name(path);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  try {
+    H5 file{check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                     ("create " + tmp).c_str()),
+            H5Fclose};
+    write_string_dataset(file.id, "scenario", sc.resolved_yaml);
+    write_table(file.id, "requests", requests_table(r.requests));
+    write_table(file.id, "summary", summary_table(s));
+    write_table(file.id, "replicas", replicas_table(r));
+    H5 group{check_id(H5Gcreate2(file.id, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      "timeseries group"),
+             H5Gclose};
+    for (const auto& ts : r.timeseries) {
+      std::string name = ts.replica;
+      for (char& c : name)
+        if (c == '/') c = '_';
+      write_table(group.id, name.c_str(), timeseries_table(ts));
+    }
+    check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void write_csv(const std::string& path, const Table& t) {
+  const std::string tmp = temp_name(path);
+  {
+    std::ofstream o(tmp);
+    if (!o) throw std::runtime_error("cannot write " + tmp);
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      o << (i ? "," : "") << csv_field(t.columns[i].name);
+    o << "\n";
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      for (std::size_t i = 0; i < t.columns.size(); ++i) {
+        if (i) o << ",";
+        const auto& c = t.columns[i].data;
+        if (auto* v = std::get_if<std::vector<std::int64_t>>(&c)) {
+          o << (*v)[r];
+        } else if (auto* d = std::get_if<std::vector<double>>(&c)) {
+          if (!std::isnan((*d)[r])) o << config::format_double((*d)[r]);
+        } else {
+          o << csv_field(std::get<std::vector<std::string>>(c)[r]);
+        }
+      }
+      o << "\n";
+    }
+    if (!o.flush()) throw std::runtime_error("write failed: " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void write_results_csv(const std::string& dir, const RunResult& r, const Summary& s) {
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path d(dir);
+  write_csv((d / "requests.csv").string(), requests_table(r.requests));
+  write_csv((d / "summary.csv").string(), summary_table(s));
+  write_csv((d / "replicas.csv").string(), replicas_table(r));
+  for (const auto& ts : r.timeseries) {
+    std::string name = ts.replica;
+    for (char& c : name)
+      if (c == '/') c = '_';
+    write_csv((d / ("timeseries_" + name + ".csv")).string(), timeseries_table(ts));
+  }
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,28 @@
+#pragma once
+// Result files (DESIGN.md, "Outputs"): HDF5 with /scenario (resolved YAML text), /requests,
+// /timeseries/<replica>, /summary; CSV export of the same tables. Every file is written under a
+// temporary name and renamed when complete, so an interrupted run never leaves a partial file.
+#include <string>
+
+#include "sim/io/table.h"
+#include "sim/metrics/summary.h"
+#include "sim/simulation.h"
+
+namespace kvfleet::sim {
+
+Table requests_table(const RequestLog& log);
+Table timeseries_table(const TimeSeries& ts);
+Table summary_table(const Summary& s);
+Table replicas_table(const RunResult& r);
+
+// Writes the HDF5 result file at `path` (atomically). Throws std::runtime_error on I/O failure.
+void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
+                      const Summary& s);
+
+// Writes requests.csv, summary.csv, replicas.csv and timeseries_<replica>.csv into `dir`
+// (created if needed); each file atomically.
+void write_results_csv(const std::string& dir, const RunResult& r, const Summary& s);
+
+void write_csv(const std::string& path, const Table& t);
+
+}  // namespace kvfleet::sim

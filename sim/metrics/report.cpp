@@ -1,0 +1,117 @@
+#include "sim/metrics/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace kvfleet::sim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// Latency in the unit that reads best: ms below 10 s.
+std::string lat(double s) {
+  if (std::isnan(s)) return "-";
+  return s < 10 ? fmt("%.1f ms", s * 1e3) : fmt("%.2f s", s);
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+  const ScenarioConfig& c = sc.config;
+  o << "kvfleet run: " << c.name << "  (" << sc.file << ", seed " << c.seed << ")\n";
+  if (!c.description.empty()) o << "  " << c.description << "\n";
+  for (std::size_t p = 0; p < c.pools.size(); ++p) {
+    const auto& pc = c.pools[p];
+    const auto& info = sc.pools[p];
+    const auto& m = info.memory;
+    o << "\nPool " << pc.name << ": " << pc.replicas << " × " << info.gpu.name;
+    if (pc.tensor_parallel > 1) o << " ×" << pc.tensor_parallel << " (tensor parallel)";
+    o << ", " << info.model.name << " weights " << m.weight_dtype << ", KV " << m.kv_dtype
+      << ", cost model " << pc.cost_model.impl << "\n";
+    o << "  engine: max_num_seqs " << pc.engine.max_num_seqs << ", max_num_batched_tokens "
+      << pc.engine.max_num_batched_tokens << ", block_size " << pc.engine.block_size
+      << ", chunked prefill " << (pc.engine.enable_chunked_prefill ? "on" : "off")
+      << ", max_model_len " << info.max_model_len << "\n";
+    o << "  memory budget per GPU:\n";
+    o << "    device                " << fmt("%8.2f GiB", m.device_bytes / kGiB) << "\n";
+    o << "    usable (× " << fmt("%.2f", pc.engine.gpu_memory_utilization) << ")       "
+      << fmt("%8.2f GiB", m.usable_bytes / kGiB) << "\n";
+    o << "    weights               " << fmt("%8.2f GiB", m.weights_bytes / kGiB) << "\n";
+    o << "    activation peak       " << fmt("%8.2f GiB", m.activation_peak_bytes / kGiB)
+      << (pc.engine.activation_peak_gib > 0 ? " (given)" : " (estimated)") << "\n";
+    o << "    runtime overhead      " << fmt("%8.2f GiB", m.runtime_overhead_bytes / kGiB) << "\n";
+    o << "    KV pool               " << fmt("%8.2f GiB", m.kv_pool_bytes / kGiB) << "  = "
+      << m.num_blocks << " blocks × " << pc.engine.block_size
+      << " tokens = " << m.kv_capacity_tokens(pc.engine.block_size) << " tokens at "
+      << fmt("%.1f", m.kv_bytes_per_token / 1024) << " KiB/token"
+      << (m.blocks_overridden ? " (num_gpu_blocks_override)" : "") << "\n";
+    o << "    margin (unused)       " << fmt("%8.2f GiB", m.margin_bytes / kGiB) << "\n";
+  }
+
+  o << "\nRequests: " << s.requests << " arrived, " << s.ok << " completed, " << s.rejected
+    << " rejected";
+  if (s.unfinished) o << ", " << s.unfinished << " unfinished (stopped at max_time_s)";
+  if (s.timed_out) o << ", " << s.timed_out << " timed out";
+  if (s.cancelled) o << ", " << s.cancelled << " cancelled";
+  if (s.failed) o << ", " << s.failed << " failed";
+  o << "\n  preempted: " << s.preempted_requests << " requests (" << s.num_preemptions
+    << " preemptions, " << s.recomputed_tokens << " tokens recomputed)\n";
+  if (s.rejected) {
+    std::int64_t by[4] = {0, 0, 0, 0};
+    for (const auto& q : r.requests)
+      if (q.outcome == Outcome::kRejected) ++by[static_cast<int>(q.reject_reason)];
+    o << "  rejected because:";
+    for (int i = 1; i < 4; ++i)
+      if (by[i]) o << " " << reject_reason_name(static_cast<RejectReason>(i)) << " " << by[i];
+    o << "\n";
+  }
+
+  o << "\nLatency of completed requests   " << pad("mean", 10) << pad("p50", 10) << pad("p90", 10)
+    << pad("p99", 10) << "\n";
+  auto row = [&](const char* name, const LatencyStats& l) {
+    o << "  " << name << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
+      << pad(lat(l.p99), 10) << "\n";
+  };
+  row("TTFT (time to first token)    ", s.ttft);
+  row("TPOT (time per output token)  ", s.tpot);
+  row("E2E (end-to-end)              ", s.e2e);
+  row("queue (arrival to scheduled)  ", s.queue);
+
+  o << "\nThroughput over " << fmt("%.1f s", s.duration_s) << ": " << fmt("%.1f", s.requests_per_s)
+    << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "
+    << fmt("%.0f", s.output_tokens_per_s) << " output tokens/s\n";
+  o << "KV cache usage: mean " << fmt("%.1f%%", 100 * s.kv_usage_mean) << ", max "
+    << fmt("%.1f%%", 100 * s.kv_usage_max) << " (time-weighted, blocks held by requests)\n";
+
+  StepCost sum;
+  for (const auto& rep : r.replicas) {
+    sum.gemm_s += rep.stats.cost_sum.gemm_s;
+    sum.prefill_attn_s += rep.stats.cost_sum.prefill_attn_s;
+    sum.decode_attn_s += rep.stats.cost_sum.decode_attn_s;
+    sum.comm_s += rep.stats.cost_sum.comm_s;
+    sum.overhead_s += rep.stats.cost_sum.overhead_s;
+  }
+  const double tot = sum.total_s();
+  o << "Engine: " << s.steps << " steps, busy " << fmt("%.0f%%", 100 * s.busy_fraction)
+    << " of the time";
+  if (tot > 0)
+    o << "; step time: linear layers " << fmt("%.0f%%", 100 * sum.gemm_s / tot)
+      << ", prefill attention " << fmt("%.0f%%", 100 * sum.prefill_attn_s / tot)
+      << ", decode attention " << fmt("%.0f%%", 100 * sum.decode_attn_s / tot) << ", communication "
+      << fmt("%.0f%%", 100 * sum.comm_s / tot) << ", overhead "
+      << fmt("%.0f%%", 100 * sum.overhead_s / tot);
+  o << "\n";
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,12 @@
+#pragma once
+#include <ostream>
+
+#include "sim/metrics/summary.h"
+
+namespace kvfleet::sim {
+
+// The terminal report of one run: fleet, memory budget, outcomes, latency table, throughput,
+// KV usage and where step time went.
+void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s);
+
+}  // namespace kvfleet::sim

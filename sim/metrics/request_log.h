@@ -1,0 +1,59 @@
+#pragma once
+// Per-request records: what happened to every request, filled in as it moves through the fleet.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace kvfleet::sim {
+
+enum class Outcome : std::uint8_t {
+  kPending = 0,  // still in the system
+  kOk,           // completed all its output tokens
+  kRejected,     // refused before running (reason in RejectReason)
+  kTimedOut,
+  kCancelled,
+  kFailed,
+  kUnfinished,  // still in the system when the simulation stopped (simulation.max_time_s)
+};
+std::string_view outcome_name(Outcome o);
+
+enum class RejectReason : std::uint8_t {
+  kNone = 0,
+  kExceedsMaxModelLen,    // input + output > max_model_len
+  kExceedsKvCapacity,     // needs more KV blocks than the replica has
+  kExceedsBatchedTokens,  // prompt > max_num_batched_tokens without chunked prefill
+};
+std::string_view reject_reason_name(RejectReason r);
+
+struct RequestRecord {
+  std::uint64_t id = 0;
+  SimTime arrival = 0;
+  SimTime first_scheduled = -1;  // first step that computed any of its tokens
+  SimTime first_token = -1;
+  SimTime finish = -1;  // completion, rejection or stop time
+  std::int32_t input_tokens = 0;
+  std::int32_t output_tokens = 0;  // requested
+  std::int32_t generated_tokens = 0;
+  std::int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  std::int32_t num_preemptions = 0;
+  std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
+  std::int32_t replica = -1;
+  Outcome outcome = Outcome::kPending;
+  RejectReason reject_reason = RejectReason::kNone;
+
+  double ttft_s() const { return first_token >= 0 ? to_seconds(first_token - arrival) : -1; }
+  double e2e_s() const { return finish >= 0 ? to_seconds(finish - arrival) : -1; }
+  double queue_s() const {
+    return first_scheduled >= 0 ? to_seconds(first_scheduled - arrival) : -1;
+  }
+  // Mean time per output token after the first; negative when undefined (one output token).
+  double tpot_s() const {
+    return generated_tokens > 1 ? to_seconds(finish - first_token) / (generated_tokens - 1) : -1;
+  }
+};
+
+using RequestLog = std::vector<RequestRecord>;
+
+}  // namespace kvfleet::sim

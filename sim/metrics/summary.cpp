@@ -1,0 +1,137 @@
+#include "sim/metrics/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace kvfleet::sim {
+
+double percentile_sorted(const std::vector<double>& v, double q) {
+  const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+LatencyStats latency_stats(std::vector<double> v) {
+  LatencyStats s;
+  s.count = static_cast<std::int64_t>(v.size());
+  if (v.empty()) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    s.mean = s.p50 = s.p90 = s.p99 = s.max = nan;
+    return s;
+  }
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  s.p50 = percentile_sorted(v, 50);
+  s.p90 = percentile_sorted(v, 90);
+  s.p99 = percentile_sorted(v, 99);
+  s.max = v.back();
+  return s;
+}
+
+Summary summarize(const RunResult& r) {
+  Summary s;
+  std::vector<double> ttft, tpot, e2e, queue;
+  SimTime first_arrival = kTimeNever, last_end = 0;
+  double in_tokens = 0, out_tokens = 0;
+  for (const auto& q : r.requests) {
+    ++s.requests;
+    first_arrival = std::min(first_arrival, q.arrival);
+    if (q.finish >= 0) last_end = std::max(last_end, q.finish);
+    if (q.num_preemptions > 0) ++s.preempted_requests;
+    s.recomputed_tokens += q.recomputed_tokens;
+    switch (q.outcome) {
+      case Outcome::kOk:
+        ++s.ok;
+        ttft.push_back(q.ttft_s());
+        e2e.push_back(q.e2e_s());
+        queue.push_back(q.queue_s());
+        if (q.generated_tokens > 1) tpot.push_back(q.tpot_s());
+        in_tokens += q.input_tokens;
+        out_tokens += q.generated_tokens;
+        break;
+      case Outcome::kRejected:
+        ++s.rejected;
+        break;
+      case Outcome::kTimedOut:
+        ++s.timed_out;
+        break;
+      case Outcome::kCancelled:
+        ++s.cancelled;
+        break;
+      case Outcome::kFailed:
+        ++s.failed;
+        break;
+      case Outcome::kUnfinished:
+      case Outcome::kPending:
+        ++s.unfinished;
+        break;
+    }
+  }
+  s.ttft = latency_stats(std::move(ttft));
+  s.tpot = latency_stats(std::move(tpot));
+  s.e2e = latency_stats(std::move(e2e));
+  s.queue = latency_stats(std::move(queue));
+  if (r.stopped_early) last_end = r.end_time;
+  s.duration_s = s.requests ? to_seconds(last_end - first_arrival) : 0;
+  if (s.duration_s > 0) {
+    s.input_tokens_per_s = in_tokens / s.duration_s;
+    s.output_tokens_per_s = out_tokens / s.duration_s;
+    s.requests_per_s = static_cast<double>(s.ok) / s.duration_s;
+  }
+  const double span_s = to_seconds(r.end_time);
+  for (const auto& rep : r.replicas) {
+    s.num_preemptions += rep.stats.num_preemptions;
+    s.steps += rep.stats.steps;
+    s.kv_usage_max = std::max(s.kv_usage_max, rep.stats.max_kv_usage);
+    if (span_s > 0) {
+      s.kv_usage_mean += rep.stats.kv_usage_time_integral / span_s;
+      s.busy_fraction += rep.stats.busy_s / span_s;
+    }
+  }
+  if (!r.replicas.empty()) {
+    s.kv_usage_mean /= static_cast<double>(r.replicas.size());
+    s.busy_fraction /= static_cast<double>(r.replicas.size());
+  }
+  return s;
+}
+
+std::vector<std::pair<std::string, double>> Summary::flatten() const {
+  std::vector<std::pair<std::string, double>> v = {
+      {"requests", double(requests)},
+      {"ok", double(ok)},
+      {"rejected", double(rejected)},
+      {"timed_out", double(timed_out)},
+      {"cancelled", double(cancelled)},
+      {"failed", double(failed)},
+      {"unfinished", double(unfinished)},
+      {"preempted_requests", double(preempted_requests)},
+      {"num_preemptions", double(num_preemptions)},
+      {"recomputed_tokens", double(recomputed_tokens)},
+  };
+  auto add = [&](const std::string& name, const LatencyStats& l) {
+    v.push_back({name + "_mean_s", l.mean});
+    v.push_back({name + "_p50_s", l.p50});
+    v.push_back({name + "_p90_s", l.p90});
+    v.push_back({name + "_p99_s", l.p99});
+    v.push_back({name + "_max_s", l.max});
+  };
+  add("time_to_first_token", ttft);
+  add("inter_token_latency", tpot);
+  add("e2e_request_latency", e2e);
+  add("queue_time", queue);
+  v.push_back({"duration_s", duration_s});
+  v.push_back({"input_tokens_per_s", input_tokens_per_s});
+  v.push_back({"output_tokens_per_s", output_tokens_per_s});
+  v.push_back({"requests_per_s", requests_per_s});
+  v.push_back({"kv_cache_usage_mean", kv_usage_mean});
+  v.push_back({"kv_cache_usage_max", kv_usage_max});
+  v.push_back({"busy_fraction", busy_fraction});
+  v.push_back({"steps", double(steps)});
+  return v;
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,43 @@
+#pragma once
+// Summaries of one run: latency percentiles, throughput, KV usage, outcome counts. Names follow
+// vLLM's metrics where the meaning is the same.
+#include <string>
+#include <vector>
+
+#include "sim/simulation.h"
+
+namespace kvfleet::sim {
+
+// Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 100].
+// `sorted` must be sorted ascending and non-empty.
+double percentile_sorted(const std::vector<double>& sorted, double q);
+
+struct LatencyStats {
+  std::int64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // seconds; NaN when count is 0
+};
+LatencyStats latency_stats(std::vector<double> values);
+
+struct Summary {
+  std::int64_t requests = 0;  // arrived
+  std::int64_t ok = 0, rejected = 0, timed_out = 0, cancelled = 0, failed = 0, unfinished = 0;
+  std::int64_t preempted_requests = 0;  // requests preempted at least once
+  std::int64_t num_preemptions = 0;
+  std::int64_t recomputed_tokens = 0;
+  LatencyStats ttft, tpot, e2e, queue;
+  double duration_s = 0;          // first arrival to last completion (or the stop time)
+  double input_tokens_per_s = 0;  // prompt tokens of completed requests / duration
+  double output_tokens_per_s = 0;
+  double requests_per_s = 0;  // completed
+  double kv_usage_mean = 0;   // time-weighted over the run, mean over replicas
+  double kv_usage_max = 0;
+  double busy_fraction = 0;  // share of the run replicas spent in steps
+  std::int64_t steps = 0;
+
+  // Flat (name, value) pairs: the /summary table. Units in names (_s, _per_s, fraction).
+  std::vector<std::pair<std::string, double>> flatten() const;
+};
+
+Summary summarize(const RunResult& r);
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,111 @@
+#pragma once
+// Model and GPU descriptions, with built-in presets whose sources are noted beside each entry in
+// presets.cpp. A scenario names a preset or declares its own under `models:` / `gpus:`.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config/params.h"
+
+namespace kvfleet::sim {
+
+// Bytes per element of a numeric format used for weights or KV.
+double dtype_bytes(const std::string& dtype);
+// The formats accepted for weights and KV: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
+extern const std::vector<std::string_view> kKvDtypes;
+
+struct ModelSpec {
+  std::string name;
+  std::string attention = "gqa";  // gqa (covers MHA and MQA) or mla
+  int num_layers = 0;
+  int hidden_size = 0;
+  int num_attention_heads = 0;
+  int num_kv_heads = 0;  // gqa only
+  int head_dim = 0;
+  int intermediate_size = 0;  // dense MLP width (SwiGLU: gate, up and down projections)
+  int vocab_size = 0;
+  double num_params = 0;         // all parameters
+  double num_active_params = 0;  // parameters used per token (MoE); 0 = num_params
+  int kv_lora_rank = 0;          // mla: compressed latent KV width
+  int qk_rope_head_dim = 0;      // mla: decoupled rotary key width
+  int max_position_embeddings = 0;
+  std::string dtype = "bf16";  // native weight precision
+  std::string source;          // where the numbers come from
+
+  template <class V>
+  void visit(V& v) {
+    v.param("name", name, {.desc = "model name, used by pools[].model", .required = true});
+    v.param("attention", attention,
+            {.desc = "attention kind: gqa (also MHA, MQA) or mla (latent KV, DeepSeek)",
+             .choices = {"gqa", "mla"}});
+    v.param("num_layers", num_layers, {.unit = "layers", .positive = true, .required = true});
+    v.param("hidden_size", hidden_size, {.unit = "elements", .positive = true, .required = true});
+    v.param("num_attention_heads", num_attention_heads,
+            {.unit = "heads", .positive = true, .required = true});
+    v.param("num_kv_heads", num_kv_heads, {.unit = "heads", .desc = "KV heads (gqa)", .min = 0});
+    v.param("head_dim", head_dim, {.unit = "elements", .positive = true, .required = true});
+    v.param("intermediate_size", intermediate_size,
+            {.unit = "elements", .desc = "MLP width", .positive = true, .required = true});
+    v.param("vocab_size", vocab_size, {.unit = "tokens", .positive = true, .required = true});
+    v.param("num_params", num_params, {.unit = "parameters", .positive = true, .required = true});
+    v.param("num_active_params", num_active_params,
+            {.unit = "parameters",
+             .desc = "parameters used per token (MoE); 0 = num_params",
+             .min = 0});
+    v.param("kv_lora_rank", kv_lora_rank,
+            {.unit = "elements", .desc = "mla latent width", .min = 0});
+    v.param("qk_rope_head_dim", qk_rope_head_dim,
+            {.unit = "elements", .desc = "mla rotary key width", .min = 0});
+    v.param("max_position_embeddings", max_position_embeddings,
+            {.unit = "tokens",
+             .desc = "longest context the model supports",
+             .positive = true,
+             .required = true});
+    v.param("dtype", dtype, {.desc = "native weight precision", .choices = kKvDtypes});
+    v.param("source", source, {.desc = "where the numbers come from"});
+  }
+  void check(config::Reader& r) const;
+
+  double active_params() const { return num_active_params > 0 ? num_active_params : num_params; }
+  // Bytes of KV cache per token for the whole model (all layers, all GPUs together).
+  double kv_bytes_per_token(double kv_elem_bytes) const;
+};
+
+struct GpuSpec {
+  std::string name;
+  double memory_bytes = 0;            // as reported by the driver (cudaMemGetInfo total)
+  double memory_bandwidth_Bps = 0;    // HBM/GDDR peak, bytes/s
+  double bf16_flops = 0;              // dense tensor-core peak, FLOP/s
+  double fp8_flops = 0;               // dense fp8 peak, FLOP/s (0 = no fp8 tensor cores)
+  double interconnect_Bps = 0;        // per-GPU bandwidth to peers for tensor parallelism, bytes/s
+  double interconnect_latency_s = 0;  // per collective step
+  double host_link_Bps = 0;           // to host memory (PCIe), bytes/s
+  std::string source;
+
+  template <class V>
+  void visit(V& v) {
+    v.param("name", name, {.desc = "GPU name, used by pools[].gpu", .required = true});
+    v.param("memory_bytes", memory_bytes,
+            {.unit = "bytes", .desc = "device memory", .positive = true, .required = true});
+    v.param(
+        "memory_bandwidth_Bps", memory_bandwidth_Bps,
+        {.unit = "bytes/s", .desc = "peak memory bandwidth", .positive = true, .required = true});
+    v.param(
+        "bf16_flops", bf16_flops,
+        {.unit = "FLOP/s", .desc = "dense bf16 tensor peak", .positive = true, .required = true});
+    v.param("fp8_flops", fp8_flops,
+            {.unit = "FLOP/s", .desc = "dense fp8 peak; 0 = none", .min = 0});
+    v.param("interconnect_Bps", interconnect_Bps,
+            {.unit = "bytes/s", .desc = "GPU-to-GPU bandwidth for tensor parallelism", .min = 0});
+    v.param("interconnect_latency_s", interconnect_latency_s,
+            {.unit = "s", .desc = "latency of one collective step", .min = 0});
+    v.param("host_link_Bps", host_link_Bps,
+            {.unit = "bytes/s", .desc = "GPU-host bandwidth", .min = 0});
+    v.param("source", source, {.desc = "where the numbers come from"});
+  }
+};
+
+const std::vector<ModelSpec>& model_presets();
+const std::vector<GpuSpec>& gpu_presets();
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,196 @@
+#include "sim/scenario.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/cost/cost_model.h"
+#include "sim/fleet/router.h"
+#include "sim/workload/workload.h"
+
+namespace kvfleet::sim {
+
+template <class V>
+void PoolConfig::visit(V& v) {
+  v.param("name", name, {.desc = "pool name, used in reports and result files"});
+  v.param("replicas", replicas, {.unit = "replicas", .desc = "engines in this pool", .min = 1});
+  v.param("model", model, {.desc = "a model preset name or a name declared under models:"});
+  v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:"});
+  v.param("tensor_parallel", tensor_parallel,
+          {.unit = "GPUs", .desc = "GPUs per replica (tensor parallelism)", .min = 1, .max = 64});
+  v.param("weight_dtype", weight_dtype,
+          {.desc = "weight precision; auto = the model's native precision",
+           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"}});
+  v.param("price_per_hour", price_per_hour,
+          {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
+  v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});
+  v.impl("cost_model", cost_model, cost_model_registry(), {.desc = "step-time model"});
+}
+
+template <class V>
+void ScenarioConfig::visit(V& v) {
+  v.param("name", name, {.desc = "scenario name, shown in reports"});
+  v.param("description", description, {.desc = "what the scenario shows"});
+  v.param("seed", seed, {.desc = "seed of every random stream in the run", .min = 0});
+  v.impl("workload", workload, workload_registry(), {.desc = "where requests come from"});
+  v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
+  v.param("pools", pools, {.desc = "the fleet: pools of identical replicas", .required = true});
+  v.param("models", models, {.desc = "extra model definitions (presets are always available)"});
+  v.param("gpus", gpus, {.desc = "extra GPU definitions (presets are always available)"});
+  v.param("simulation", simulation, {.desc = "clock and sampling"});
+}
+
+void ScenarioConfig::check(config::Reader& r) const {
+  if (pools.size() > 1)
+    r.fail_key("pools", "this version simulates one pool (" + std::to_string(pools.size()) +
+                            " given); several pools arrive with the fleet issue");
+}
+
+namespace {
+
+std::string names_of(const auto& custom, const auto& presets) {
+  std::string s;
+  for (const auto& x : custom) s += (s.empty() ? "" : ", ") + x.name;
+  for (const auto& x : presets) s += (s.empty() ? "" : ", ") + x.name;
+  return s;
+}
+
+template <class T>
+const T* find_named(const std::vector<T>& custom, const std::vector<T>& presets,
+                    const std::string& name) {
+  for (const auto& x : custom)
+    if (x.name == name) return &x;
+  for (const auto& x : presets)
+    if (x.name == name) return &x;
+  return nullptr;
+}
+
+std::string emit_yaml(const YAML::Node& n) {
+  YAML::Emitter e;
+  e.SetIndent(2);
+  e << n;
+  return std::string(e.c_str()) + "\n";
+}
+
+Scenario load(YAML::Node root, config::Source src, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) config::apply_override(root, o, src);
+  Scenario sc;
+  sc.file = src.file;
+  sc.config = config::read_document<ScenarioConfig>(root, src);
+  const ScenarioConfig& c = sc.config;
+
+  const YAML::Node& croot = root;
+  for (std::size_t i = 0; i < c.pools.size(); ++i) {
+    const PoolConfig& p = c.pools[i];
+    const std::string path = "pools[" + std::to_string(i) + "]";
+    config::Reader r(croot["pools"][i], path, src);
+    const ModelSpec* m = find_named(c.models, model_presets(), p.model);
+    if (!m)
+      r.fail_key("model", "unknown model '" + p.model +
+                              "' (known: " + names_of(c.models, model_presets()) + ")");
+    const GpuSpec* g = find_named(c.gpus, gpu_presets(), p.gpu);
+    if (!g)
+      r.fail_key("gpu",
+                 "unknown GPU '" + p.gpu + "' (known: " + names_of(c.gpus, gpu_presets()) + ")");
+    if (m->num_attention_heads % p.tensor_parallel != 0)
+      r.fail_key(
+          "tensor_parallel",
+          "must divide the model's " + std::to_string(m->num_attention_heads) + " attention heads");
+    Scenario::PoolInfo info;
+    info.model = *m;
+    info.gpu = *g;
+    info.weight_dtype = p.weight_dtype == "auto" ? m->dtype : p.weight_dtype;
+    info.max_model_len =
+        p.engine.max_model_len > 0 ? p.engine.max_model_len : m->max_position_embeddings;
+    if (info.max_model_len > m->max_position_embeddings) {
+      config::Reader er(croot["pools"][i]["engine"], path + ".engine", src);
+      er.fail_key("max_model_len", "exceeds the model's limit of " +
+                                       std::to_string(m->max_position_embeddings) + " tokens");
+    }
+    try {
+      info.memory = compute_memory_budget(*m, *g, p.tensor_parallel, info.weight_dtype, p.engine);
+    } catch (const std::invalid_argument& e) {
+      r.fail_key("gpu", e.what());
+    }
+    sc.pools.push_back(std::move(info));
+  }
+  sc.resolved_yaml = emit_yaml(config::Writer::write(c));
+  return sc;
+}
+
+}  // namespace
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  if (!std::filesystem::exists(path)) throw InputError(path, "", "scenario file not found");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1), "", "YAML syntax: " + e.msg);
+  } catch (const YAML::BadFile&) {
+    throw InputError(path, "", "cannot read scenario file");
+  }
+  config::Source src;
+  src.file = path;
+  src.base_dir = std::filesystem::path(path).parent_path().string();
+  return load(root, src, overrides);
+}
+
+Scenario load_scenario_text(const std::string& yaml, const std::string& name,
+                            const std::string& base_dir,
+                            const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(name + ":" + std::to_string(e.mark.line + 1), "", "YAML syntax: " + e.msg);
+  }
+  config::Source src;
+  src.file = name;
+  src.base_dir = base_dir;
+  return load(root, src, overrides);
+}
+
+std::string scenario_reference_markdown() {
+  std::ostringstream o;
+  o << "# Scenario reference\n\n"
+       "<!-- Generated by `kvfleet schema` from the parameter declarations in the code; do not "
+       "edit "
+       "by hand. tests check that this file is current. -->\n\n"
+       "A scenario is one YAML file. Every key below may also be set from the command line with "
+       "`--set key.path=value` (list elements as `pools[0].engine.max_num_seqs` or "
+       "`pools.0.engine.max_num_seqs`). Unknown keys, values of the wrong type and values out of "
+       "range are errors that name the file, the line and the key. Relative paths are resolved "
+       "from the scenario file's folder. Components chosen by name take `impl:` plus the "
+       "parameters listed in their own section.\n\n"
+       "## Top level\n\n";
+  config::Documenter d;
+  ScenarioConfig def;
+  def.visit(d);
+  o << config::to_markdown(d);
+  o << "\n## Model presets\n\n| name | attention | layers | hidden | heads | KV heads | head dim | "
+       "MLP | vocab | parameters | KV bytes/token (bf16) | max context | source |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : model_presets()) {
+    o << "| " << m.name << " | " << m.attention << " | " << m.num_layers << " | " << m.hidden_size
+      << " | " << m.num_attention_heads << " | " << m.num_kv_heads << " | " << m.head_dim << " | "
+      << m.intermediate_size << " | " << m.vocab_size << " | " << m.num_params / 1e9 << "B"
+      << (m.num_active_params > 0
+              ? " (" + config::format_double(m.num_active_params / 1e9) + "B active)"
+              : "")
+      << " | " << static_cast<long long>(m.kv_bytes_per_token(2.0)) << " | "
+      << m.max_position_embeddings << " | " << m.source << " |\n";
+  }
+  o << "\n## GPU presets\n\n| name | memory (GiB) | bandwidth (GB/s) | bf16 dense (TFLOP/s) | fp8 "
+       "dense (TFLOP/s) | interconnect (GB/s) | source |\n|---|---|---|---|---|---|---|\n";
+  char buf[256];
+  for (const auto& g : gpu_presets()) {
+    std::snprintf(buf, sizeof buf, "| %s | %.1f | %.0f | %.1f | %.1f | %.0f | ", g.name.c_str(),
+                  g.memory_bytes / (1024.0 * 1024 * 1024), g.memory_bandwidth_Bps / 1e9,
+                  g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.interconnect_Bps / 1e9);
+    o << buf << g.source << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvfleet::sim

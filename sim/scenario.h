@@ -1,0 +1,95 @@
+#pragma once
+// A scenario: one YAML file describing the workload and the fleet (DESIGN.md, "Scenario").
+// The schema is the set of visit() declarations below and in the components they name;
+// docs/scenarios.md is generated from it (`kvfleet schema`).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config/params.h"
+#include "sim/engine/engine_config.h"
+#include "sim/engine/memory.h"
+#include "sim/model/presets.h"
+
+namespace kvfleet::sim {
+
+struct PoolConfig {
+  std::string name = "pool0";
+  int replicas = 1;
+  std::string model = "Llama-3-8B";
+  std::string gpu = "H100-SXM";
+  int tensor_parallel = 1;
+  std::string weight_dtype = "auto";
+  double price_per_hour = 0;
+  EngineConfig engine;
+  config::ImplSpec cost_model;
+
+  template <class V>
+  void visit(V& v);
+};
+
+struct SimulationConfig {
+  double max_time_s = 0;
+  double timeseries_interval_s = 1.0;
+  bool check_invariants = false;
+  template <class V>
+  void visit(V& v) {
+    v.param("max_time_s", max_time_s,
+            {.unit = "s",
+             .desc = "stop the clock here; requests still in flight end 'unfinished'; "
+                     "0 = run until every request has ended",
+             .min = 0});
+    v.param("timeseries_interval_s", timeseries_interval_s,
+            {.unit = "s",
+             .desc = "sampling interval of the per-replica time series",
+             .positive = true});
+    v.param("check_invariants", check_invariants,
+            {.desc = "verify KV block conservation and scheduler limits after every step (slow)"});
+  }
+};
+
+struct ScenarioConfig {
+  std::string name = "scenario";
+  std::string description;
+  std::int64_t seed = 1;
+  config::ImplSpec workload;
+  config::ImplSpec router;
+  std::vector<PoolConfig> pools;
+  std::vector<ModelSpec> models;
+  std::vector<GpuSpec> gpus;
+  SimulationConfig simulation;
+
+  template <class V>
+  void visit(V& v);
+  void check(config::Reader& r) const;
+};
+
+// A loaded, checked scenario with everything resolved.
+struct Scenario {
+  ScenarioConfig config;
+  std::string file;           // as given ("<built-in default>" for the embedded one)
+  std::string resolved_yaml;  // every key, defaults filled in
+  // Per pool: the resolved model, GPU, max_model_len and memory budget.
+  struct PoolInfo {
+    ModelSpec model;
+    GpuSpec gpu;
+    std::string weight_dtype;
+    int max_model_len = 0;
+    MemoryBudget memory;
+  };
+  std::vector<PoolInfo> pools;
+};
+
+// Loads a scenario file (or YAML text, with `file` naming it) and applies --set overrides.
+// Throws InputError naming file, line and key.
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides);
+Scenario load_scenario_text(const std::string& yaml, const std::string& name,
+                            const std::string& base_dir, const std::vector<std::string>& overrides);
+
+// The scenario reference (docs/scenarios.md), generated from the declarations.
+std::string scenario_reference_markdown();
+
+// The built-in default scenario (scenarios/default.yaml, embedded at build time).
+const std::string& builtin_default_scenario();
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,113 @@
+#include "sim/simulation.h"
+
+#include <cstdint>
+
+namespace kvfleet::sim {
+
+Simulation::Simulation(const Scenario& sc)
+    : scenario_(sc),
+      sample_interval_(
+          std::max<SimTime>(1, from_seconds(sc.config.simulation.timeseries_interval_s))) {
+  const auto seed = static_cast<std::uint64_t>(sc.config.seed);
+  workload_ = workload_registry().make(sc.config.workload, seed);
+  router_ = router_registry().make(sc.config.router, seed);
+  int index = 0;
+  for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
+    const PoolConfig& pc = sc.config.pools[p];
+    const Scenario::PoolInfo& info = sc.pools[p];
+    const CostContext ctx{info.model, info.gpu, pc.tensor_parallel, dtype_bytes(info.weight_dtype),
+                          dtype_bytes(info.memory.kv_dtype)};
+    for (int r = 0; r < pc.replicas; ++r) {
+      ReplicaSetup setup;
+      setup.name = pc.replicas == 1 ? pc.name : pc.name + "/" + std::to_string(r);
+      setup.engine = pc.engine;
+      setup.memory = info.memory;
+      setup.max_model_len = info.max_model_len;
+      setup.check_invariants = sc.config.simulation.check_invariants;
+      replicas_.push_back(std::make_unique<Replica>(
+          std::move(setup), cost_model_registry().make(pc.cost_model, ctx), log_, queue_, index++));
+      replica_ptrs_.push_back(replicas_.back().get());
+      replica_pool_.push_back(pc.name);
+      TimeSeries ts;
+      ts.replica = replicas_.back()->name();
+      series_.push_back(std::move(ts));
+    }
+  }
+}
+
+Simulation::~Simulation() = default;
+
+bool Simulation::active() const {
+  if (has_pending_) return true;
+  for (const auto* r : replica_ptrs_)
+    if (!r->idle()) return true;
+  return false;
+}
+
+void Simulation::deliver(const RequestSpec& spec, SimTime now) {
+  RequestRecord rec;
+  rec.id = log_.size();
+  rec.arrival = now;
+  rec.input_tokens = spec.input_tokens;
+  rec.output_tokens = spec.output_tokens;
+  log_.push_back(rec);
+  const std::size_t r = router_->pick(spec, replica_ptrs_);
+  replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), now);
+}
+
+void Simulation::sample(SimTime now) {
+  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {
+    const Replica& r = *replica_ptrs_[i];
+    TimeSeries& ts = series_[i];
+    ts.t_s.push_back(to_seconds(now));
+    ts.num_requests_running.push_back(r.num_requests_running());
+    ts.num_requests_waiting.push_back(r.num_requests_waiting());
+    ts.kv_cache_usage.push_back(r.kv_cache_usage());
+    ts.num_preemptions.push_back(r.stats().num_preemptions);
+    ts.prompt_tokens.push_back(r.stats().prompt_tokens);
+    ts.generation_tokens.push_back(r.stats().generation_tokens);
+  }
+}
+
+void Simulation::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
+  if (kind == kSample) {
+    sample(now);
+    if (active()) queue_.push(now + sample_interval_, this, kSample);
+    return;
+  }
+  // Deliver every arrival at this instant before any replica starts a step for it.
+  while (has_pending_ && pending_.arrival == now) {
+    deliver(pending_, now);
+    has_pending_ = workload_->next(pending_);
+  }
+  if (has_pending_) queue_.push(pending_.arrival, this, kArrival);
+}
+
+RunResult Simulation::run() {
+  has_pending_ = workload_->next(pending_);
+  if (has_pending_) queue_.push(pending_.arrival, this, kArrival);
+  queue_.push(0, this, kSample);
+  const double max_s = scenario_.config.simulation.max_time_s;
+  RunResult res;
+  if (max_s > 0) {
+    const SimTime stop = from_seconds(max_s);
+    queue_.run(stop);
+    if (!queue_.empty()) {
+      res.stopped_early = true;
+      for (auto* r : replica_ptrs_) r->abandon(stop);
+    }
+    res.end_time = stop;
+  } else {
+    queue_.run();
+    res.end_time = queue_.now();
+  }
+  res.events = queue_.events_processed();
+  res.requests = std::move(log_);
+  res.timeseries = std::move(series_);
+  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i)
+    res.replicas.push_back({replica_ptrs_[i]->name(), replica_pool_[i], replica_ptrs_[i]->stats(),
+                            replica_ptrs_[i]->memory()});
+  return res;
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,74 @@
+#pragma once
+// Runs one scenario: the arrival source feeds the router, the router picks replicas, replicas
+// step through their batches, and a sampler records each replica's state at fixed intervals.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/event_queue.h"
+#include "sim/engine/replica.h"
+#include "sim/fleet/router.h"
+#include "sim/metrics/request_log.h"
+#include "sim/scenario.h"
+#include "sim/workload/workload.h"
+
+namespace kvfleet::sim {
+
+// One replica's state sampled every simulation.timeseries_interval_s. Counters are cumulative.
+struct TimeSeries {
+  std::string replica;
+  std::vector<double> t_s;
+  std::vector<std::int32_t> num_requests_running;
+  std::vector<std::int32_t> num_requests_waiting;
+  std::vector<double> kv_cache_usage;  // fraction of blocks in use
+  std::vector<std::int64_t> num_preemptions;
+  std::vector<std::int64_t> prompt_tokens;
+  std::vector<std::int64_t> generation_tokens;
+};
+
+struct ReplicaResult {
+  std::string name;
+  std::string pool;
+  EngineStats stats;
+  MemoryBudget memory;
+};
+
+struct RunResult {
+  RequestLog requests;
+  std::vector<TimeSeries> timeseries;
+  std::vector<ReplicaResult> replicas;
+  SimTime end_time = 0;        // when the last event ran
+  std::uint64_t events = 0;    // events processed
+  bool stopped_early = false;  // simulation.max_time_s cut the run
+};
+
+class Simulation final : public EventHandler {
+ public:
+  explicit Simulation(const Scenario& scenario);
+  ~Simulation() override;
+  RunResult run();
+
+  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
+
+ private:
+  enum Kind : std::uint32_t { kArrival = 0, kSample = 1 };
+  void deliver(const RequestSpec& spec, SimTime now);
+  void sample(SimTime now);
+  bool active() const;
+
+  const Scenario& scenario_;
+  EventQueue queue_;
+  RequestLog log_;
+  std::unique_ptr<Workload> workload_;
+  std::unique_ptr<Router> router_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<Replica*> replica_ptrs_;
+  std::vector<std::string> replica_pool_;
+  std::vector<TimeSeries> series_;
+  RequestSpec pending_;
+  bool has_pending_ = false;
+  SimTime sample_interval_;
+};
+
+}  // namespace kvfleet::sim

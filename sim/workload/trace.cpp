@@ -1,0 +1,221 @@
+#include "sim/workload/trace.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/error.h"
+
+namespace kvfleet::sim {
+
+const std::vector<std::string_view> kTraceFormats = {"azure", "vidur", "vllm_jsonl", "mooncake"};
+
+namespace {
+
+std::string row_where(const std::string& path, std::size_t line) {
+  return path + ": row " + std::to_string(line);
+}
+
+std::ifstream open_or_throw(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open trace file");
+  return in;
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  for (auto& s : out) {
+    auto b = s.find_first_not_of(" \t\"");
+    auto e = s.find_last_not_of(" \t\"");
+    s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+  }
+  return out;
+}
+
+std::int32_t parse_tokens(const std::string& s, const std::string& where, const std::string& col) {
+  std::int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+    double d = 0;
+    auto r2 = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (r2.ec != std::errc() || r2.ptr != s.data() + s.size() || d != std::floor(d))
+      throw InputError(where, col, "not a whole number of tokens: '" + s + "'");
+    v = static_cast<std::int64_t>(d);
+  }
+  if (v < 0 || v > 100'000'000) throw InputError(where, col, "token count out of range: " + s);
+  return static_cast<std::int32_t>(v);
+}
+
+double parse_seconds(const std::string& s, const std::string& where, const std::string& col) {
+  double d = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(d))
+    throw InputError(where, col, "not a number: '" + s + "'");
+  return d;
+}
+
+// "2023-11-16 18:17:03.9799600" -> seconds since the epoch (UTC, proleptic Gregorian).
+double parse_datetime(const std::string& s, const std::string& where, const std::string& col) {
+  int Y, M, D, h, m;
+  double sec;
+  char tail = 0;
+  if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d:%lf%c", &Y, &M, &D, &h, &m, &sec, &tail) != 6 ||
+      M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec < 0 || sec >= 61)
+    throw InputError(where, col, "not a timestamp 'YYYY-MM-DD hh:mm:ss.frac': '" + s + "'");
+  // Days from civil (Howard Hinnant's algorithm).
+  Y -= M <= 2;
+  const int era = (Y >= 0 ? Y : Y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(Y - era * 400);
+  const unsigned doy = (153 * (M + (M > 2 ? -3 : 9)) + 2) / 5 + D - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const double days = era * 146097.0 + doe - 719468.0;
+  return days * 86400.0 + h * 3600.0 + m * 60.0 + sec;
+}
+
+std::vector<TraceRow> read_csv(const std::string& path, const std::string& format,
+                               bool need_arrivals) {
+  auto in = open_or_throw(path);
+  std::string line;
+  if (!std::getline(in, line)) throw InputError(path, "", "empty trace file (no header row)");
+  const auto header = split_csv(line);
+  auto col = [&](std::string_view name) -> long {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : it - header.begin();
+  };
+  std::string c_time, c_in, c_out;
+  if (format == "azure") {
+    c_time = "TIMESTAMP", c_in = "ContextTokens", c_out = "GeneratedTokens";
+  } else {
+    c_time = "arrived_at", c_in = "num_prefill_tokens", c_out = "num_decode_tokens";
+  }
+  const long i_time = col(c_time), i_in = col(c_in), i_out = col(c_out);
+  for (auto [i, name] : {std::pair{i_in, c_in}, std::pair{i_out, c_out}})
+    if (i < 0) throw InputError(path + ": row 1", name, "column missing from the header");
+  if (need_arrivals && i_time < 0)
+    throw InputError(path + ": row 1", c_time, "column missing from the header");
+
+  std::vector<TraceRow> rows;
+  std::size_t lineno = 1;
+  double t0 = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r") continue;
+    const auto f = split_csv(line);
+    const std::string w = row_where(path, lineno);
+    const long need = std::max({i_time, i_in, i_out});
+    if (static_cast<long>(f.size()) <= need)
+      throw InputError(w, "",
+                       "expected " + std::to_string(header.size()) + " columns, found " +
+                           std::to_string(f.size()));
+    TraceRow r;
+    r.input_tokens = parse_tokens(f[i_in], w, c_in);
+    r.output_tokens = parse_tokens(f[i_out], w, c_out);
+    if (i_time >= 0) {
+      double t = format == "azure" ? parse_datetime(f[i_time], w, c_time)
+                                   : parse_seconds(f[i_time], w, c_time);
+      if (rows.empty()) t0 = t;
+      r.arrival_s = t - t0;
+      if (!rows.empty() && r.arrival_s < rows.back().arrival_s)
+        throw InputError(w, c_time, "arrival time goes backwards");
+    }
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) throw InputError(path, "", "trace has a header but no rows");
+  return rows;
+}
+
+std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& format,
+                                 bool need_arrivals) {
+  auto in = open_or_throw(path);
+  const bool vllm = format == "vllm_jsonl";
+  const std::string c_time = vllm ? "arrival_time" : "timestamp";
+  const std::string c_in = vllm ? "input_toks" : "input_length";
+  const std::string c_out = vllm ? "output_toks" : "output_length";
+  const double time_unit = vllm ? 1.0 : 1e-3;  // mooncake timestamps are milliseconds
+  std::vector<TraceRow> raw;
+  std::vector<double> t;
+  std::string line;
+  std::size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string w = row_where(path, lineno);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(w, "", std::string("not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw InputError(w, "", "expected a JSON object");
+    auto get_int = [&](const std::string& k) -> std::int32_t {
+      if (!j.contains(k)) throw InputError(w, k, "missing");
+      const auto& v = j[k];
+      if (!v.is_number_integer() &&
+          !(v.is_number() && v.get<double>() == std::floor(v.get<double>())))
+        throw InputError(w, k, "expected a whole number of tokens, got " + v.dump());
+      const double d = v.get<double>();
+      if (d < 0 || d > 1e8) throw InputError(w, k, "token count out of range: " + v.dump());
+      return static_cast<std::int32_t>(d);
+    };
+    TraceRow r;
+    r.input_tokens = get_int(c_in);
+    r.output_tokens = get_int(c_out);
+    double ts = 0;
+    if (j.contains(c_time)) {
+      if (!j[c_time].is_number())
+        throw InputError(w, c_time, "expected a number, got " + j[c_time].dump());
+      ts = j[c_time].get<double>() * time_unit;
+    } else if (need_arrivals) {
+      throw InputError(w, c_time, "missing");
+    }
+    if (!vllm && j.contains("hash_ids")) {
+      if (!j["hash_ids"].is_array()) throw InputError(w, "hash_ids", "expected a list of ids");
+      for (const auto& h : j["hash_ids"]) {
+        if (!h.is_number_integer() || h.get<std::int64_t>() < 0)
+          throw InputError(w, "hash_ids", "expected non-negative integer ids, got " + h.dump());
+        r.hash_ids.push_back(static_cast<std::uint32_t>(h.get<std::int64_t>()));
+      }
+    }
+    raw.push_back(std::move(r));
+    t.push_back(ts);
+  }
+  if (raw.empty()) throw InputError(path, "", "trace has no rows");
+  // vLLM benchmark files are written in completion order; sort by arrival, stable.
+  std::vector<std::size_t> order(raw.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return t[a] < t[b]; });
+  std::vector<TraceRow> rows;
+  rows.reserve(raw.size());
+  const double t0 = t[order.front()];
+  for (auto i : order) {
+    raw[i].arrival_s = t[i] - t0;
+    rows.push_back(std::move(raw[i]));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<TraceRow> read_trace(const std::string& format, const std::string& path,
+                                 bool need_arrivals) {
+  if (format == "azure" || format == "vidur") return read_csv(path, format, need_arrivals);
+  if (format == "vllm_jsonl" || format == "mooncake")
+    return read_jsonl(path, format, need_arrivals);
+  throw InputError(path, "format", "unknown trace format '" + format + "'");
+}
+
+}  // namespace kvfleet::sim
