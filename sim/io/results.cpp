@@ -26,10 +26,14 @@ hid_t check_id(hid_t id, const char* what) {
   return id;
 }
 
-// Owns an HDF5 identifier.
+// Owns an HDF5 identifier (move-only).
 struct H5 {
   hid_t id;
   herr_t (*close)(hid_t);
+  H5(hid_t i, herr_t (*c)(hid_t)) : id(i), close(c) {}
+  H5(H5&& o) noexcept : id(o.id), close(o.close) { o.id = -1; }
+  H5(const H5&) = delete;
+  H5& operator=(const H5&) = delete;
   ~H5() {
     if (id >= 0) close(id);
   }
@@ -74,7 +78,7 @@ void write_table(hid_t loc, const char* name, const Table& t) {
     } else if (std::holds_alternative<std::vector<double>>(c.data)) {
       mt = H5T_NATIVE_DOUBLE;
     } else {
-      str_types.push_back({check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose});
+      str_types.emplace_back(check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose);
       check(H5Tset_size(str_types.back().id, widths[i]), "string size");
       check(H5Tset_strpad(str_types.back().id, H5T_STR_NULLPAD), "string pad");
       mt = str_types.back().id;

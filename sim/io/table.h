@@ -2,6 +2,7 @@
 // A column table: the common shape of every result (requests, time series, summary) so that one
 // writer serves HDF5 compound datasets and CSV files alike.
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,7 +18,7 @@ struct Column {
 };
 
 struct Table {
-  std::vector<Column> columns;
+  std::deque<Column> columns;  // deque: references returned by i64() etc. stay valid
   std::size_t rows() const { return columns.empty() ? 0 : columns.front().size(); }
   std::vector<std::int64_t>& i64(const std::string& name) {
     columns.push_back({name, std::vector<std::int64_t>{}});

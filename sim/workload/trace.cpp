@@ -175,7 +175,11 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
     r.input_tokens = get_int(c_in);
     r.output_tokens = get_int(c_out);
     double ts = 0;
-    if (j.contains(c_time)) {
+    // vLLM measures latencies from the engine's queued_ts; replay arrivals at that instant when
+    // the file has it (the client-side arrival_time differs by HTTP and tokenisation delays).
+    if (vllm && j.contains("queued_ts") && j["queued_ts"].is_number()) {
+      ts = j["queued_ts"].get<double>();
+    } else if (j.contains(c_time)) {
       if (!j[c_time].is_number())
         throw InputError(w, c_time, "expected a number, got " + j[c_time].dump());
       ts = j[c_time].get<double>() * time_unit;

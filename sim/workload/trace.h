@@ -16,7 +16,8 @@ struct TraceRow {
 };
 
 // Formats: azure (Azure LLM inference trace CSV), vidur (Vidur/Splitwise processed CSV),
-// vllm_jsonl (vLLM benchmark requests.jsonl), mooncake (Mooncake FAST'25 JSONL).
+// vllm_jsonl (vLLM benchmark requests.jsonl; arrivals at queued_ts when present, else
+// arrival_time), mooncake (Mooncake FAST'25 JSONL).
 extern const std::vector<std::string_view> kTraceFormats;
 
 // Reads a whole trace. `need_arrivals` false accepts files without an arrival column (used for

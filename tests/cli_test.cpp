@@ -1,0 +1,183 @@
+// The kvfleet command line as a user meets it: help, a good run with its files, and bad input
+// (exit status 2, one message naming file, line or row and key, no output file left behind).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace kvfleet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Output {
+  int status;
+  std::string text;  // stdout and stderr
+};
+
+Output kvfleet(const std::string& args) {
+  const std::string cmd = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kvfleet_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  // Files under dir_ other than the inputs written by the test.
+  std::vector<std::string> outputs(const std::vector<std::string>& inputs) const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const auto n = e.path().filename().string();
+      if (std::find(inputs.begin(), inputs.end(), n) == inputs.end()) v.push_back(n);
+    }
+    return v;
+  }
+  fs::path dir_;
+};
+
+const char* kGood = R"(name: small
+workload:
+  impl: synthetic
+  num_requests: 200
+  arrival: {impl: poisson, rate_per_s: 10}
+  input_tokens: {impl: lognormal, mean: 161, sigma: 1.0, max: 2048}
+  output_tokens: {impl: lognormal, mean: 338, sigma: 0.8, max: 2048}
+pools:
+  - name: p
+    model: Llama-3-8B
+    gpu: H100-SXM
+)";
+
+TEST_F(Cli, HelpOnEveryCommand) {
+  for (const char* c : {"--help", "run --help", "schema --help", "presets --help"}) {
+    const auto o = kvfleet(c);
+    EXPECT_EQ(o.status, 0) << c;
+    EXPECT_THAT(o.text, HasSubstr("Usage: kvfleet")) << c;
+  }
+  EXPECT_EQ(kvfleet("frobnicate").status, 2);
+  EXPECT_EQ(kvfleet("run --no-such-option").status, 2);
+}
+
+TEST_F(Cli, RunWritesReportHdf5AndCsv) {
+  const auto sc = write("s.yaml", kGood);
+  const auto out = (dir_ / "r.h5").string();
+  const auto csv = (dir_ / "csv").string();
+  const auto o = kvfleet("run " + sc + " --out " + out + " --csv " + csv + " --set seed=5");
+  ASSERT_EQ(o.status, 0) << o.text;
+  for (const char* s : {"Requests: 200 arrived, 200 completed", "TTFT", "TPOT", "E2E", "p99",
+                        "KV cache usage", "memory budget", "weights", "KV pool"})
+    EXPECT_THAT(o.text, HasSubstr(s));
+  EXPECT_TRUE(fs::exists(out));
+  for (const char* f : {"requests.csv", "summary.csv", "replicas.csv", "timeseries_p.csv"})
+    EXPECT_TRUE(fs::exists(fs::path(csv) / f)) << f;
+  std::ifstream req(fs::path(csv) / "requests.csv");
+  std::string header;
+  std::getline(req, header);
+  EXPECT_THAT(header, HasSubstr("ttft_s"));
+  EXPECT_EQ(outputs({"s.yaml"}).size(), 2u);  // r.h5 and csv/, no temporaries
+}
+
+TEST_F(Cli, BuiltInDefaultRunsWithoutAFile) {
+  const auto o = kvfleet("run --quiet --set workload.num_requests=50");
+  EXPECT_EQ(o.status, 0) << o.text;
+}
+
+struct Bad {
+  const char* name;
+  std::string yaml_tail;  // appended to kGood (or a whole file when it starts with '!')
+  std::vector<std::string> must_say;
+};
+
+class CliBadInput : public Cli, public ::testing::WithParamInterface<Bad> {};
+
+TEST_P(CliBadInput, ExitsTwoWithOneMessageAndNoFile) {
+  const Bad& b = GetParam();
+  std::string yaml = kGood;
+  std::string trace_csv;
+  if (b.yaml_tail.rfind("TRACE:", 0) == 0) {
+    trace_csv = write("t.csv", b.yaml_tail.substr(6));
+    yaml = std::string(kGood).replace(std::string(kGood).find("workload:"),
+                                      std::string(kGood).find("pools:") - std::string(kGood).find("workload:"),
+                                      "workload: {impl: trace, format: vidur, path: t.csv}\n");
+  } else {
+    yaml += b.yaml_tail;
+  }
+  const auto sc = write("s.yaml", yaml);
+  const auto out = (dir_ / "r.h5").string();
+  const auto o = kvfleet("run " + sc + " --out " + out);
+  EXPECT_EQ(o.status, 2) << o.text;
+  for (const auto& s : b.must_say) EXPECT_THAT(o.text, HasSubstr(s)) << o.text;
+  EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << "one message: " << o.text;
+  EXPECT_FALSE(fs::exists(out));
+  std::vector<std::string> inputs = {"s.yaml"};
+  if (!trace_csv.empty()) inputs.push_back("t.csv");
+  EXPECT_TRUE(outputs(inputs).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBadInput,
+    ::testing::Values(
+        Bad{"UnknownKey", "    engine: {max_num_seqz: 8}\n",
+            {"s.yaml:12", "pools[0].engine.max_num_seqz", "unknown key", "max_num_seqs"}},
+        Bad{"WrongType", "    replicas: two\n",
+            {"s.yaml:12", "pools[0].replicas", "expected an integer"}},
+        Bad{"EmptyTrace", "TRACE:", {"t.csv", "empty trace file"}},
+        Bad{"UnknownModel", "    engine: {}\n  - name: q\n    model: GPT-9\n", {"pools"}},
+        Bad{"BadTraceRow", "TRACE:arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n0.5,12,x\n",
+            {"t.csv: row 3", "num_decode_tokens", "'x'"}},
+        Bad{"YamlSyntax", "  - [unclosed\n", {"s.yaml:", "YAML syntax"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+TEST_F(Cli, NegativeAndZeroRateViaFileAndSet) {
+  std::string y = kGood;
+  y.replace(y.find("rate_per_s: 10"), 14, "rate_per_s: -2");
+  const auto sc = write("s.yaml", y);
+  auto o = kvfleet("run " + sc + " --out " + (dir_ / "r.h5").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("s.yaml:5: workload.arrival.rate_per_s: must be > 0 (got -2)"));
+  o = kvfleet("run " + sc + " --set workload.arrival.rate_per_s=0");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("--set workload.arrival.rate_per_s=0: workload.arrival.rate_per_s: must be > 0"));
+  EXPECT_FALSE(fs::exists(dir_ / "r.h5"));
+}
+
+TEST_F(Cli, MissingTraceFileIsNamed) {
+  std::string y = kGood;
+  const auto w = y.find("workload:"), p = y.find("pools:");
+  y.replace(w, p - w, "workload: {impl: trace, format: azure, path: nowhere.csv}\n");
+  const auto sc = write("s.yaml", y);
+  const auto o = kvfleet("run " + sc + " --out " + (dir_ / "r.h5").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("nowhere.csv"));
+  EXPECT_THAT(o.text, HasSubstr("cannot open trace file"));
+  EXPECT_FALSE(fs::exists(dir_ / "r.h5"));
+}
+
+TEST_F(Cli, MissingScenarioFile) {
+  const auto o = kvfleet("run " + (dir_ / "absent.yaml").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("scenario file not found"));
+}
+
+}  // namespace
+}  // namespace kvfleet

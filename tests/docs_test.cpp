@@ -1,0 +1,52 @@
+// docs/scenarios.md is generated from the parameter declarations; it must be current.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "sim/scenario.h"
+
+namespace kvfleet {
+namespace {
+
+TEST(Docs, ScenarioReferenceIsCurrent) {
+  std::ifstream in(std::string(KVFLEET_SOURCE_DIR) + "/docs/scenarios.md");
+  ASSERT_TRUE(in) << "docs/scenarios.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), sim::scenario_reference_markdown())
+      << "docs/scenarios.md is out of date: run `build/bin/kvfleet schema > docs/scenarios.md`";
+}
+
+TEST(Docs, BuiltInDefaultIsTheScenarioFile) {
+  std::ifstream in(std::string(KVFLEET_SOURCE_DIR) + "/scenarios/default.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), sim::builtin_default_scenario()) << "reconfigure the build";
+}
+
+// Every scenario in scenarios/ loads (references to ../shared/reference are allowed to be
+// absent: such scenarios are skipped with a message).
+TEST(Docs, EveryShippedScenarioLoads) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(KVFLEET_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str().find("shared/reference") != std::string::npos &&
+        !fs::exists(KVFLEET_REFERENCE_DIR)) {
+      std::cout << "skipping " << e.path() << ": ../shared/reference is absent\n";
+      continue;
+    }
+    EXPECT_NO_THROW(sim::load_scenario_file(e.path().string(), {})) << e.path();
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+}  // namespace
+}  // namespace kvfleet
