@@ -34,7 +34,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("kvfleet_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("kvfleet_cli_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -116,9 +117,10 @@ TEST_P(CliBadInput, ExitsTwoWithOneMessageAndNoFile) {
   std::string trace_csv;
   if (b.yaml_tail.rfind("TRACE:", 0) == 0) {
     trace_csv = write("t.csv", b.yaml_tail.substr(6));
-    yaml = std::string(kGood).replace(std::string(kGood).find("workload:"),
-                                      std::string(kGood).find("pools:") - std::string(kGood).find("workload:"),
-                                      "workload: {impl: trace, format: vidur, path: t.csv}\n");
+    yaml = std::string(kGood).replace(
+        std::string(kGood).find("workload:"),
+        std::string(kGood).find("pools:") - std::string(kGood).find("workload:"),
+        "workload: {impl: trace, format: vidur, path: t.csv}\n");
   } else {
     yaml += b.yaml_tail;
   }
@@ -137,13 +139,16 @@ TEST_P(CliBadInput, ExitsTwoWithOneMessageAndNoFile) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, CliBadInput,
     ::testing::Values(
-        Bad{"UnknownKey", "    engine: {max_num_seqz: 8}\n",
+        Bad{"UnknownKey",
+            "    engine: {max_num_seqz: 8}\n",
             {"s.yaml:12", "pools[0].engine.max_num_seqz", "unknown key", "max_num_seqs"}},
-        Bad{"WrongType", "    replicas: two\n",
+        Bad{"WrongType",
+            "    replicas: two\n",
             {"s.yaml:12", "pools[0].replicas", "expected an integer"}},
         Bad{"EmptyTrace", "TRACE:", {"t.csv", "empty trace file"}},
         Bad{"UnknownModel", "    engine: {}\n  - name: q\n    model: GPT-9\n", {"pools"}},
-        Bad{"BadTraceRow", "TRACE:arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n0.5,12,x\n",
+        Bad{"BadTraceRow",
+            "TRACE:arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n0.5,12,x\n",
             {"t.csv: row 3", "num_decode_tokens", "'x'"}},
         Bad{"YamlSyntax", "  - [unclosed\n", {"s.yaml:", "YAML syntax"}}),
     [](const auto& i) { return std::string(i.param.name); });
@@ -157,7 +162,9 @@ TEST_F(Cli, NegativeAndZeroRateViaFileAndSet) {
   EXPECT_THAT(o.text, HasSubstr("s.yaml:5: workload.arrival.rate_per_s: must be > 0 (got -2)"));
   o = kvfleet("run " + sc + " --set workload.arrival.rate_per_s=0");
   EXPECT_EQ(o.status, 2);
-  EXPECT_THAT(o.text, HasSubstr("--set workload.arrival.rate_per_s=0: workload.arrival.rate_per_s: must be > 0"));
+  EXPECT_THAT(
+      o.text,
+      HasSubstr("--set workload.arrival.rate_per_s=0: workload.arrival.rate_per_s: must be > 0"));
   EXPECT_FALSE(fs::exists(dir_ / "r.h5"));
 }
 

@@ -1,7 +1,8 @@
 // Little's law, request conservation and determinism on a loaded replica with preemptions.
-#include <hdf5.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 
@@ -71,6 +72,8 @@ TEST(LittlesLaw, HoldsOnTheTimeSeries) {
   const double L = area / horizon;
   const double lambda = static_cast<double>(r.result.requests.size()) / horizon;
   const double W = sojourn / static_cast<double>(r.result.requests.size());
+  std::printf("Little: L %.4f, lambda %.4f /s, W %.4f s, lambda*W %.4f (%+.4f%%)\n", L, lambda, W,
+              lambda * W, 100 * (L / (lambda * W) - 1));
   ASSERT_GT(L, 5.0) << "the scenario should keep the replica busy";
   EXPECT_NEAR(L / (lambda * W), 1.0, 0.02) << "L " << L << ", λW " << lambda * W;
 }
@@ -97,10 +100,11 @@ std::vector<unsigned char> raw_dataset(const std::string& file, const char* name
 
 TEST(Determinism, SameSeedGivesByteIdenticalResults) {
   const auto dir = std::filesystem::temp_directory_path();
-  const std::string a = (dir / "kvfleet_det_a.h5").string(), b = (dir / "kvfleet_det_b.h5").string(),
+  const std::string a = (dir / "kvfleet_det_a.h5").string(),
+                    b = (dir / "kvfleet_det_b.h5").string(),
                     c = (dir / "kvfleet_det_c.h5").string();
-  for (const auto& [path, seed] : {std::pair{a, "seed=3"}, std::pair{b, "seed=3"},
-                                   std::pair{c, "seed=4"}}) {
+  for (const auto& [path, seed] :
+       {std::pair{a, "seed=3"}, std::pair{b, "seed=3"}, std::pair{c, "seed=4"}}) {
     const auto r = testing::run_yaml(kStressed, {seed, "simulation.timeseries_interval_s=1"});
     sim::write_results_h5(path, r.scenario, r.result, r.summary);
   }

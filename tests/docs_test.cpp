@@ -32,7 +32,8 @@ TEST(Docs, BuiltInDefaultIsTheScenarioFile) {
 TEST(Docs, EveryShippedScenarioLoads) {
   namespace fs = std::filesystem;
   int n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(std::string(KVFLEET_SOURCE_DIR) + "/scenarios")) {
+  for (const auto& e :
+       fs::recursive_directory_iterator(std::string(KVFLEET_SOURCE_DIR) + "/scenarios")) {
     if (e.path().extension() != ".yaml") continue;
     std::ifstream in(e.path());
     std::stringstream ss;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "tests/support/run.h"
 
@@ -47,6 +48,9 @@ TEST_P(MD1, MeanWaitMatchesPollaczekKhinchine) {
   ASSERT_EQ(r.summary.ok, c.n);
   const double want = c.rho * s / (2 * (1 - c.rho));
   const double got = r.summary.queue.mean;
+  std::printf(
+      "M/D/1 rho %.1f, %ld requests: Wq simulated %.6f s, Pollaczek-Khinchine %.6f s (%+.2f%%)\n",
+      c.rho, c.n, got, want, 100 * (got / want - 1));
   EXPECT_NEAR(got / want, 1.0, 0.03) << "Wq simulated " << got << " s, theory " << want << " s";
   // Every request's service is exactly one 1 ms step.
   EXPECT_NEAR(r.summary.e2e.mean - got, s, 1e-9);
@@ -63,9 +67,11 @@ TEST_P(MM1, MeanWaitMatchesMM1) {
   const double rate = c.rho / es;
   const auto r = testing::run_yaml(mm1(rate, c.n));
   ASSERT_EQ(r.summary.ok, c.n);
-  const double want_mm1 = c.rho * es / (1 - c.rho);         // M/M/1
-  const double want_pk = want_mm1 * (2 - p) / 2;             // exact for geometric service
+  const double want_mm1 = c.rho * es / (1 - c.rho);  // M/M/1
+  const double want_pk = want_mm1 * (2 - p) / 2;     // exact for geometric service
   const double got = r.summary.queue.mean;
+  std::printf("M/M/1 rho %.1f, %ld requests: Wq simulated %.6f s, M/M/1 %.6f s (%+.2f%%)\n", c.rho,
+              c.n, got, want_mm1, 100 * (got / want_mm1 - 1));
   EXPECT_NEAR(got / want_mm1, 1.0, 0.03) << "Wq simulated " << got << " s, M/M/1 " << want_mm1;
   EXPECT_NEAR(want_pk / want_mm1, 1.0, 0.001);
 }

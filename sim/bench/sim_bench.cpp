@@ -1,2 +1,66 @@
+// kvfleet-sim-bench: simulator speed. Reports simulated requests per wall-clock second
+// (items_per_second) for one replica of Llama-3-8B on an H100 SXM serving ShareGPT-like requests
+// (lognormal, means 161 in and 338 out) at 80% of the replica's measured capacity, for runs of
+// increasing length: the cost per request must not grow with the run.
 #include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "sim/metrics/summary.h"
+#include "sim/scenario.h"
+#include "sim/simulation.h"
+
+namespace {
+
+using namespace kvfleet::sim;
+
+std::string scenario(double rate, long n) {
+  return "seed: 1\nworkload:\n  impl: synthetic\n  num_requests: " + std::to_string(n) +
+         "\n  arrival: {impl: poisson, rate_per_s: " + std::to_string(rate) +
+         "}\n  input_tokens: {impl: lognormal, mean: 161, sigma: 1.0, max: 2048}\n"
+         "  output_tokens: {impl: lognormal, mean: 338, sigma: 0.8, max: 2048}\n"
+         "pools:\n  - model: Llama-3-8B\n    gpu: H100-SXM\n"
+         "    engine: {max_num_seqs: 256, max_num_batched_tokens: 8192}\n"
+         "simulation: {timeseries_interval_s: 1.0}\n";
+}
+
+// Saturated throughput (completed requests per simulated second) with every request queued.
+double capacity_per_s() {
+  static const double cap = [] {
+    Scenario sc = load_scenario_text(scenario(1e6, 20000), "<bench>", ".", {});
+    Simulation s(sc);
+    return summarize(s.run()).requests_per_s;
+  }();
+  return cap;
+}
+
+void BM_OneReplicaShareGPT80(benchmark::State& state) {
+  const long n = state.range(0);
+  const double rate = 0.8 * capacity_per_s();
+  Scenario sc = load_scenario_text(scenario(rate, n), "<bench>", ".", {});
+  double busy = 0;
+  for (auto _ : state) {
+    Simulation s(sc);
+    RunResult r = s.run();
+    benchmark::DoNotOptimize(r.requests.data());
+    busy = summarize(r).busy_fraction;
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["capacity_req_per_s"] = capacity_per_s();
+  state.counters["arrival_rate_per_s"] = rate;
+  state.counters["busy_fraction"] = busy;
+  state.counters["ns_per_request"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_OneReplicaShareGPT80)
+    ->Arg(25'000)
+    ->Arg(50'000)
+    ->Arg(100'000)
+    ->Arg(200'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+
 BENCHMARK_MAIN();

@@ -31,6 +31,8 @@ class KvBlockManager {
   // when the free pool is too small.
   bool allocate(std::uint32_t slot, std::int64_t total_tokens) {
     auto& t = table(slot);
+    // Common case (a decode inside its last block): no division.
+    if (total_tokens <= static_cast<std::int64_t>(t.size()) * block_size_) return true;
     const std::int64_t need = blocks_for(total_tokens) - static_cast<std::int64_t>(t.size());
     if (need <= 0) return true;
     if (need > num_free_blocks()) return false;

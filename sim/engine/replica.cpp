@@ -191,7 +191,6 @@ void Replica::end_step(SimTime now) {
   bool any_finished = false;
   for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
-    RequestRecord& r = log_[q.request];
     const bool prefill =
         !(q.num_output > 0 && sc.tokens == 1 && q.num_computed + 1 == q.num_tokens());
     if (prefill) stats_.prompt_tokens += sc.tokens;
@@ -199,7 +198,7 @@ void Replica::end_step(SimTime now) {
     if (q.num_computed < q.max_computed) {
       const std::int32_t again =
           std::min(q.num_computed + sc.tokens, q.max_computed) - q.num_computed;
-      r.recomputed_tokens += again;
+      log_[q.request].recomputed_tokens += again;
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
@@ -207,8 +206,8 @@ void Replica::end_step(SimTime now) {
     if (q.num_computed == q.num_tokens()) {
       ++q.num_output;
       ++stats_.generation_tokens;
-      r.generated_tokens = q.num_output;
-      if (r.first_token < 0) r.first_token = now;
+      // A request's record is touched only at its first token and when it ends.
+      if (q.num_output == 1 && log_[q.request].first_token < 0) log_[q.request].first_token = now;
       if (q.num_output >= q.max_output) {
         finish(sc.slot, now, Outcome::kOk);
         any_finished = true;
@@ -227,6 +226,7 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   RequestRecord& r = log_[q.request];
   r.outcome = o;
   r.finish = now;
+  r.generated_tokens = q.num_output;
   kv_.free(slot);
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);

@@ -15,10 +15,10 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-// Latency in the unit that reads best: ms below 10 s.
+// Latency in the unit that reads best: ms below 1 s.
 std::string lat(double s) {
   if (std::isnan(s)) return "-";
-  return s < 10 ? fmt("%.1f ms", s * 1e3) : fmt("%.2f s", s);
+  return s < 1 ? fmt("%.1f ms", s * 1e3) : fmt("%.2f s", s);
 }
 
 std::string pad(const std::string& s, std::size_t w) {

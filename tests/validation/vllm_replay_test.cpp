@@ -20,7 +20,8 @@ TEST(VllmReplay, RooflineOnRtx4090) {
   const std::string req = testing::reference_file(dir + "/requests.jsonl");
   if (req.empty()) GTEST_SKIP() << "../shared/reference is absent: nothing to replay";
   const auto sc = sim::load_scenario_file(
-      std::string(KVFLEET_SOURCE_DIR) + "/scenarios/validation/vllm-0.19-rtx4090-roofline.yaml", {});
+      std::string(KVFLEET_SOURCE_DIR) + "/scenarios/validation/vllm-0.19-rtx4090-roofline.yaml",
+      {});
 
   // The engine settings must be the run's (meta.json).
   std::ifstream mf(testing::reference_file(dir + "/meta.json"));
@@ -61,9 +62,10 @@ TEST(VllmReplay, RooflineOnRtx4090) {
   const auto mt = sim::latency_stats(ttft), mp = sim::latency_stats(tpot),
              me = sim::latency_stats(e2e);
   auto row = [](const char* n, const sim::LatencyStats& m, const sim::LatencyStats& s) {
-    std::printf("%-5s measured mean %8.3f p50 %8.3f p90 %8.3f p99 %8.3f | simulated mean %8.3f "
-                "p50 %8.3f p90 %8.3f p99 %8.3f\n",
-                n, m.mean, m.p50, m.p90, m.p99, s.mean, s.p50, s.p90, s.p99);
+    std::printf(
+        "%-5s measured mean %8.3f p50 %8.3f p90 %8.3f p99 %8.3f | simulated mean %8.3f "
+        "p50 %8.3f p90 %8.3f p99 %8.3f\n",
+        n, m.mean, m.p50, m.p90, m.p99, s.mean, s.p50, s.p90, s.p99);
   };
   row("TTFT", mt, sum.ttft);
   row("TPOT", mp, sum.tpot);
