@@ -74,9 +74,8 @@ int cmd_run(const std::vector<std::string>& args) {
   // Check output locations before spending time on the run.
   for (const char* key : {"out", "csv"}) {
     if (!vm.count(key)) continue;
-    std::filesystem::path p(vm[key].as<std::string>());
-    std::filesystem::path parent = std::string(key) == "out" ? p.parent_path() : p;
-    if (std::string(key) == "csv") parent = p.parent_path();
+    const std::filesystem::path parent =
+        std::filesystem::path(vm[key].as<std::string>()).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent))
       throw InputError("--" + std::string(key), "", "folder does not exist: " + parent.string());
   }

@@ -109,6 +109,13 @@ void write_table(hid_t loc, const char* name, const Table& t) {
   if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
 }
 
+// A replica name usable as one HDF5 link or file name ("pool/3" -> "pool_3").
+std::string flat_name(std::string name) {
+  for (char& c : name)
+    if (c == '/') c = '_';
+  return name;
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -241,12 +248,8 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     H5 group{check_id(H5Gcreate2(file.id, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "timeseries group"),
              H5Gclose};
-    for (const auto& ts : r.timeseries) {
-      std::string name = ts.replica;
-      for (char& c : name)
-        if (c == '/') c = '_';
-      write_table(group.id, name.c_str(), timeseries_table(ts));
-    }
+    for (const auto& ts : r.timeseries)
+      write_table(group.id, flat_name(ts.replica).c_str(), timeseries_table(ts));
     check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
   } catch (...) {
     std::filesystem::remove(tmp);
@@ -288,12 +291,9 @@ void write_results_csv(const std::string& dir, const RunResult& r, const Summary
   write_csv((d / "requests.csv").string(), requests_table(r.requests));
   write_csv((d / "summary.csv").string(), summary_table(s));
   write_csv((d / "replicas.csv").string(), replicas_table(r));
-  for (const auto& ts : r.timeseries) {
-    std::string name = ts.replica;
-    for (char& c : name)
-      if (c == '/') c = '_';
-    write_csv((d / ("timeseries_" + name + ".csv")).string(), timeseries_table(ts));
-  }
+  for (const auto& ts : r.timeseries)
+    write_csv((d / ("timeseries_" + flat_name(ts.replica) + ".csv")).string(),
+              timeseries_table(ts));
 }
 
 }  // namespace kvfleet::sim

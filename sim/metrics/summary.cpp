@@ -82,7 +82,8 @@ Summary summarize(const RunResult& r) {
     s.output_tokens_per_s = out_tokens / s.duration_s;
     s.requests_per_s = static_cast<double>(s.ok) / s.duration_s;
   }
-  const double span_s = to_seconds(r.end_time);
+  // Time-weighted means run from time 0 to the last completion (or the stop time).
+  const double span_s = to_seconds(last_end);
   for (const auto& rep : r.replicas) {
     s.num_preemptions += rep.stats.num_preemptions;
     s.steps += rep.stats.steps;

@@ -156,16 +156,19 @@ class Empirical final : public LengthDist {
   double mean_ = 0;
 };
 
+// Arrival processes set by their rate alone share this configuration.
+struct RateConfig {
+  double rate_per_s = 10;
+  template <class V>
+  void visit(V& v) {
+    v.param("rate_per_s", rate_per_s,
+            {.unit = "requests/s", .desc = "mean arrival rate", .positive = true});
+  }
+};
+
 class Poisson final : public ArrivalProcess {
  public:
-  struct Config {
-    double rate_per_s = 10;
-    template <class V>
-    void visit(V& v) {
-      v.param("rate_per_s", rate_per_s,
-              {.unit = "requests/s", .desc = "mean arrival rate", .positive = true});
-    }
-  };
+  using Config = RateConfig;
   explicit Poisson(const Config& c) : rate_(c.rate_per_s) {}
   double next_gap_s(RngStream& rng) override { return rng.exponential(1.0 / rate_); }
   double rate_per_s() const override { return rate_; }
@@ -200,14 +203,7 @@ class GammaArrivals final : public ArrivalProcess {
 // Evenly spaced arrivals (a deterministic load generator).
 class Constant final : public ArrivalProcess {
  public:
-  struct Config {
-    double rate_per_s = 10;
-    template <class V>
-    void visit(V& v) {
-      v.param("rate_per_s", rate_per_s,
-              {.unit = "requests/s", .desc = "arrival rate", .positive = true});
-    }
-  };
+  using Config = RateConfig;
   explicit Constant(const Config& c) : rate_(c.rate_per_s) {}
   double next_gap_s(RngStream&) override { return 1.0 / rate_; }
   double rate_per_s() const override { return rate_; }

@@ -67,7 +67,8 @@ TEST(Workload, GammaArrivalsAreBursty) {
 
 TEST(Workload, DurationEndsArrivals) {
   auto w = make(
-      "{impl: synthetic, num_requests: 0, duration_s: 100, arrival: {impl: constant, rate_per_s: 4},"
+      "{impl: synthetic, num_requests: 0, duration_s: 100, arrival: {impl: constant, rate_per_s: "
+      "4},"
       " input_tokens: {impl: uniform, min: 5, max: 9}, output_tokens: {impl: fixed, value: 1}}");
   const auto v = drain(*w);
   EXPECT_EQ(v.size(), 400u);
@@ -80,10 +81,11 @@ TEST(Workload, DurationEndsArrivals) {
 TEST(Workload, EmpiricalDrawsOnlyTraceValues) {
   const auto p = std::filesystem::temp_directory_path() / "kvfleet_empirical.csv";
   std::ofstream(p) << "num_prefill_tokens,num_decode_tokens\n11,3\n22,4\n33,5\n";
-  auto w = make("{impl: synthetic, num_requests: 3000, arrival: {impl: poisson, rate_per_s: 1},"
-                " input_tokens: {impl: empirical, path: " + p.string() +
-                ", format: vidur, field: input}, output_tokens: {impl: empirical, path: " +
-                p.string() + ", format: vidur, field: output}}");
+  auto w = make(
+      "{impl: synthetic, num_requests: 3000, arrival: {impl: poisson, rate_per_s: 1},"
+      " input_tokens: {impl: empirical, path: " +
+      p.string() + ", format: vidur, field: input}, output_tokens: {impl: empirical, path: " +
+      p.string() + ", format: vidur, field: output}}");
   std::multiset<int> ins;
   for (const auto& r : drain(*w)) {
     ins.insert(r.input_tokens);
@@ -110,7 +112,8 @@ TEST(Workload, TraceOptions) {
 TEST(Workload, SameSeedSameRequests) {
   const std::string y =
       "{impl: synthetic, num_requests: 1000, arrival: {impl: poisson, rate_per_s: 9},"
-      " input_tokens: {impl: lognormal, mean: 100, sigma: 1}, output_tokens: {impl: fixed, value: 5}}";
+      " input_tokens: {impl: lognormal, mean: 100, sigma: 1}, output_tokens: {impl: fixed, value: "
+      "5}}";
   const auto a = drain(*make(y, 1)), b = drain(*make(y, 1)), c = drain(*make(y, 2));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
