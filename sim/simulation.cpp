@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kvfleet::sim {
@@ -44,15 +45,18 @@ bool Simulation::active() const {
   return false;
 }
 
-void Simulation::deliver(const RequestSpec& spec, SimTime now) {
+void Simulation::deliver(RequestSpec& spec, SimTime now) {
   RequestRecord rec;
   rec.id = log_.size();
   rec.arrival = now;
   rec.input_tokens = spec.input_tokens;
   rec.output_tokens = spec.output_tokens;
+  rec.tenant = spec.tenant;
+  rec.session = spec.session;
+  rec.priority = spec.priority;
   log_.push_back(rec);
   const std::size_t r = router_->pick(spec, replica_ptrs_);
-  replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), now);
+  replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
 }
 
 void Simulation::sample(SimTime now) {
@@ -104,9 +108,14 @@ RunResult Simulation::run() {
   res.events = queue_.events_processed();
   res.requests = std::move(log_);
   res.timeseries = std::move(series_);
-  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i)
-    res.replicas.push_back({replica_ptrs_[i]->name(), replica_pool_[i], replica_ptrs_[i]->stats(),
-                            replica_ptrs_[i]->memory()});
+  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {
+    const Replica& rep = *replica_ptrs_[i];
+    ReplicaResult rr{rep.name(), replica_pool_[i], rep.stats(), rep.memory(), {}};
+    for (const auto& [tenant, qh] : rep.tenant_prefix_stats())
+      rr.tenant_prefix.emplace_back(tenant, qh.first, qh.second);
+    std::sort(rr.tenant_prefix.begin(), rr.tenant_prefix.end());
+    res.replicas.push_back(std::move(rr));
+  }
   return res;
 }
 

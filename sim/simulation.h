@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/core/event_queue.h"
@@ -32,6 +33,8 @@ struct ReplicaResult {
   std::string pool;
   EngineStats stats;
   MemoryBudget memory;
+  // Prefix-cache lookups by tenant: (tenant, queried tokens, hit tokens), by tenant id.
+  std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenant_prefix;
 };
 
 struct RunResult {
@@ -53,7 +56,7 @@ class Simulation final : public EventHandler {
 
  private:
   enum Kind : std::uint32_t { kArrival = 0, kSample = 1 };
-  void deliver(const RequestSpec& spec, SimTime now);
+  void deliver(RequestSpec& spec, SimTime now);
   void sample(SimTime now);
   bool active() const;
 

@@ -89,7 +89,8 @@ TEST_F(Cli, RunWritesReportHdf5AndCsv) {
                         "KV cache usage", "memory budget", "weights", "KV pool"})
     EXPECT_THAT(o.text, HasSubstr(s));
   EXPECT_TRUE(fs::exists(out));
-  for (const char* f : {"requests.csv", "summary.csv", "replicas.csv", "timeseries_p.csv"})
+  for (const char* f :
+       {"requests.csv", "summary.csv", "replicas.csv", "tenants.csv", "timeseries_p.csv"})
     EXPECT_TRUE(fs::exists(fs::path(csv) / f)) << f;
   std::ifstream req(fs::path(csv) / "requests.csv");
   std::string header;

@@ -12,6 +12,7 @@ struct EngineConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;
   bool enable_chunked_prefill = true;
+  bool enable_prefix_caching = true;
   int long_prefill_token_threshold = 0;
   int block_size = 16;
   double gpu_memory_utilization = 0.9;
@@ -34,6 +35,9 @@ struct EngineConfig {
              .min = 1});
     v.param("enable_chunked_prefill", enable_chunked_prefill,
             {.desc = "split long prompts across steps to fit the token budget"});
+    v.param(
+        "enable_prefix_caching", enable_prefix_caching,
+        {.desc = "reuse the KV of cached full blocks with equal content (vLLM v1 default: on)"});
     v.param("long_prefill_token_threshold", long_prefill_token_threshold,
             {.unit = "tokens",
              .desc = "cap on one request's prefill chunk per step; 0 = none",

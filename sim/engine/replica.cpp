@@ -12,7 +12,7 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       log_(log),
       queue_(q),
       index_(index),
-      kv_(setup_.memory.num_blocks, setup_.engine.block_size),
+      kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
       max_model_len_(setup_.max_model_len) {
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
@@ -29,7 +29,7 @@ std::uint32_t Replica::new_slot() {
   return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
-void Replica::submit(std::uint32_t request, SimTime now) {
+void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   RequestRecord& r = log_[request];
   r.replica = index_;
   RejectReason why = RejectReason::kNone;
@@ -52,7 +52,17 @@ void Replica::submit(std::uint32_t request, SimTime now) {
     return;
   }
   const std::uint32_t s = new_slot();
-  seqs_[s] = Seq{request, r.input_tokens, r.output_tokens};
+  Seq& q = seqs_[s];
+  q.request = request;
+  q.prompt_tokens = r.input_tokens;
+  q.max_output = r.output_tokens;
+  q.num_output = q.num_computed = q.max_computed = 0;
+  q.tenant = spec.tenant;
+  q.segments.swap(spec.segments);
+  q.output_content = spec.output_content;
+  q.hashes.clear();
+  q.hashable = kv_.caching();
+  if (q.hashable) q.hasher.reset(q.segments, q.output_content, q.tenant, kv_.block_size());
   waiting_.push_back(s);
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
@@ -76,6 +86,22 @@ void Replica::preempt(std::uint32_t slot) {
   ++stats_.num_preemptions;
   waiting_.push_front(slot);
   preempted_this_step_ = true;
+}
+
+std::span<const std::uint64_t> Replica::hashes_upto(Seq& q, std::int64_t blocks) {
+  if (q.hashable && static_cast<std::int64_t>(q.hashes.size()) < blocks)
+    q.hashable = q.hasher.extend(q.hashes, blocks, q.num_tokens());
+  return std::span<const std::uint64_t>(q.hashes).first(std::min<std::size_t>(
+      q.hashes.size(), static_cast<std::size_t>(std::max<std::int64_t>(0, blocks))));
+}
+
+// vLLM enters the blocks a step will fill in the index when it allocates them
+// (KVCacheManager.allocate_slots -> cache_blocks), so a request arriving during the step can
+// already hit them.
+void Replica::cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
+  if (!q.hashable && q.hashes.empty()) return;
+  const std::int64_t full = tokens_after_step / kv_.block_size();
+  kv_.cache_blocks(slot, hashes_upto(q, full), full);
 }
 
 void Replica::schedule() {
@@ -109,6 +135,7 @@ void Replica::schedule() {
       }
     }
     if (!ok) break;
+    cache_full_blocks(s, q, q.num_computed + n);
     scheduled_.push_back({s, static_cast<std::int32_t>(n)});
     budget -= n;
     ++i;
@@ -119,18 +146,39 @@ void Replica::schedule() {
     while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < e.max_num_seqs) {
       const std::uint32_t s = waiting_.front();
       Seq& q = seqs_[s];
-      std::int64_t n = q.num_tokens() - q.num_computed;
+      // Longest cached prefix, at most num_tokens − 1 tokens (the last token is always computed
+      // to produce logits; vLLM KVCacheManager.get_computed_blocks).
+      std::span<const std::uint64_t> hit_hashes;
+      std::int64_t hit_blocks = 0;
+      if (kv_.caching() && q.num_computed == 0) {
+        hit_hashes = hashes_upto(q, (q.num_tokens() - 1) / kv_.block_size());
+        hit_blocks = kv_.match_prefix(hit_hashes);
+      }
+      const std::int64_t computed = hit_blocks * kv_.block_size();
+      std::int64_t n = q.num_tokens() - computed;
       if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
         n = e.long_prefill_token_threshold;
       if (!e.enable_chunked_prefill && n > budget) break;
       n = std::min(n, budget);
-      if (!kv_.allocate(s, q.num_computed + n)) break;
+      if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) break;
+      RequestRecord& rec = log_[q.request];
+      if (q.num_output == 0 && rec.num_preemptions == 0) {
+        // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
+        stats_.prefix_cache_queries += q.num_tokens();
+        stats_.prefix_cache_hits += computed;
+        auto& t = tenant_prefix_[q.tenant];
+        t.first += q.num_tokens();
+        t.second += computed;
+        rec.cached_tokens = static_cast<std::int32_t>(computed);
+      }
+      q.num_computed = static_cast<std::int32_t>(computed);
+      q.max_computed = std::max(q.max_computed, q.num_computed);
+      cache_full_blocks(s, q, computed + n);
       waiting_.pop_front();
       running_.push_back(s);
       scheduled_.push_back({s, static_cast<std::int32_t>(n)});
       budget -= n;
-      RequestRecord& r = log_[q.request];
-      if (r.first_scheduled < 0) r.first_scheduled = queue_.now();
+      if (rec.first_scheduled < 0) rec.first_scheduled = queue_.now();
     }
   }
 
@@ -217,6 +265,7 @@ void Replica::end_step(SimTime now) {
   if (any_finished) {
     std::erase_if(running_, [&](std::uint32_t s) { return seqs_[s].request == UINT32_MAX; });
   }
+  stats_.cache_evictions = kv_.evictions();
   if (setup_.check_invariants) verify();
   start_step(now);
 }
@@ -242,11 +291,15 @@ void Replica::abandon(SimTime now) {
   waiting_.clear();
 }
 
-void Replica::verify() const {
-  if (!kv_.check_conservation())
-    throw std::logic_error("replica " + setup_.name + ": KV blocks not conserved");
+void Replica::verify() {
+  if (!kv_.check_consistency())
+    throw std::logic_error("replica " + setup_.name +
+                           ": KV blocks inconsistent (reference counts, free queue or index)");
+  // Every block is free or held; shared (prefix-cached) blocks count once.
+  verify_marks_.assign(static_cast<std::size_t>(kv_.num_blocks()), 0);
   std::int64_t held = 0;
-  for (auto s : running_) held += kv_.blocks_held(s);
+  for (auto s : running_)
+    for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
   for (auto s : waiting_) {
     if (kv_.blocks_held(s) != 0)
       throw std::logic_error("replica " + setup_.name + ": a waiting request holds blocks");

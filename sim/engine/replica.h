@@ -18,10 +18,12 @@
 
 #include "sim/core/event_queue.h"
 #include "sim/cost/cost_model.h"
+#include "sim/engine/block_hash.h"
 #include "sim/engine/engine_config.h"
-#include "sim/engine/kv_block_manager.h"
+#include "sim/engine/kv_cache.h"
 #include "sim/engine/memory.h"
 #include "sim/metrics/request_log.h"
+#include "sim/workload/request.h"
 
 namespace kvfleet::sim {
 
@@ -36,7 +38,10 @@ struct EngineStats {
   double busy_s = 0;                  // time spent in steps
   double kv_usage_time_integral = 0;  // ∫ usage dt over steps, for the time-weighted mean
   double max_kv_usage = 0;
-  StepCost cost_sum;  // seconds by kind of work, summed over steps
+  std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
+  std::int64_t prefix_cache_hits = 0;     // of which found cached
+  std::int64_t cache_evictions = 0;       // cached blocks reused for other content
+  StepCost cost_sum;                      // seconds by kind of work, summed over steps
 };
 
 struct ReplicaSetup {
@@ -52,8 +57,9 @@ class Replica final : public EventHandler {
   Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
           int index);
 
-  // A request reaches this engine at `now`. It is rejected at once if it can never run here.
-  void submit(std::uint32_t request, SimTime now);
+  // A request reaches this engine at `now`; the engine keeps its content (`spec.segments`). It is
+  // rejected at once if it can never run here.
+  void submit(std::uint32_t request, RequestSpec&& spec, SimTime now);
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
 
@@ -67,7 +73,12 @@ class Replica final : public EventHandler {
   int index() const { return index_; }
   const EngineStats& stats() const { return stats_; }
   const MemoryBudget& memory() const { return setup_.memory; }
-  const KvBlockManager& kv() const { return kv_; }
+  const KvCacheManager& kv() const { return kv_; }
+  // Prefix-cache lookups by tenant: tenant -> (queried tokens, hit tokens).
+  const absl::flat_hash_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>>&
+  tenant_prefix_stats() const {
+    return tenant_prefix_;
+  }
 
   // Marks every request still here as unfinished (the simulation stopped early).
   void abandon(SimTime now);
@@ -76,12 +87,18 @@ class Replica final : public EventHandler {
   enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
 
   struct Seq {
-    std::uint32_t request;
-    std::int32_t prompt_tokens;
-    std::int32_t max_output;
+    std::uint32_t request = 0;
+    std::int32_t prompt_tokens = 0;
+    std::int32_t max_output = 0;
     std::int32_t num_output = 0;    // tokens emitted so far
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
+    std::uint32_t tenant = 0;
+    std::vector<Segment> segments;  // prompt content (capacity reused across requests)
+    std::uint64_t output_content = 0;
+    std::vector<std::uint64_t> hashes;  // full-block hashes computed so far
+    BlockHasher hasher;
+    bool hashable = false;  // more blocks may still be hashed
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   struct Scheduled {
@@ -95,14 +112,17 @@ class Replica final : public EventHandler {
   void preempt(std::uint32_t slot);
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   std::uint32_t new_slot();
-  void verify() const;
+  void verify();
+  // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
+  std::span<const std::uint64_t> hashes_upto(Seq& q, std::int64_t blocks);
+  void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
 
   ReplicaSetup setup_;
   std::unique_ptr<CostModel> cost_;
   RequestLog& log_;
   EventQueue& queue_;
   int index_;
-  KvBlockManager kv_;
+  KvCacheManager kv_;
   int max_model_len_;
 
   std::vector<Seq> seqs_;  // by slot
@@ -118,6 +138,8 @@ class Replica final : public EventHandler {
   std::vector<PrefillChunk> chunks_;
   Batch batch_;
   EngineStats stats_;
+  absl::flat_hash_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> tenant_prefix_;
+  std::vector<std::uint8_t> verify_marks_;  // scratch for verify()
 };
 
 }  // namespace kvfleet::sim

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/cost/roofline.h"
 #include "tests/support/run.h"
 
 namespace kvfleet::sim {
@@ -106,6 +107,143 @@ TEST(Replica, TpotAndTtftFromStepTimes) {
   EXPECT_NEAR(q.ttft_s(), 0.0011, 1e-12);
   EXPECT_NEAR(q.tpot_s(), 0.0011, 1e-12);
   EXPECT_NEAR(q.e2e_s(), 11 * 0.0011, 1e-12);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+// Drives one Replica directly, with requests whose content is given segment by segment.
+class Harness {
+ public:
+  explicit Harness(std::int64_t blocks, bool caching = true) {
+    ReplicaSetup s;
+    s.name = "r";
+    s.engine.block_size = 16;
+    s.engine.enable_prefix_caching = caching;
+    s.memory.num_blocks = blocks;
+    s.max_model_len = 100000;
+    s.check_invariants = true;
+    LinearCostModel::Config c;
+    c.fixed_s = 0.001;
+    static const ModelSpec m = model_presets().front();
+    static const GpuSpec g = gpu_presets().front();
+    replica_ = std::make_unique<Replica>(
+        s, std::make_unique<LinearCostModel>(c, CostContext{m, g, 1, 2.0, 2.0}), log_, q_, 0);
+  }
+  // Submits at time t (seconds) a request of `out` output tokens with prompt `segs`.
+  std::uint32_t submit(double t, std::vector<Segment> segs, std::int32_t out,
+                       std::uint32_t tenant = 1, std::uint64_t output_content = 0) {
+    q_.run(from_seconds(t));
+    RequestSpec r;
+    r.arrival = from_seconds(t);
+    for (const auto& s : segs) r.input_tokens += s.tokens;
+    r.output_tokens = out;
+    r.segments = std::move(segs);
+    r.tenant = tenant;
+    r.output_content = output_content;
+    RequestRecord rec;
+    rec.id = log_.size();
+    rec.arrival = r.arrival;
+    rec.input_tokens = r.input_tokens;
+    rec.output_tokens = out;
+    rec.tenant = tenant;
+    log_.push_back(rec);
+    replica_->submit(static_cast<std::uint32_t>(rec.id), std::move(r), r.arrival);
+    return static_cast<std::uint32_t>(rec.id);
+  }
+  void run() { q_.run(); }
+  const RequestRecord& rec(std::uint32_t i) const { return log_.at(i); }
+  Replica& replica() { return *replica_; }
+
+ private:
+  EventQueue q_;
+  RequestLog log_;
+  std::unique_ptr<Replica> replica_;
+};
+
+TEST(PrefixCache, SharedSystemPromptIsReused) {
+  Harness h(1000);
+  const Segment sys{77, 100, 1};
+  const auto a = h.submit(0, {sys, {0, 50, 1}}, 5);
+  const auto b = h.submit(1, {sys, {0, 60, 1}}, 5);  // after a finished
+  h.run();
+  EXPECT_EQ(h.rec(a).cached_tokens, 0);
+  EXPECT_EQ(h.rec(b).cached_tokens, 96);  // 6 full blocks of the 100-token system prompt
+  EXPECT_EQ(h.replica().stats().prefix_cache_hits, 96);
+  EXPECT_EQ(h.replica().stats().prefix_cache_queries, 150 + 160);
+}
+
+TEST(PrefixCache, ConcurrentRequestsShareBlocksWhileRunning) {
+  Harness h(1000);
+  const Segment doc{5, 320, 1};
+  const auto a = h.submit(0, {doc, {0, 10, 1}}, 50);
+  const auto b = h.submit(0.0105, {doc, {0, 10, 1}}, 50);  // a still decoding
+  h.run();
+  EXPECT_EQ(h.rec(b).cached_tokens, 320);
+  EXPECT_EQ(h.rec(a).outcome, Outcome::kOk);
+  EXPECT_EQ(h.rec(b).outcome, Outcome::kOk);
+}
+
+TEST(PrefixCache, AtMostPromptMinusOneTokensAreReused) {
+  Harness h(1000);
+  const auto a = h.submit(0, {{9, 32, 1}}, 3);
+  const auto b = h.submit(1, {{9, 32, 1}}, 3);  // identical prompt, fully cached
+  h.run();
+  EXPECT_EQ(h.rec(a).cached_tokens, 0);
+  EXPECT_EQ(h.rec(b).cached_tokens, 16);  // (32 - 1) / 16 = 1 block: the last token is computed
+}
+
+TEST(PrefixCache, PreviousTurnIncludingItsOutputIsReused) {
+  Harness h(1000);
+  // Turn 1: 64 prompt tokens; 40 output tokens of content 500. Turn 2 sends both back plus a new
+  // message: 104 tokens of history; turn 1 computed KV for 103 of them, 6 full blocks = 96.
+  const auto a = h.submit(0, {{42, 64, 1}}, 40, 1, 500);
+  const auto b = h.submit(1, {{42, 64, 1}, {500, 40, 1}, {0, 10, 1}}, 5, 1);
+  // Without an output content id, turn 1's output cannot be matched: only the prompt's 4 blocks.
+  const auto c = h.submit(2, {{43, 64, 1}}, 40, 1, 0);
+  const auto d = h.submit(3, {{43, 64, 1}, {501, 40, 1}, {0, 10, 1}}, 5, 1);
+  h.run();
+  EXPECT_EQ(h.rec(a).cached_tokens, 0);
+  EXPECT_EQ(h.rec(b).cached_tokens, 96);
+  EXPECT_EQ(h.rec(c).cached_tokens, 0);
+  EXPECT_EQ(h.rec(d).cached_tokens, 64);
+}
+
+TEST(PrefixCache, TenantsNeverShareTheirPrivateContent) {
+  Harness h(1000);
+  // Two tenants send byte-identical private histories (same content ids, own owner).
+  const auto a1 = h.submit(0, {{1234, 200, 1}}, 4, 1);
+  const auto b1 = h.submit(1, {{1234, 200, 2}}, 4, 2);
+  const auto a2 = h.submit(2, {{1234, 200, 1}, {0, 5, 1}}, 4, 1);
+  const auto b2 = h.submit(3, {{1234, 200, 2}, {0, 5, 2}}, 4, 2);
+  h.run();
+  EXPECT_EQ(h.rec(a1).cached_tokens, 0);
+  EXPECT_EQ(h.rec(b1).cached_tokens, 0);    // tenant 1's identical history does not match
+  EXPECT_EQ(h.rec(a2).cached_tokens, 192);  // its own does
+  EXPECT_EQ(h.rec(b2).cached_tokens, 192);
+  const auto& t = h.replica().tenant_prefix_stats();
+  EXPECT_EQ(t.at(1).second, 192);
+  EXPECT_EQ(t.at(2).second, 192);
+  EXPECT_EQ(t.at(1).first, 200 + 205);
+}
+
+TEST(PrefixCache, PublicContentIsSharedAcrossTenants) {
+  Harness h(1000);
+  h.submit(0, {{888, 64, 0}, {0, 10, 1}}, 2, 1);
+  const auto b = h.submit(1, {{888, 64, 0}, {0, 10, 2}}, 2, 2);
+  h.run();
+  EXPECT_EQ(h.rec(b).cached_tokens, 64);
+}
+
+TEST(PrefixCache, DisabledCachingReusesNothing) {
+  Harness h(1000, false);
+  h.submit(0, {{77, 100, 1}}, 2);
+  const auto b = h.submit(1, {{77, 100, 1}}, 2);
+  h.run();
+  EXPECT_EQ(h.rec(b).cached_tokens, 0);
 }
 
 }  // namespace

@@ -141,6 +141,9 @@ Table requests_table(const RequestLog& log) {
   auto& cached = t.i64("cached_tokens");
   auto& pre = t.i64("num_preemptions");
   auto& rec = t.i64("recomputed_tokens");
+  auto& tenant = t.i64("tenant");
+  auto& session = t.i64("session");
+  auto& prio = t.i64("priority");
   auto& queue = t.f64("queue_s");
   auto& ttft = t.f64("ttft_s");
   auto& tpot = t.f64("tpot_s");
@@ -163,6 +166,9 @@ Table requests_table(const RequestLog& log) {
     cached.push_back(r.cached_tokens);
     pre.push_back(r.num_preemptions);
     rec.push_back(r.recomputed_tokens);
+    tenant.push_back(r.tenant);
+    session.push_back(static_cast<std::int64_t>(r.session));
+    prio.push_back(r.priority);
     const bool ok = r.outcome == Outcome::kOk;
     queue.push_back(pos(r.queue_s()));
     ttft.push_back(ok ? pos(r.ttft_s()) : nan);
@@ -211,6 +217,9 @@ Table replicas_table(const RunResult& r) {
   auto& da = t.f64("decode_attention_s");
   auto& comm = t.f64("communication_s");
   auto& ovh = t.f64("overhead_s");
+  auto& pq = t.i64("prefix_cache_queries");
+  auto& ph = t.i64("prefix_cache_hits");
+  auto& ev = t.i64("cache_evictions");
   for (const auto& x : r.replicas) {
     name.push_back(x.name);
     pool.push_back(x.pool);
@@ -229,7 +238,26 @@ Table replicas_table(const RunResult& r) {
     da.push_back(x.stats.cost_sum.decode_attn_s);
     comm.push_back(x.stats.cost_sum.comm_s);
     ovh.push_back(x.stats.cost_sum.overhead_s);
+    pq.push_back(x.stats.prefix_cache_queries);
+    ph.push_back(x.stats.prefix_cache_hits);
+    ev.push_back(x.stats.cache_evictions);
   }
+  return t;
+}
+
+Table tenants_table(const RunResult& r) {
+  Table t;
+  auto& rep = t.str("replica");
+  auto& ten = t.i64("tenant");
+  auto& q = t.i64("prefix_cache_queries");
+  auto& h = t.i64("prefix_cache_hits");
+  for (const auto& x : r.replicas)
+    for (const auto& [tenant, queries, hits] : x.tenant_prefix) {
+      rep.push_back(x.name);
+      ten.push_back(tenant);
+      q.push_back(queries);
+      h.push_back(hits);
+    }
   return t;
 }
 
@@ -245,6 +273,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     write_table(file.id, "requests", requests_table(r.requests));
     write_table(file.id, "summary", summary_table(s));
     write_table(file.id, "replicas", replicas_table(r));
+    write_table(file.id, "tenants", tenants_table(r));
     H5 group{check_id(H5Gcreate2(file.id, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "timeseries group"),
              H5Gclose};
@@ -291,6 +320,7 @@ void write_results_csv(const std::string& dir, const RunResult& r, const Summary
   write_csv((d / "requests.csv").string(), requests_table(r.requests));
   write_csv((d / "summary.csv").string(), summary_table(s));
   write_csv((d / "replicas.csv").string(), replicas_table(r));
+  write_csv((d / "tenants.csv").string(), tenants_table(r));
   for (const auto& ts : r.timeseries)
     write_csv((d / ("timeseries_" + flat_name(ts.replica) + ".csv")).string(),
               timeseries_table(ts));

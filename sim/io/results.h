@@ -14,6 +14,8 @@ Table requests_table(const RequestLog& log);
 Table timeseries_table(const TimeSeries& ts);
 Table summary_table(const Summary& s);
 Table replicas_table(const RunResult& r);
+// Prefix-cache lookups by replica and tenant.
+Table tenants_table(const RunResult& r);
 
 // Writes the HDF5 result file at `path` (atomically). Throws std::runtime_error on I/O failure.
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,

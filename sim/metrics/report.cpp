@@ -1,8 +1,11 @@
 #include "sim/metrics/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace kvfleet::sim {
 namespace {
@@ -94,6 +97,28 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   o << "KV cache usage: mean " << fmt("%.1f%%", 100 * s.kv_usage_mean) << ", max "
     << fmt("%.1f%%", 100 * s.kv_usage_max) << " (time-weighted, blocks held by requests)\n";
 
+  if (s.prefix_cache_queries > 0) {
+    o << "Prefix cache: " << fmt("%.1f%%", 100 * s.prefix_cache_hit_rate())
+      << " of prompt tokens hit (" << s.prefix_cache_hits << " of " << s.prefix_cache_queries
+      << "), " << s.cache_evictions << " cached blocks evicted\n";
+    std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenants;
+    for (const auto& rep : r.replicas)
+      for (const auto& [t, q, h] : rep.tenant_prefix) {
+        auto it = std::find_if(tenants.begin(), tenants.end(),
+                               [&](const auto& x) { return std::get<0>(x) == t; });
+        if (it == tenants.end())
+          tenants.emplace_back(t, q, h);
+        else
+          std::get<1>(*it) += q, std::get<2>(*it) += h;
+      }
+    if (tenants.size() > 1) {
+      std::sort(tenants.begin(), tenants.end());
+      o << "  by tenant:";
+      for (const auto& [t, q, h] : tenants)
+        o << " " << t << ": " << fmt("%.1f%%", q ? 100.0 * h / q : 0.0);
+      o << "\n";
+    }
+  }
   StepCost sum;
   for (const auto& rep : r.replicas) {
     sum.gemm_s += rep.stats.cost_sum.gemm_s;

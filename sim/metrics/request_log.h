@@ -40,6 +40,9 @@ struct RequestRecord {
   std::int32_t num_preemptions = 0;
   std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
   std::int32_t replica = -1;
+  std::uint32_t tenant = 0;
+  std::uint64_t session = 0;
+  std::int32_t priority = 0;
   Outcome outcome = Outcome::kPending;
   RejectReason reject_reason = RejectReason::kNone;
 

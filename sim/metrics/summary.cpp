@@ -86,6 +86,9 @@ Summary summarize(const RunResult& r) {
   const double span_s = to_seconds(last_end);
   for (const auto& rep : r.replicas) {
     s.num_preemptions += rep.stats.num_preemptions;
+    s.prefix_cache_queries += rep.stats.prefix_cache_queries;
+    s.prefix_cache_hits += rep.stats.prefix_cache_hits;
+    s.cache_evictions += rep.stats.cache_evictions;
     s.steps += rep.stats.steps;
     s.kv_usage_max = std::max(s.kv_usage_max, rep.stats.max_kv_usage);
     if (span_s > 0) {
@@ -132,6 +135,10 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"kv_cache_usage_max", kv_usage_max});
   v.push_back({"busy_fraction", busy_fraction});
   v.push_back({"steps", double(steps)});
+  v.push_back({"prefix_cache_queries", double(prefix_cache_queries)});
+  v.push_back({"prefix_cache_hits", double(prefix_cache_hits)});
+  v.push_back({"prefix_cache_hit_rate", prefix_cache_hit_rate()});
+  v.push_back({"cache_evictions", double(cache_evictions)});
   return v;
 }
 

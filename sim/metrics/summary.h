@@ -31,7 +31,13 @@ struct Summary {
   double requests_per_s = 0;  // completed
   double kv_usage_mean = 0;   // time-weighted over the run, mean over replicas
   double kv_usage_max = 0;
-  double busy_fraction = 0;  // share of the run replicas spent in steps
+  double busy_fraction = 0;               // share of the run replicas spent in steps
+  std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
+  std::int64_t prefix_cache_hits = 0;     // of which served from the cache
+  std::int64_t cache_evictions = 0;
+  double prefix_cache_hit_rate() const {
+    return prefix_cache_queries ? static_cast<double>(prefix_cache_hits) / prefix_cache_queries : 0;
+  }
   std::int64_t steps = 0;
 
   // Flat (name, value) pairs: the /summary table. Units in names (_s, _per_s, fraction).

@@ -1,15 +1,31 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "sim/core/time.h"
 
 namespace kvfleet::sim {
+
+// A piece of prompt content: `tokens` tokens of content `content`, owned by tenant `owner`.
+// Equal (content, owner) means equal tokens, so prefix sharing is real without storing tokens.
+// Content 0 is unique to its request: it never matches anything (DESIGN.md, "Prompt content").
+struct Segment {
+  std::uint64_t content = 0;
+  std::int32_t tokens = 0;
+  std::uint32_t owner = 0;  // tenant; 0 = public content, shared across tenants
+};
 
 // One request as the workload produces it. Later stages add routing and outcome.
 struct RequestSpec {
   SimTime arrival = 0;
   std::int32_t input_tokens = 0;
   std::int32_t output_tokens = 0;  // tokens to generate (max_tokens, honoured exactly)
+  // The prompt's content in order; its lengths add up to input_tokens. Empty = all unique.
+  std::vector<Segment> segments;
+  std::uint64_t output_content = 0;  // content id of the generated tokens; 0 = unique
+  std::uint32_t tenant = 0;
+  std::uint64_t session = 0;  // conversation the request belongs to; 0 = none
+  std::int32_t priority = 0;  // lower is more urgent (vLLM's convention)
 };
 
 }  // namespace kvfleet::sim

@@ -7,7 +7,8 @@
 namespace kvfleet::sim {
 namespace {
 
-// Independent requests from an arrival process and two length distributions.
+// Independent requests from an arrival process and two length distributions, spread over
+// tenants, optionally behind a system prompt each tenant shares across its requests.
 class Synthetic final : public Workload {
  public:
   struct Config {
@@ -16,6 +17,9 @@ class Synthetic final : public Workload {
     config::ImplSpec arrival;
     config::ImplSpec input_tokens;
     config::ImplSpec output_tokens;
+    int tenants = 1;
+    std::int64_t shared_prefix_tokens = 0;
+    std::vector<double> priority_weights;
     template <class V>
     void visit(V& v) {
       v.param(
@@ -25,13 +29,29 @@ class Synthetic final : public Workload {
               {.unit = "s", .desc = "stop arrivals after this time; 0 = no limit", .min = 0});
       v.impl("arrival", arrival, arrival_registry(), {.desc = "arrival process"});
       v.impl("input_tokens", input_tokens, length_dist_registry(),
-             {.desc = "prompt length distribution", .required = true});
+             {.desc = "prompt length distribution (after the shared prefix)", .required = true});
       v.impl("output_tokens", output_tokens, length_dist_registry(),
              {.desc = "output length distribution", .required = true});
+      v.param(
+          "tenants", tenants,
+          {.unit = "tenants", .desc = "requests are spread uniformly over tenants 1..N", .min = 1});
+      v.param("shared_prefix_tokens", shared_prefix_tokens,
+              {.unit = "tokens",
+               .desc = "a system prompt before every prompt, shared by all requests of a tenant "
+                       "(owned by it); 0 = none",
+               .min = 0});
+      v.param("priority_weights", priority_weights,
+              {.desc = "relative frequency of priority 0, 1, ... (0 is the most urgent); "
+                       "empty = all priority 0",
+               .min = 0});
     }
     void check(config::Reader& r) const {
       if (num_requests == 0 && duration_s == 0)
         r.fail_key("num_requests", "set num_requests or duration_s (or both) so that arrivals end");
+      double w = 0;
+      for (double x : priority_weights) w += x;
+      if (!priority_weights.empty() && w <= 0)
+        r.fail_key("priority_weights", "at least one weight must be > 0");
     }
   };
 
@@ -42,16 +62,38 @@ class Synthetic final : public Workload {
         output_(length_dist_registry().make(c.output_tokens)),
         rng_arrival_(seed, "workload.arrival"),
         rng_input_(seed, "workload.input_tokens"),
-        rng_output_(seed, "workload.output_tokens") {}
+        rng_output_(seed, "workload.output_tokens"),
+        rng_tenant_(seed, "workload.tenant"),
+        rng_priority_(seed, "workload.priority") {
+    for (double x : c.priority_weights) priority_total_ += x;
+  }
 
   bool next(RequestSpec& out) override {
     if (cfg_.num_requests > 0 && count_ >= cfg_.num_requests) return false;
     // The first request arrives after one gap, as in a stationary renewal process started at 0.
     t_s_ += arrival_->next_gap_s(rng_arrival_);
     if (cfg_.duration_s > 0 && t_s_ > cfg_.duration_s) return false;
+    out = RequestSpec{};
     out.arrival = from_seconds(t_s_);
-    out.input_tokens = input_->sample(rng_input_);
+    const std::int32_t user = input_->sample(rng_input_);
     out.output_tokens = output_->sample(rng_output_);
+    out.tenant =
+        cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
+    if (cfg_.shared_prefix_tokens > 0) {
+      // Content ids are stable per tenant, so every request of a tenant shares the prefix.
+      out.segments.push_back({stable_hash("system-prompt") + out.tenant,
+                              static_cast<std::int32_t>(cfg_.shared_prefix_tokens), out.tenant});
+    }
+    out.segments.push_back({0, user, out.tenant});
+    out.input_tokens = static_cast<std::int32_t>(cfg_.shared_prefix_tokens) + user;
+    if (priority_total_ > 0) {
+      double u = rng_priority_.uniform() * priority_total_;
+      std::int32_t p = 0;
+      while (p + 1 < static_cast<std::int32_t>(cfg_.priority_weights.size()) &&
+             u >= cfg_.priority_weights[p])
+        u -= cfg_.priority_weights[p++];
+      out.priority = p;
+    }
     ++count_;
     return true;
   }
@@ -61,7 +103,8 @@ class Synthetic final : public Workload {
   Config cfg_;
   std::unique_ptr<ArrivalProcess> arrival_;
   std::unique_ptr<LengthDist> input_, output_;
-  RngStream rng_arrival_, rng_input_, rng_output_;
+  RngStream rng_arrival_, rng_input_, rng_output_, rng_tenant_, rng_priority_;
+  double priority_total_ = 0;
   double t_s_ = 0;
   std::int64_t count_ = 0;
 };
@@ -75,6 +118,7 @@ class Trace final : public Workload {
     double time_scale = 1.0;
     std::int64_t start_row = 0;
     std::int64_t max_requests = 0;
+    std::int64_t hash_block_tokens = 512;
     template <class V>
     void visit(V& v) {
       v.param("format", format, {.desc = "trace file format", .choices = kTraceFormats});
@@ -85,10 +129,14 @@ class Trace final : public Workload {
               {.unit = "rows", .desc = "skip this many requests first", .min = 0});
       v.param("max_requests", max_requests,
               {.unit = "requests", .desc = "replay at most this many; 0 = all", .min = 0});
+      v.param("hash_block_tokens", hash_block_tokens,
+              {.unit = "tokens", .desc = "tokens named by one Mooncake hash id", .min = 1});
     }
   };
 
-  Trace(const Config& c, std::uint64_t) : rows_(read_trace(c.format, c.path)) {
+  Trace(const Config& c, std::uint64_t)
+      : rows_(read_trace(c.format, c.path)),
+        block_tokens_(static_cast<std::int32_t>(c.hash_block_tokens)) {
     std::size_t begin = std::min<std::size_t>(c.start_row, rows_.size());
     std::size_t end = rows_.size();
     if (c.max_requests > 0) end = std::min<std::size_t>(end, begin + c.max_requests);
@@ -103,16 +151,29 @@ class Trace final : public Workload {
   bool next(RequestSpec& out) override {
     if (i_ >= rows_.size()) return false;
     const auto& r = rows_[i_++];
+    out = RequestSpec{};
     out.arrival = from_seconds(r.arrival_s);
     // A recorded request with no output still gets one token: the engine always samples one.
     out.input_tokens = std::max<std::int32_t>(1, r.input_tokens);
     out.output_tokens = std::max<std::int32_t>(1, r.output_tokens);
+    out.tenant = 1;
+    // Mooncake hash ids name 512-token blocks of public content; equal ids, equal content.
+    std::int32_t left = out.input_tokens;
+    for (std::uint32_t id : r.hash_ids) {
+      if (left <= 0) break;
+      const std::int32_t n = std::min(left, block_tokens_);
+      out.segments.push_back({kHashIdBase + id, n, 0});
+      left -= n;
+    }
+    if (left > 0) out.segments.push_back({0, left, out.tenant});
     return true;
   }
   double nominal_rate_per_s() const override { return rate_; }
 
  private:
+  static constexpr std::uint64_t kHashIdBase = 0x4D6F6F6E00000000ull;  // "Moon": away from 0
   std::vector<TraceRow> rows_;
+  std::int32_t block_tokens_;
   std::size_t i_ = 0;
   double rate_ = 0;
 };

@@ -1,0 +1,66 @@
+#include "sim/engine/block_hash.h"
+
+#include <algorithm>
+
+namespace kvfleet::sim {
+
+void BlockHasher::reset(std::span<const Segment> prompt, std::uint64_t output_content,
+                        std::uint32_t tenant, int block_size) {
+  prompt_ = prompt;
+  output_content_ = output_content;
+  tenant_ = tenant;
+  block_size_ = block_size;
+  seg_ = 0;
+  seg_off_ = 0;
+  out_off_ = 0;
+  parent_ = 0x6B76666C656574ull;
+  dead_ = prompt.empty() || prompt.front().content == 0;
+}
+
+bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
+                         std::int64_t available_tokens) {
+  while (!dead_ && static_cast<std::int64_t>(out.size()) < blocks) {
+    const std::int64_t end = static_cast<std::int64_t>(out.size() + 1) * block_size_;
+    if (end > available_tokens) return true;  // not full yet; may extend later
+    std::uint64_t h = parent_;
+    std::int64_t need = block_size_;
+    while (need > 0) {
+      std::uint64_t content;
+      std::uint32_t owner;
+      std::int64_t offset, take;
+      if (seg_ < prompt_.size() && prompt_[seg_].tokens <= 0) {
+        ++seg_;
+        continue;
+      }
+      if (seg_ < prompt_.size()) {
+        const Segment& s = prompt_[seg_];
+        content = s.content;
+        owner = s.owner;
+        offset = seg_off_;
+        take = std::min<std::int64_t>(need, s.tokens - seg_off_);
+        seg_off_ += take;
+        if (seg_off_ == s.tokens) ++seg_, seg_off_ = 0;
+      } else {
+        content = output_content_;
+        owner = tenant_;
+        offset = out_off_;
+        take = need;
+        out_off_ += take;
+      }
+      if (content == 0) {
+        dead_ = true;
+        return false;
+      }
+      h = mix64(h, content);
+      h = mix64(h, (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset));
+      h = mix64(h, static_cast<std::uint64_t>(take));
+      need -= take;
+    }
+    if (h == 0) h = 1;  // 0 means "no hash" in the block pool
+    out.push_back(h);
+    parent_ = h;
+  }
+  return !dead_;
+}
+
+}  // namespace kvfleet::sim

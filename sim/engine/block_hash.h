@@ -1,0 +1,46 @@
+#pragma once
+// Chained block hashes over prompt segments (vLLM: vllm/v1/core/kv_cache_utils.py,
+// hash_block_tokens): the hash of block i mixes the hash of block i − 1 with the pieces of content
+// the block holds (content id, owner tenant, offset, length). Only full blocks are hashed. A block
+// holding any unique content (content id 0) cannot match anything, and neither can any block
+// after it, so hashing stops there: an exact shortcut that keeps private prompts free of cost.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/workload/request.h"
+
+namespace kvfleet::sim {
+
+inline std::uint64_t mix64(std::uint64_t h, std::uint64_t x) {
+  h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+// Walks a request's tokens (prompt segments, then its output) block by block, hashing as it goes.
+class BlockHasher {
+ public:
+  void reset(std::span<const Segment> prompt, std::uint64_t output_content,
+             std::uint32_t tenant, int block_size);
+  // Appends hashes to `out` until it holds `blocks` hashes or the content turns unique; returns
+  // false once no further block can be hashed. `available_tokens` bounds what exists so far.
+  bool extend(std::vector<std::uint64_t>& out, std::int64_t blocks, std::int64_t available_tokens);
+
+ private:
+  std::span<const Segment> prompt_;
+  std::uint64_t output_content_ = 0;
+  std::uint32_t tenant_ = 0;
+  int block_size_ = 16;
+  std::size_t seg_ = 0;        // current segment (== prompt_.size(): in the output)
+  std::int64_t seg_off_ = 0;   // offset inside it
+  std::int64_t out_off_ = 0;   // offset inside the output
+  std::uint64_t parent_ = 0x6B76666C656574ull;  // root of the chain
+  bool dead_ = false;
+};
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,142 @@
+#include "sim/engine/kv_cache.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kvfleet::sim {
+
+KvCacheManager::KvCacheManager(std::int64_t num_blocks, int block_size, bool enable_caching)
+    : num_blocks_(num_blocks), block_size_(block_size), caching_(enable_caching) {
+  if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
+  blocks_.resize(num_blocks);
+  for (std::int64_t i = 0; i < num_blocks; ++i) push_free(static_cast<std::uint32_t>(i));
+}
+
+void KvCacheManager::push_free(std::uint32_t b) {
+  Block& k = blocks_[b];
+  k.prev = tail_;
+  k.next = kNil;
+  if (tail_ != kNil)
+    blocks_[tail_].next = b;
+  else
+    head_ = b;
+  tail_ = b;
+  k.in_free = true;
+  ++num_free_;
+}
+
+void KvCacheManager::unlink_free(std::uint32_t b) {
+  Block& k = blocks_[b];
+  if (k.prev != kNil)
+    blocks_[k.prev].next = k.next;
+  else
+    head_ = k.next;
+  if (k.next != kNil)
+    blocks_[k.next].prev = k.prev;
+  else
+    tail_ = k.prev;
+  k.prev = k.next = kNil;
+  k.in_free = false;
+  --num_free_;
+}
+
+std::uint32_t KvCacheManager::take_free() {
+  const std::uint32_t b = head_;
+  unlink_free(b);
+  Block& k = blocks_[b];
+  if (k.hash != 0) {
+    auto it = index_.find(k.hash);
+    if (it != index_.end() && it->second == b) index_.erase(it);
+    k.hash = 0;
+    ++evictions_;
+  }
+  k.ref = 1;
+  return b;
+}
+
+std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes) const {
+  if (!caching_) return 0;
+  std::int64_t n = 0;
+  for (std::uint64_t h : hashes) {
+    if (index_.find(h) == index_.end()) break;
+    ++n;
+  }
+  return n;
+}
+
+bool KvCacheManager::allocate_with_prefix(std::uint32_t slot,
+                                          std::span<const std::uint64_t> hashes,
+                                          std::int64_t hit_blocks, std::int64_t total_tokens) {
+  Table& t = table(slot);
+  const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
+  // Hit blocks that sit in the free queue leave it when touched.
+  std::int64_t evictable_hits = 0;
+  for (std::int64_t i = 0; i < hit_blocks; ++i)
+    evictable_hits += blocks_[index_.at(hashes[i])].ref == 0;
+  if (need > num_free_ - evictable_hits) return false;
+  for (std::int64_t i = 0; i < hit_blocks; ++i) {
+    const std::uint32_t b = index_.at(hashes[i]);
+    Block& k = blocks_[b];
+    if (k.ref == 0) unlink_free(b);
+    ++k.ref;
+    t.blocks.push_back(b);
+  }
+  t.num_cached = hit_blocks;
+  for (std::int64_t i = 0; i < need; ++i) t.blocks.push_back(take_free());
+  return true;
+}
+
+void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+                                  std::int64_t num_full) {
+  if (!caching_) return;
+  Table& t = table(slot);
+  const std::int64_t upto =
+      std::min<std::int64_t>({num_full, static_cast<std::int64_t>(hashes.size()),
+                              static_cast<std::int64_t>(t.blocks.size())});
+  for (std::int64_t i = t.num_cached; i < upto; ++i) {
+    Block& k = blocks_[t.blocks[i]];
+    k.hash = hashes[i];
+    // As vLLM, an equal block already in the index stays the one that lookups return.
+    index_.try_emplace(hashes[i], t.blocks[i]);
+  }
+  t.num_cached = std::max(t.num_cached, upto);
+}
+
+void KvCacheManager::free(std::uint32_t slot) {
+  Table& t = table(slot);
+  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
+    Block& k = blocks_[*it];
+    if (--k.ref == 0) push_free(*it);
+  }
+  t.blocks.clear();
+  t.num_cached = 0;
+}
+
+bool KvCacheManager::check_consistency() const {
+  std::vector<std::int32_t> refs(num_blocks_, 0);
+  for (const auto& t : tables_)
+    for (auto b : t.blocks) {
+      if (b >= num_blocks_) return false;
+      ++refs[b];
+    }
+  std::int64_t free_count = 0;
+  for (std::uint32_t b = head_; b != kNil; b = blocks_[b].next) {
+    if (!blocks_[b].in_free || blocks_[b].ref != 0) return false;
+    ++free_count;
+  }
+  if (free_count != num_free_) return false;
+  std::int64_t zero = 0;
+  for (std::int64_t b = 0; b < num_blocks_; ++b) {
+    if (refs[b] != blocks_[b].ref) return false;
+    if (blocks_[b].ref == 0) {
+      ++zero;
+      if (!blocks_[b].in_free) return false;
+    }
+  }
+  if (zero != num_free_) return false;
+  for (const auto& [h, b] : index_)
+    if (blocks_[b].hash != h) return false;
+  return true;
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,116 @@
+#pragma once
+// Paged KV memory of one replica with prefix caching, as vLLM v1 manages it
+// (vllm/v1/core/block_pool.py and kv_cache_manager.py):
+//  - a pool of fixed-size blocks with reference counts; a sequence's block table lists its blocks
+//    in token order;
+//  - a full block gets a hash (chained over the content before it) and is entered in a
+//    hash -> block index; only full blocks are cached;
+//  - freed blocks join a free queue at its tail, a request's blocks in reverse order (its last
+//    block is evicted first); allocation takes blocks from the head and evicts the hash of a
+//    cached block it takes; a cached block that a new request hits leaves the queue (touch).
+// Sequences are identified by a slot index.
+#include <absl/container/flat_hash_map.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kvfleet::sim {
+
+class KvCacheManager {
+ public:
+  KvCacheManager(std::int64_t num_blocks, int block_size, bool enable_caching);
+
+  int block_size() const { return block_size_; }
+  std::int64_t num_blocks() const { return num_blocks_; }
+  // Blocks available to allocation: never used, or cached but held by no sequence.
+  std::int64_t num_free_blocks() const { return num_free_; }
+  std::int64_t num_used_blocks() const { return num_blocks_ - num_free_; }
+  // Fraction of blocks held by sequences (vLLM's kv_cache_usage_perc, as a fraction).
+  double usage() const {
+    return num_blocks_ ? static_cast<double>(num_used_blocks()) / num_blocks_ : 0.0;
+  }
+  std::int64_t num_cached_blocks() const { return static_cast<std::int64_t>(index_.size()); }
+  bool caching() const { return caching_; }
+
+  std::int64_t blocks_for(std::int64_t tokens) const {
+    return (tokens + block_size_ - 1) / block_size_;
+  }
+
+  // How many of `hashes` (a prompt's leading full-block hashes, in order) are cached, counting
+  // from the first. Changes nothing.
+  std::int64_t match_prefix(std::span<const std::uint64_t> hashes) const;
+
+  // Gives `slot` (which holds no blocks) the first `hit_blocks` cached blocks of `hashes` and
+  // room for `total_tokens` tokens. Returns false, changing nothing, when the free pool is too
+  // small (cached blocks it would take out of the free queue count against the pool).
+  bool allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+                            std::int64_t hit_blocks, std::int64_t total_tokens);
+
+  // Ensures `slot` has room for `total_tokens` tokens. Returns false, changing nothing, when the
+  // free pool is too small.
+  bool allocate(std::uint32_t slot, std::int64_t total_tokens) {
+    Table& t = table(slot);
+    if (total_tokens <= static_cast<std::int64_t>(t.blocks.size()) * block_size_) return true;
+    const std::int64_t need = blocks_for(total_tokens) - static_cast<std::int64_t>(t.blocks.size());
+    if (need > num_free_) return false;
+    for (std::int64_t i = 0; i < need; ++i) t.blocks.push_back(take_free());
+    return true;
+  }
+
+  // Enters the first `num_full` blocks of `slot` in the index under `hashes` (the slot's block
+  // hashes, at least as many as will be entered). Blocks already entered are skipped.
+  void cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+                    std::int64_t num_full);
+
+  // Releases all blocks of `slot`; those no other sequence holds join the free queue.
+  void free(std::uint32_t slot);
+
+  std::int64_t blocks_held(std::uint32_t slot) const {
+    return slot < tables_.size() ? static_cast<std::int64_t>(tables_[slot].blocks.size()) : 0;
+  }
+  std::span<const std::uint32_t> block_table(std::uint32_t slot) const {
+    return slot < tables_.size() ? std::span<const std::uint32_t>(tables_[slot].blocks)
+                                 : std::span<const std::uint32_t>();
+  }
+
+  // Blocks evicted from the cache so far (a cached block taken by allocation).
+  std::int64_t evictions() const { return evictions_; }
+
+  // Checks reference counts against block tables, the free queue against reference counts and
+  // the index against block hashes. O(blocks).
+  bool check_consistency() const;
+
+ private:
+  static constexpr std::uint32_t kNil = UINT32_MAX;
+  struct Block {
+    std::uint64_t hash = 0;  // 0: not cached
+    std::int32_t ref = 0;
+    std::uint32_t prev = kNil, next = kNil;  // free-queue links
+    bool in_free = false;
+  };
+  struct Table {
+    std::vector<std::uint32_t> blocks;
+    std::int64_t num_cached = 0;  // leading blocks already entered in the index
+  };
+
+  Table& table(std::uint32_t slot) {
+    if (slot >= tables_.size()) tables_.resize(slot + 1);
+    return tables_[slot];
+  }
+  std::uint32_t take_free();  // pops the free queue's head, evicting its hash
+  void push_free(std::uint32_t b);
+  void unlink_free(std::uint32_t b);
+
+  std::int64_t num_blocks_;
+  int block_size_;
+  bool caching_;
+  std::vector<Block> blocks_;
+  std::uint32_t head_ = kNil, tail_ = kNil;
+  std::int64_t num_free_ = 0;
+  std::int64_t evictions_ = 0;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> index_;  // hash -> a block holding it
+  std::vector<Table> tables_;
+};
+
+}  // namespace kvfleet::sim
