@@ -25,8 +25,8 @@ inline std::uint64_t mix64(std::uint64_t h, std::uint64_t x) {
 // Walks a request's tokens (prompt segments, then its output) block by block, hashing as it goes.
 class BlockHasher {
  public:
-  void reset(std::span<const Segment> prompt, std::uint64_t output_content,
-             std::uint32_t tenant, int block_size);
+  void reset(std::span<const Segment> prompt, std::uint64_t output_content, std::uint32_t tenant,
+             int block_size);
   // Appends hashes to `out` until it holds `blocks` hashes or the content turns unique; returns
   // false once no further block can be hashed. `available_tokens` bounds what exists so far.
   bool extend(std::vector<std::uint64_t>& out, std::int64_t blocks, std::int64_t available_tokens);
@@ -36,9 +36,9 @@ class BlockHasher {
   std::uint64_t output_content_ = 0;
   std::uint32_t tenant_ = 0;
   int block_size_ = 16;
-  std::size_t seg_ = 0;        // current segment (== prompt_.size(): in the output)
-  std::int64_t seg_off_ = 0;   // offset inside it
-  std::int64_t out_off_ = 0;   // offset inside the output
+  std::size_t seg_ = 0;       // current segment (== prompt_.size(): in the output)
+  std::int64_t seg_off_ = 0;  // offset inside it
+  std::int64_t out_off_ = 0;  // offset inside the output
   std::uint64_t parent_ = 0x6B76666C656574ull;  // root of the chain
   bool dead_ = false;
 };

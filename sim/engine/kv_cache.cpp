@@ -9,6 +9,7 @@ KvCacheManager::KvCacheManager(std::int64_t num_blocks, int block_size, bool ena
     : num_blocks_(num_blocks), block_size_(block_size), caching_(enable_caching) {
   if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
   blocks_.resize(num_blocks);
+  hash_.assign(num_blocks, 0);
   for (std::int64_t i = 0; i < num_blocks; ++i) push_free(static_cast<std::uint32_t>(i));
 }
 
@@ -21,7 +22,6 @@ void KvCacheManager::push_free(std::uint32_t b) {
   else
     head_ = b;
   tail_ = b;
-  k.in_free = true;
   ++num_free_;
 }
 
@@ -36,21 +36,20 @@ void KvCacheManager::unlink_free(std::uint32_t b) {
   else
     tail_ = k.prev;
   k.prev = k.next = kNil;
-  k.in_free = false;
   --num_free_;
 }
 
 std::uint32_t KvCacheManager::take_free() {
   const std::uint32_t b = head_;
   unlink_free(b);
-  Block& k = blocks_[b];
-  if (k.hash != 0) {
-    auto it = index_.find(k.hash);
+  // Nothing is cached without shared content: skip the hash array then.
+  if (!index_.empty() && hash_[b] != 0) {
+    auto it = index_.find(hash_[b]);
     if (it != index_.end() && it->second == b) index_.erase(it);
-    k.hash = 0;
+    hash_[b] = 0;
     ++evictions_;
   }
-  k.ref = 1;
+  blocks_[b].ref = 1;
   return b;
 }
 
@@ -64,8 +63,7 @@ std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes)
   return n;
 }
 
-bool KvCacheManager::allocate_with_prefix(std::uint32_t slot,
-                                          std::span<const std::uint64_t> hashes,
+bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                                           std::int64_t hit_blocks, std::int64_t total_tokens) {
   Table& t = table(slot);
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
@@ -94,8 +92,7 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
       std::min<std::int64_t>({num_full, static_cast<std::int64_t>(hashes.size()),
                               static_cast<std::int64_t>(t.blocks.size())});
   for (std::int64_t i = t.num_cached; i < upto; ++i) {
-    Block& k = blocks_[t.blocks[i]];
-    k.hash = hashes[i];
+    hash_[t.blocks[i]] = hashes[i];
     // As vLLM, an equal block already in the index stays the one that lookups return.
     index_.try_emplace(hashes[i], t.blocks[i]);
   }
@@ -121,21 +118,18 @@ bool KvCacheManager::check_consistency() const {
     }
   std::int64_t free_count = 0;
   for (std::uint32_t b = head_; b != kNil; b = blocks_[b].next) {
-    if (!blocks_[b].in_free || blocks_[b].ref != 0) return false;
+    if (blocks_[b].ref != 0) return false;
     ++free_count;
   }
   if (free_count != num_free_) return false;
   std::int64_t zero = 0;
   for (std::int64_t b = 0; b < num_blocks_; ++b) {
     if (refs[b] != blocks_[b].ref) return false;
-    if (blocks_[b].ref == 0) {
-      ++zero;
-      if (!blocks_[b].in_free) return false;
-    }
+    zero += blocks_[b].ref == 0;
   }
   if (zero != num_free_) return false;
   for (const auto& [h, b] : index_)
-    if (blocks_[b].hash != h) return false;
+    if (hash_[b] != h) return false;
   return true;
 }
 

@@ -83,11 +83,11 @@ class KvCacheManager {
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
+  // 12 bytes, so that the pool's hot records stay in cache; a block is in the free queue
+  // exactly when its reference count is 0. Its hash lives in hash_ (0: not cached).
   struct Block {
-    std::uint64_t hash = 0;  // 0: not cached
-    std::int32_t ref = 0;
     std::uint32_t prev = kNil, next = kNil;  // free-queue links
-    bool in_free = false;
+    std::int32_t ref = 0;
   };
   struct Table {
     std::vector<std::uint32_t> blocks;
@@ -106,6 +106,7 @@ class KvCacheManager {
   int block_size_;
   bool caching_;
   std::vector<Block> blocks_;
+  std::vector<std::uint64_t> hash_;  // by block
   std::uint32_t head_ = kNil, tail_ = kNil;
   std::int64_t num_free_ = 0;
   std::int64_t evictions_ = 0;

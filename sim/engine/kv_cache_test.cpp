@@ -68,8 +68,8 @@ TEST(KvCache, EvictionFollowsTheFreeQueue) {
   kv.cache_blocks(0, a, 2);
   ASSERT_TRUE(kv.allocate(1, 8));
   kv.cache_blocks(1, b, 2);
-  kv.free(0);  // queue: a2 a1
-  kv.free(1);  // queue: a2 a1 b2 b1
+  kv.free(0);                      // queue: a2 a1
+  kv.free(1);                      // queue: a2 a1 b2 b1
   ASSERT_TRUE(kv.allocate(2, 4));  // evicts a2
   EXPECT_EQ(kv.match_prefix(a), 1);
   EXPECT_EQ(kv.match_prefix(b), 2);

@@ -26,6 +26,7 @@ std::uint32_t Replica::new_slot() {
     return s;
   }
   seqs_.emplace_back();
+  content_.emplace_back();
   return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
@@ -57,12 +58,15 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.prompt_tokens = r.input_tokens;
   q.max_output = r.output_tokens;
   q.num_output = q.num_computed = q.max_computed = 0;
+  q.hashed = false;
   q.tenant = spec.tenant;
-  q.segments.swap(spec.segments);
-  q.output_content = spec.output_content;
-  q.hashes.clear();
-  q.hashable = kv_.caching();
-  if (q.hashable) q.hasher.reset(q.segments, q.output_content, q.tenant, kv_.block_size());
+  Content& c = content_[s];
+  c.segments.swap(spec.segments);
+  c.output_content = spec.output_content;
+  c.hashes.clear();
+  // Content that starts unique can never match nor be matched: skip hashing altogether.
+  q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
+  if (q.hashable) c.hasher.reset(c.segments, c.output_content, q.tenant, kv_.block_size());
   waiting_.push_back(s);
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
@@ -88,20 +92,23 @@ void Replica::preempt(std::uint32_t slot) {
   preempted_this_step_ = true;
 }
 
-std::span<const std::uint64_t> Replica::hashes_upto(Seq& q, std::int64_t blocks) {
-  if (q.hashable && static_cast<std::int64_t>(q.hashes.size()) < blocks)
-    q.hashable = q.hasher.extend(q.hashes, blocks, q.num_tokens());
-  return std::span<const std::uint64_t>(q.hashes).first(std::min<std::size_t>(
-      q.hashes.size(), static_cast<std::size_t>(std::max<std::int64_t>(0, blocks))));
+std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int64_t blocks) {
+  Seq& q = seqs_[slot];
+  Content& c = content_[slot];
+  if (q.hashable && static_cast<std::int64_t>(c.hashes.size()) < blocks)
+    q.hashable = c.hasher.extend(c.hashes, blocks, q.num_tokens());
+  q.hashed = !c.hashes.empty();
+  const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(0, blocks));
+  return std::span<const std::uint64_t>(c.hashes).first(std::min(c.hashes.size(), n));
 }
 
 // vLLM enters the blocks a step will fill in the index when it allocates them
 // (KVCacheManager.allocate_slots -> cache_blocks), so a request arriving during the step can
 // already hit them.
 void Replica::cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
-  if (!q.hashable && q.hashes.empty()) return;
+  if (!q.hashable && !q.hashed) return;
   const std::int64_t full = tokens_after_step / kv_.block_size();
-  kv_.cache_blocks(slot, hashes_upto(q, full), full);
+  kv_.cache_blocks(slot, hashes_upto(slot, full), full);
 }
 
 void Replica::schedule() {
@@ -151,7 +158,7 @@ void Replica::schedule() {
       std::span<const std::uint64_t> hit_hashes;
       std::int64_t hit_blocks = 0;
       if (kv_.caching() && q.num_computed == 0) {
-        hit_hashes = hashes_upto(q, (q.num_tokens() - 1) / kv_.block_size());
+        hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
         hit_blocks = kv_.match_prefix(hit_hashes);
       }
       const std::int64_t computed = hit_blocks * kv_.block_size();

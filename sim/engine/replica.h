@@ -94,12 +94,17 @@ class Replica final : public EventHandler {
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
     std::uint32_t tenant = 0;
-    std::vector<Segment> segments;  // prompt content (capacity reused across requests)
+    bool hashable = false;  // more blocks may still be hashed (see Content)
+    bool hashed = false;    // some of its blocks have hashes
+    std::int32_t num_tokens() const { return prompt_tokens + num_output; }
+  };
+  // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
+  // stay within few cache lines. Capacity is reused across the requests a slot serves.
+  struct Content {
+    std::vector<Segment> segments;
     std::uint64_t output_content = 0;
     std::vector<std::uint64_t> hashes;  // full-block hashes computed so far
     BlockHasher hasher;
-    bool hashable = false;  // more blocks may still be hashed
-    std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   struct Scheduled {
     std::uint32_t slot;
@@ -114,7 +119,7 @@ class Replica final : public EventHandler {
   std::uint32_t new_slot();
   void verify();
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
-  std::span<const std::uint64_t> hashes_upto(Seq& q, std::int64_t blocks);
+  std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
   void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
 
   ReplicaSetup setup_;
@@ -125,7 +130,8 @@ class Replica final : public EventHandler {
   KvCacheManager kv_;
   int max_model_len_;
 
-  std::vector<Seq> seqs_;  // by slot
+  std::vector<Seq> seqs_;         // by slot
+  std::vector<Content> content_;  // by slot
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  // slots, in admission order
   std::deque<std::uint32_t> waiting_;   // slots, FCFS; preempted go to the front
