@@ -32,6 +32,7 @@ struct SimulationConfig {
   double max_time_s = 0;
   double timeseries_interval_s = 1.0;
   bool check_invariants = false;
+  std::vector<double> report_context_tokens = {2048, 8192, 32768};
   template <class V>
   void visit(V& v) {
     v.param("max_time_s", max_time_s,
@@ -45,6 +46,10 @@ struct SimulationConfig {
              .positive = true});
     v.param("check_invariants", check_invariants,
             {.desc = "verify KV block conservation and scheduler limits after every step (slow)"});
+    v.param("report_context_tokens", report_context_tokens,
+            {.unit = "tokens",
+             .desc = "the report says how many sequences of each of these lengths fit in KV",
+             .positive = true});
   }
 };
 

@@ -67,6 +67,8 @@ void Simulation::sample(SimTime now) {
     ts.num_requests_running.push_back(r.num_requests_running());
     ts.num_requests_waiting.push_back(r.num_requests_waiting());
     ts.kv_cache_usage.push_back(r.kv_cache_usage());
+    ts.kv_tokens_held.push_back(r.kv_tokens_held());
+    ts.kv_tokens_allocated.push_back(r.kv_tokens_allocated());
     ts.num_preemptions.push_back(r.stats().num_preemptions);
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);

@@ -22,7 +22,9 @@ struct TimeSeries {
   std::vector<double> t_s;
   std::vector<std::int32_t> num_requests_running;
   std::vector<std::int32_t> num_requests_waiting;
-  std::vector<double> kv_cache_usage;  // fraction of blocks in use
+  std::vector<double> kv_cache_usage;             // fraction of blocks in use
+  std::vector<std::int64_t> kv_tokens_held;       // token states held by requests
+  std::vector<std::int64_t> kv_tokens_allocated;  // KV memory given to requests, in tokens
   std::vector<std::int64_t> num_preemptions;
   std::vector<std::int64_t> prompt_tokens;
   std::vector<std::int64_t> generation_tokens;

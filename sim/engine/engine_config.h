@@ -23,6 +23,8 @@ struct EngineConfig {
   double activation_peak_gib = 0;
   std::string scheduling_policy = "fcfs";
   std::string preemption_mode = "recompute";
+  std::string kv_layout = "paged";
+  std::string contiguous_reservation = "max";
 
   template <class V>
   void visit(V& v) {
@@ -58,9 +60,11 @@ struct EngineConfig {
             {.unit = "blocks",
              .desc = "use this many KV blocks instead of the memory budget's; 0 = computed",
              .min = 0});
-    v.param("kv_cache_dtype", kv_cache_dtype,
-            {.desc = "KV cache precision; auto = the model's weight precision",
-             .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"}});
+    v.param(
+        "kv_cache_dtype", kv_cache_dtype,
+        {.desc = "KV cache precision; auto = the model's weight precision. int8: fp16 scale per "
+                 "64 elements (1.03 bytes/element); int4: fp16 scale and zero per 64 (0.56)",
+         .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
     v.param("runtime_overhead_gib", runtime_overhead_gib,
             {.unit = "GiB",
              .desc = "memory outside weights, activations and KV (CUDA context, graphs, NCCL)",
@@ -74,6 +78,19 @@ struct EngineConfig {
         {.desc = "order of waiting requests and choice of preemption victim", .choices = {"fcfs"}});
     v.param("preemption_mode", preemption_mode,
             {.desc = "what happens to a preempted request's KV", .choices = {"recompute"}});
+    v.param("kv_layout", kv_layout,
+            {.desc = "paged: blocks allocated as tokens arrive (vLLM); contiguous: each request "
+                     "reserves one contiguous region when admitted (systems before paging)",
+             .choices = {"paged", "contiguous"}});
+    v.param("contiguous_reservation", contiguous_reservation,
+            {.desc = "contiguous layout: reserve max_model_len (max), the next power of two of "
+                     "prompt + output (pow2), or exactly prompt + output (oracle)",
+             .choices = {"max", "pow2", "oracle"}});
+  }
+  void check(config::Reader& r) const {
+    if (kv_layout == "contiguous" && enable_prefix_caching)
+      r.fail_key("kv_layout",
+                 "the contiguous layout has no prefix cache: set enable_prefix_caching: false");
   }
 };
 

@@ -14,6 +14,10 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       index_(index),
       kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
       max_model_len_(setup_.max_model_len) {
+  if (setup_.engine.kv_layout == "contiguous") {
+    contiguous_ = true;
+    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size());
+  }
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
   running_.reserve(setup_.engine.max_num_seqs);
@@ -38,8 +42,9 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   // vLLM refuses prompts whose prompt + max_tokens exceed max_model_len (input processor).
   if (total > max_model_len_) {
     why = RejectReason::kExceedsMaxModelLen;
-  } else if (kv_.blocks_for(total - 1) > kv_.num_blocks()) {
-    // Even alone it could never hold its KV (the last emitted token needs no KV slot).
+  } else if (contiguous_ ? reservation_for(Seq{0, r.input_tokens, r.output_tokens}) >
+                               ckv_->capacity_tokens()
+                         : kv_.blocks_for(total - 1) > kv_.num_blocks()) {
     why = RejectReason::kExceedsKvCapacity;
   } else if (!setup_.engine.enable_chunked_prefill &&
              r.input_tokens > setup_.engine.max_num_batched_tokens) {
@@ -82,8 +87,21 @@ void Replica::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
     end_step(now);
 }
 
+std::int64_t Replica::reservation_for(const Seq& q) const {
+  const std::int64_t total = static_cast<std::int64_t>(q.prompt_tokens) + q.max_output;
+  const std::string& how = setup_.engine.contiguous_reservation;
+  if (how == "max") return max_model_len_;
+  if (how == "pow2") {
+    std::int64_t p = 1;
+    while (p < total) p <<= 1;
+    return std::min<std::int64_t>(p, max_model_len_);
+  }
+  return total;  // oracle
+}
+
 void Replica::preempt(std::uint32_t slot) {
   Seq& q = seqs_[slot];
+  held_tokens_ -= q.num_computed;
   kv_.free(slot);
   q.num_computed = 0;
   ++log_[q.request].num_preemptions;
@@ -131,7 +149,8 @@ void Replica::schedule() {
       continue;
     }
     bool ok = true;
-    while (!kv_.allocate(s, q.num_computed + n)) {
+    // A contiguous reservation already covers the request's whole life.
+    while (!contiguous_ && !kv_.allocate(s, q.num_computed + n)) {
       // FCFS victim: the newest running request (vLLM: self.running.pop()).
       const std::uint32_t victim = running_.back();
       running_.pop_back();
@@ -167,7 +186,11 @@ void Replica::schedule() {
         n = e.long_prefill_token_threshold;
       if (!e.enable_chunked_prefill && n > budget) break;
       n = std::min(n, budget);
-      if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) break;
+      if (contiguous_) {
+        if (!ckv_->reserve(s, reservation_for(q))) break;
+      } else if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) {
+        break;
+      }
       RequestRecord& rec = log_[q.request];
       if (q.num_output == 0 && rec.num_preemptions == 0) {
         // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
@@ -178,6 +201,7 @@ void Replica::schedule() {
         t.second += computed;
         rec.cached_tokens = static_cast<std::int32_t>(computed);
       }
+      held_tokens_ += computed - q.num_computed;
       q.num_computed = static_cast<std::int32_t>(computed);
       q.max_computed = std::max(q.max_computed, q.num_computed);
       cache_full_blocks(s, q, computed + n);
@@ -231,8 +255,10 @@ void Replica::start_step(SimTime now) {
   stats_.cost_sum.decode_attn_s += c.decode_attn_s;
   stats_.cost_sum.comm_s += c.comm_s;
   stats_.cost_sum.overhead_s += c.overhead_s;
-  const double u = kv_.usage();
+  const double u = kv_cache_usage();
   stats_.kv_usage_time_integral += u * to_seconds(dur);
+  stats_.kv_held_token_seconds += static_cast<double>(held_tokens_) * to_seconds(dur);
+  stats_.kv_allocated_token_seconds += static_cast<double>(kv_tokens_allocated()) * to_seconds(dur);
   stats_.max_kv_usage = std::max(stats_.max_kv_usage, u);
   stats_.busy_s += to_seconds(dur);
   ++stats_.steps;
@@ -257,6 +283,7 @@ void Replica::end_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
+    held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {
       ++q.num_output;
@@ -283,7 +310,11 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   r.outcome = o;
   r.finish = now;
   r.generated_tokens = q.num_output;
-  kv_.free(slot);
+  held_tokens_ -= q.num_computed;
+  if (contiguous_)
+    ckv_->release(slot);
+  else
+    kv_.free(slot);
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);
 }
@@ -299,6 +330,15 @@ void Replica::abandon(SimTime now) {
 }
 
 void Replica::verify() {
+  if (contiguous_) {
+    if (!ckv_->check_consistency())
+      throw std::logic_error("replica " + setup_.name + ": contiguous KV regions inconsistent");
+    std::int64_t reserved = 0, held = 0;
+    for (auto s : running_) reserved += ckv_->reservation(s), held += seqs_[s].num_computed;
+    if (reserved != ckv_->reserved_tokens() || held != held_tokens_)
+      throw std::logic_error("replica " + setup_.name + ": reservations or held tokens drifted");
+    return;
+  }
   if (!kv_.check_consistency())
     throw std::logic_error("replica " + setup_.name +
                            ": KV blocks inconsistent (reference counts, free queue or index)");
@@ -311,6 +351,10 @@ void Replica::verify() {
     if (kv_.blocks_held(s) != 0)
       throw std::logic_error("replica " + setup_.name + ": a waiting request holds blocks");
   }
+  std::int64_t computed = 0;
+  for (auto s : running_) computed += seqs_[s].num_computed;
+  if (computed != held_tokens_)
+    throw std::logic_error("replica " + setup_.name + ": held tokens drifted");
   if (held + kv_.num_free_blocks() != kv_.num_blocks())
     throw std::logic_error("replica " + setup_.name + ": allocated + free != total blocks");
   if (static_cast<int>(running_.size()) > setup_.engine.max_num_seqs)

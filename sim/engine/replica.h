@@ -19,6 +19,7 @@
 #include "sim/core/event_queue.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/block_hash.h"
+#include "sim/engine/contiguous_kv.h"
 #include "sim/engine/engine_config.h"
 #include "sim/engine/kv_cache.h"
 #include "sim/engine/memory.h"
@@ -41,6 +42,8 @@ struct EngineStats {
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
   std::int64_t prefix_cache_hits = 0;     // of which found cached
   std::int64_t cache_evictions = 0;       // cached blocks reused for other content
+  double kv_held_token_seconds = 0;       // ∫ token states held (Σ computed tokens) dt
+  double kv_allocated_token_seconds = 0;  // ∫ KV memory given to requests, in tokens, dt
   StepCost cost_sum;                      // seconds by kind of work, summed over steps
 };
 
@@ -66,7 +69,16 @@ class Replica final : public EventHandler {
   // Load signals (as vLLM's metrics name them).
   int num_requests_running() const { return static_cast<int>(running_.size()); }
   int num_requests_waiting() const { return static_cast<int>(waiting_.size()); }
-  double kv_cache_usage() const { return kv_.usage(); }
+  double kv_cache_usage() const {
+    return contiguous_ ? static_cast<double>(ckv_->reserved_tokens()) / ckv_->capacity_tokens()
+                       : kv_.usage();
+  }
+  // Token states held by requests (their computed tokens) and KV memory given to them, in tokens
+  // (blocks × block_size, or contiguous reservations).
+  std::int64_t kv_tokens_held() const { return held_tokens_; }
+  std::int64_t kv_tokens_allocated() const {
+    return contiguous_ ? ckv_->reserved_tokens() : kv_.num_used_blocks() * kv_.block_size();
+  }
   bool idle() const { return !stepping_; }
 
   const std::string& name() const { return setup_.name; }
@@ -118,6 +130,8 @@ class Replica final : public EventHandler {
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   std::uint32_t new_slot();
   void verify();
+  // Contiguous layout: the region a request reserves when admitted.
+  std::int64_t reservation_for(const Seq& q) const;
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
   std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
   void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
@@ -128,6 +142,9 @@ class Replica final : public EventHandler {
   EventQueue& queue_;
   int index_;
   KvCacheManager kv_;
+  bool contiguous_ = false;
+  std::unique_ptr<ContiguousKv> ckv_;  // contiguous layout only
+  std::int64_t held_tokens_ = 0;       // Σ num_computed over running requests
   int max_model_len_;
 
   std::vector<Seq> seqs_;         // by slot

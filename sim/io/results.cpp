@@ -186,6 +186,8 @@ Table timeseries_table(const TimeSeries& ts) {
   auto& wait = t.i64("num_requests_waiting");
   for (auto x : ts.num_requests_waiting) wait.push_back(x);
   t.f64("kv_cache_usage_perc") = ts.kv_cache_usage;
+  t.i64("kv_tokens_held") = ts.kv_tokens_held;
+  t.i64("kv_tokens_allocated") = ts.kv_tokens_allocated;
   t.i64("num_preemptions_total") = ts.num_preemptions;
   t.i64("prompt_tokens_total") = ts.prompt_tokens;
   t.i64("generation_tokens_total") = ts.generation_tokens;

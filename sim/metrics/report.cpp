@@ -60,6 +60,14 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << fmt("%.1f", m.kv_bytes_per_token / 1024) << " KiB/token"
       << (m.blocks_overridden ? " (num_gpu_blocks_override)" : "") << "\n";
     o << "    margin (unused)       " << fmt("%8.2f GiB", m.margin_bytes / kGiB) << "\n";
+    o << "  sequences that fit in the KV pool at once:";
+    for (double ctx : c.simulation.report_context_tokens) {
+      const auto blocks_per_seq =
+          (static_cast<std::int64_t>(ctx) + pc.engine.block_size - 1) / pc.engine.block_size;
+      o << " " << static_cast<std::int64_t>(ctx) << " tokens: " << m.num_blocks / blocks_per_seq
+        << ";";
+    }
+    o << "\n";
   }
 
   o << "\nRequests: " << s.requests << " arrived, " << s.ok << " completed, " << s.rejected
@@ -95,7 +103,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "
     << fmt("%.0f", s.output_tokens_per_s) << " output tokens/s\n";
   o << "KV cache usage: mean " << fmt("%.1f%%", 100 * s.kv_usage_mean) << ", max "
-    << fmt("%.1f%%", 100 * s.kv_usage_max) << " (time-weighted, blocks held by requests)\n";
+    << fmt("%.1f%%", 100 * s.kv_usage_max) << " (time-weighted, blocks held by requests); "
+    << fmt("%.1f%%", 100 * s.kv_token_utilization) << " of that memory holds token states\n";
 
   if (s.prefix_cache_queries > 0) {
     o << "Prefix cache: " << fmt("%.1f%%", 100 * s.prefix_cache_hit_rate())

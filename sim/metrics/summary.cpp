@@ -96,6 +96,12 @@ Summary summarize(const RunResult& r) {
       s.busy_fraction += rep.stats.busy_s / span_s;
     }
   }
+  double held = 0, allocated = 0;
+  for (const auto& rep : r.replicas) {
+    held += rep.stats.kv_held_token_seconds;
+    allocated += rep.stats.kv_allocated_token_seconds;
+  }
+  s.kv_token_utilization = allocated > 0 ? held / allocated : 0;
   if (!r.replicas.empty()) {
     s.kv_usage_mean /= static_cast<double>(r.replicas.size());
     s.busy_fraction /= static_cast<double>(r.replicas.size());
@@ -133,6 +139,7 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"requests_per_s", requests_per_s});
   v.push_back({"kv_cache_usage_mean", kv_usage_mean});
   v.push_back({"kv_cache_usage_max", kv_usage_max});
+  v.push_back({"kv_token_utilization", kv_token_utilization});
   v.push_back({"busy_fraction", busy_fraction});
   v.push_back({"steps", double(steps)});
   v.push_back({"prefix_cache_queries", double(prefix_cache_queries)});

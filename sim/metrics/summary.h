@@ -35,6 +35,9 @@ struct Summary {
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
   std::int64_t prefix_cache_hits = 0;     // of which served from the cache
   std::int64_t cache_evictions = 0;
+  // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of
+  // how much reserved KV memory holds tokens).
+  double kv_token_utilization = 0;
   double prefix_cache_hit_rate() const {
     return prefix_cache_queries ? static_cast<double>(prefix_cache_hits) / prefix_cache_queries : 0;
   }

@@ -4,11 +4,17 @@
 
 namespace kvfleet::sim {
 
-const std::vector<std::string_view> kKvDtypes = {"bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"};
+const std::vector<std::string_view> kKvDtypes = {"bf16",     "fp16", "fp8", "fp8_e4m3",
+                                                 "fp8_e5m2", "int8", "int4"};
 
+// Bytes per element, scale overhead included. fp8 uses per-tensor scales (vLLM's fp8 KV cache),
+// negligible per element. int8 is symmetric with one fp16 scale per group of 64 elements; int4 is
+// asymmetric with an fp16 scale and an fp16 zero point per group of 64 (KIVI-style grouping).
 double dtype_bytes(const std::string& d) {
   if (d == "bf16" || d == "fp16") return 2.0;
   if (d == "fp8" || d == "fp8_e4m3" || d == "fp8_e5m2") return 1.0;
+  if (d == "int8") return 1.0 + 2.0 / 64;
+  if (d == "int4") return 0.5 + 4.0 / 64;
   throw std::invalid_argument("unknown dtype '" + d + "'");
 }
 
