@@ -24,6 +24,7 @@ Simulation::Simulation(const Scenario& sc)
       setup.engine = pc.engine;
       setup.memory = info.memory;
       setup.max_model_len = info.max_model_len;
+      setup.host_link_Bps = info.gpu.host_link_Bps;
       setup.check_invariants = sc.config.simulation.check_invariants;
       replicas_.push_back(std::make_unique<Replica>(
           std::move(setup), cost_model_registry().make(pc.cost_model, ctx), log_, queue_, index++));

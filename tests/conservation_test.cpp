@@ -67,6 +67,31 @@ TEST(Conservation, HoldsWithPrefixSharing) {
   }
 }
 
+TEST(Conservation, HoldsWithPriorityAndSwap) {
+  const auto r = testing::run_yaml(
+      kStressed,
+      {"workload.tenants=40", "workload.shared_prefix_tokens=300",
+       "workload.priority_weights=[1, 2, 3]", "pools[0].engine.scheduling_policy=priority",
+       "pools[0].engine.preemption_mode=swap", "pools[0].engine.swap_space_gib=0.5"});
+  const auto& s = r.summary;
+  EXPECT_EQ(s.ok + s.rejected, s.requests);
+  EXPECT_GT(s.num_preemptions, 0);
+  EXPECT_GT(r.result.replicas[0].stats.num_swaps, 0);
+  // With a small swap space some preemptions fall back to recompute.
+  EXPECT_LT(r.result.replicas[0].stats.num_swaps, s.num_preemptions);
+  // Urgent requests wait less than the others.
+  double q0 = 0, q2 = 0;
+  int n0 = 0, n2 = 0;
+  for (const auto& q : r.result.requests) {
+    if (q.outcome != sim::Outcome::kOk) continue;
+    if (q.priority == 0) q0 += q.queue_s(), ++n0;
+    if (q.priority == 2) q2 += q.queue_s(), ++n2;
+  }
+  ASSERT_GT(n0, 0);
+  ASSERT_GT(n2, 0);
+  EXPECT_LT(q0 / n0, q2 / n2);
+}
+
 TEST(Conservation, StoppingEarlyMarksRequestsUnfinished) {
   const auto r = testing::run_yaml(kStressed, {"simulation.max_time_s=60"});
   const auto& s = r.summary;

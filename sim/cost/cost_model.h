@@ -40,7 +40,10 @@ struct StepCost {
   double decode_attn_s = 0;   // attention of decode tokens over their cached KV
   double comm_s = 0;          // tensor-parallel collectives
   double overhead_s = 0;      // fixed per-step and per-sequence engine overhead
-  double total_s() const { return gemm_s + prefill_attn_s + decode_attn_s + comm_s + overhead_s; }
+  double kv_transfer_s = 0;   // KV copied between GPU and host or lower tiers, not overlapped
+  double total_s() const {
+    return gemm_s + prefill_attn_s + decode_attn_s + comm_s + overhead_s + kv_transfer_s;
+  }
 };
 
 // What a backend is built for: one replica's model on its GPUs.

@@ -32,7 +32,7 @@ class ContiguousKv {
  private:
   std::int64_t capacity_;
   std::int64_t reserved_ = 0;
-  std::map<std::int64_t, std::int64_t> holes_;  // offset -> length
+  std::map<std::int64_t, std::int64_t> holes_;                  // offset -> length
   std::vector<std::pair<std::int64_t, std::int64_t>> regions_;  // by slot: (offset, length)
 };
 

@@ -7,18 +7,18 @@ namespace {
 
 TEST(ContiguousKv, FirstFitAndMergingHoles) {
   ContiguousKv kv(100);
-  ASSERT_TRUE(kv.reserve(0, 30));  // [0, 30)
-  ASSERT_TRUE(kv.reserve(1, 30));  // [30, 60)
-  ASSERT_TRUE(kv.reserve(2, 30));  // [60, 90)
+  ASSERT_TRUE(kv.reserve(0, 30));   // [0, 30)
+  ASSERT_TRUE(kv.reserve(1, 30));   // [30, 60)
+  ASSERT_TRUE(kv.reserve(2, 30));   // [60, 90)
   EXPECT_FALSE(kv.reserve(3, 20));  // only 10 left at the end
   kv.release(1);                    // hole [30, 60)
   EXPECT_EQ(kv.largest_hole(), 30);
-  ASSERT_TRUE(kv.reserve(3, 20));   // first fit: [30, 50)
+  ASSERT_TRUE(kv.reserve(3, 20));  // first fit: [30, 50)
   EXPECT_EQ(kv.largest_hole(), 10);
   // 20 tokens free in total but split 10 + 10: external fragmentation.
   EXPECT_FALSE(kv.reserve(4, 15));
   EXPECT_EQ(kv.capacity_tokens() - kv.reserved_tokens(), 20);
-  kv.release(2);                    // [50, 100) merges into one hole
+  kv.release(2);  // [50, 100) merges into one hole
   EXPECT_EQ(kv.largest_hole(), 50);
   kv.release(0);
   kv.release(3);

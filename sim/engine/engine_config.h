@@ -23,6 +23,7 @@ struct EngineConfig {
   double activation_peak_gib = 0;
   std::string scheduling_policy = "fcfs";
   std::string preemption_mode = "recompute";
+  double swap_space_gib = 4.0;
   std::string kv_layout = "paged";
   std::string contiguous_reservation = "max";
 
@@ -75,9 +76,17 @@ struct EngineConfig {
              .min = 0});
     v.param(
         "scheduling_policy", scheduling_policy,
-        {.desc = "order of waiting requests and choice of preemption victim", .choices = {"fcfs"}});
+        {.desc = "fcfs: arrival order, the newest running request is preempted; priority: "
+                 "(priority, arrival) order, the least urgent, newest one is preempted (vLLM v1)",
+         .choices = {"fcfs", "priority"}});
     v.param("preemption_mode", preemption_mode,
-            {.desc = "what happens to a preempted request's KV", .choices = {"recompute"}});
+            {.desc = "recompute: a preempted request's KV is dropped and recomputed; swap: it is "
+                     "copied to host memory over PCIe and copied back when the request resumes",
+             .choices = {"recompute", "swap"}});
+    v.param("swap_space_gib", swap_space_gib,
+            {.unit = "GiB",
+             .desc = "host memory per GPU for swapped KV (vLLM's swap_space)",
+             .min = 0});
     v.param("kv_layout", kv_layout,
             {.desc = "paged: blocks allocated as tokens arrive (vLLM); contiguous: each request "
                      "reserves one contiguous region when admitted (systems before paging)",

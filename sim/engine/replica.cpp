@@ -1,6 +1,7 @@
 #include "sim/engine/replica.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace kvfleet::sim {
@@ -13,11 +14,14 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       queue_(q),
       index_(index),
       kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
-      max_model_len_(setup_.max_model_len) {
+      max_model_len_(setup_.max_model_len),
+      waiting_(setup_.engine.scheduling_policy == "priority") {
   if (setup_.engine.kv_layout == "contiguous") {
     contiguous_ = true;
     ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size());
   }
+  swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
+  host_link_Bps_ = setup_.host_link_Bps;
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
   running_.reserve(setup_.engine.max_num_seqs);
@@ -64,6 +68,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.max_output = r.output_tokens;
   q.num_output = q.num_computed = q.max_computed = 0;
   q.hashed = false;
+  q.swapped_tokens = 0;
   q.tenant = spec.tenant;
   Content& c = content_[s];
   c.segments.swap(spec.segments);
@@ -72,7 +77,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   // Content that starts unique can never match nor be matched: skip hashing altogether.
   q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
   if (q.hashable) c.hasher.reset(c.segments, c.output_content, q.tenant, kv_.block_size());
-  waiting_.push_back(s);
+  waiting_.push_new(s, r.priority, r.arrival, r.id);
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
     stepping_ = true;
@@ -99,14 +104,42 @@ std::int64_t Replica::reservation_for(const Seq& q) const {
   return total;  // oracle
 }
 
+std::pair<std::uint32_t, std::size_t> Replica::pop_victim() {
+  std::size_t idx = running_.size() - 1;
+  if (setup_.engine.scheduling_policy == "priority") {
+    // vLLM: max(self.running, key=lambda r: (r.priority, r.arrival_time)).
+    auto key = [&](std::uint32_t s) {
+      const RequestRecord& r = log_[seqs_[s].request];
+      return std::tuple(r.priority, r.arrival, r.id);
+    };
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      if (key(running_[i]) > key(running_[idx])) idx = i;
+  }
+  const std::uint32_t slot = running_[idx];
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(idx));
+  return {slot, idx};
+}
+
 void Replica::preempt(std::uint32_t slot) {
   Seq& q = seqs_[slot];
+  RequestRecord& r = log_[q.request];
   held_tokens_ -= q.num_computed;
+  // Swap: copy the computed KV to host memory if it fits there, else recompute (vLLM v0 swapped
+  // whole sequences over PCIe; each GPU moves its own shard).
+  const double bytes = static_cast<double>(q.num_computed) * setup_.memory.kv_bytes_per_token;
+  if (setup_.engine.preemption_mode == "swap" && q.num_computed > 0 && host_link_Bps_ > 0 &&
+      swap_used_bytes_ + bytes <= swap_capacity_bytes_) {
+    swap_used_bytes_ += bytes;
+    transfer_s_ += bytes / host_link_Bps_;
+    stats_.swap_out_bytes += bytes;
+    ++stats_.num_swaps;
+    q.swapped_tokens = q.num_computed;
+  }
   kv_.free(slot);
   q.num_computed = 0;
-  ++log_[q.request].num_preemptions;
+  ++r.num_preemptions;
   ++stats_.num_preemptions;
-  waiting_.push_front(slot);
+  waiting_.push_preempted(slot, r.priority, r.arrival, r.id);
   preempted_this_step_ = true;
 }
 
@@ -151,9 +184,17 @@ void Replica::schedule() {
     bool ok = true;
     // A contiguous reservation already covers the request's whole life.
     while (!contiguous_ && !kv_.allocate(s, q.num_computed + n)) {
-      // FCFS victim: the newest running request (vLLM: self.running.pop()).
-      const std::uint32_t victim = running_.back();
-      running_.pop_back();
+      const auto [victim, vidx] = pop_victim();
+      if (vidx < i) {
+        // Priority policy only: the victim already got tokens in this step; give them back.
+        for (std::size_t k = 0; k < scheduled_.size(); ++k)
+          if (scheduled_[k].slot == victim) {
+            budget += scheduled_[k].tokens;
+            scheduled_.erase(scheduled_.begin() + static_cast<std::ptrdiff_t>(k));
+            break;
+          }
+        --i;
+      }
       preempt(victim);
       if (victim == s) {
         ok = false;
@@ -176,6 +217,26 @@ void Replica::schedule() {
       // to produce logits; vLLM KVCacheManager.get_computed_blocks).
       std::span<const std::uint64_t> hit_hashes;
       std::int64_t hit_blocks = 0;
+      if (q.swapped_tokens > 0) {
+        // Resume a swapped request: its KV comes back from host memory.
+        std::int64_t n = q.num_tokens() - q.swapped_tokens;
+        n = std::min(n, budget);
+        if (n <= 0 || !kv_.allocate(s, q.swapped_tokens + n)) break;
+        const double bytes =
+            static_cast<double>(q.swapped_tokens) * setup_.memory.kv_bytes_per_token;
+        transfer_s_ += bytes / host_link_Bps_;
+        swap_used_bytes_ -= bytes;
+        stats_.swap_in_bytes += bytes;
+        held_tokens_ += q.swapped_tokens;
+        q.num_computed = q.swapped_tokens;
+        q.swapped_tokens = 0;
+        cache_full_blocks(s, q, q.num_computed + n);
+        waiting_.pop_front();
+        running_.push_back(s);
+        scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+        budget -= n;
+        continue;
+      }
       if (kv_.caching() && q.num_computed == 0) {
         hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
         hit_blocks = kv_.match_prefix(hit_hashes);
@@ -235,6 +296,7 @@ void Replica::schedule() {
 }
 
 void Replica::start_step(SimTime now) {
+  transfer_s_ = 0;
   for (;;) {
     if (running_.empty() && waiting_.empty()) {
       stepping_ = false;
@@ -247,7 +309,8 @@ void Replica::start_step(SimTime now) {
     if (!preempted_this_step_)
       throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
   }
-  const StepCost c = cost_->cost(batch_);
+  StepCost c = cost_->cost(batch_);
+  c.kv_transfer_s = transfer_s_;
   const double dur_s = c.total_s();
   const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
   stats_.cost_sum.gemm_s += c.gemm_s;
@@ -255,6 +318,7 @@ void Replica::start_step(SimTime now) {
   stats_.cost_sum.decode_attn_s += c.decode_attn_s;
   stats_.cost_sum.comm_s += c.comm_s;
   stats_.cost_sum.overhead_s += c.overhead_s;
+  stats_.cost_sum.kv_transfer_s += c.kv_transfer_s;
   const double u = kv_cache_usage();
   stats_.kv_usage_time_integral += u * to_seconds(dur);
   stats_.kv_held_token_seconds += static_cast<double>(held_tokens_) * to_seconds(dur);
@@ -324,7 +388,7 @@ void Replica::abandon(SimTime now) {
     if (seqs_[s].request != UINT32_MAX) finish(s, now, Outcome::kUnfinished);
   };
   for (auto s : running_) drop(s);
-  for (auto s : waiting_) drop(s);
+  waiting_.for_each(drop);
   running_.clear();
   waiting_.clear();
 }
@@ -347,10 +411,17 @@ void Replica::verify() {
   std::int64_t held = 0;
   for (auto s : running_)
     for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
-  for (auto s : waiting_) {
+  waiting_.for_each([&](std::uint32_t s) {
     if (kv_.blocks_held(s) != 0)
       throw std::logic_error("replica " + setup_.name + ": a waiting request holds blocks");
-  }
+  });
+  double swapped = 0;
+  waiting_.for_each([&](std::uint32_t s) {
+    swapped += static_cast<double>(seqs_[s].swapped_tokens) * setup_.memory.kv_bytes_per_token;
+  });
+  if (std::abs(swapped - swap_used_bytes_) > 1e-6 * (1 + swapped) ||
+      swap_used_bytes_ > swap_capacity_bytes_ + 1e-6)
+    throw std::logic_error("replica " + setup_.name + ": swap space accounting drifted");
   std::int64_t computed = 0;
   for (auto s : running_) computed += seqs_[s].num_computed;
   if (computed != held_tokens_)

@@ -23,6 +23,7 @@
 #include "sim/engine/engine_config.h"
 #include "sim/engine/kv_cache.h"
 #include "sim/engine/memory.h"
+#include "sim/engine/wait_queue.h"
 #include "sim/metrics/request_log.h"
 #include "sim/workload/request.h"
 
@@ -39,12 +40,14 @@ struct EngineStats {
   double busy_s = 0;                  // time spent in steps
   double kv_usage_time_integral = 0;  // ∫ usage dt over steps, for the time-weighted mean
   double max_kv_usage = 0;
-  std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
-  std::int64_t prefix_cache_hits = 0;     // of which found cached
-  std::int64_t cache_evictions = 0;       // cached blocks reused for other content
-  double kv_held_token_seconds = 0;       // ∫ token states held (Σ computed tokens) dt
-  double kv_allocated_token_seconds = 0;  // ∫ KV memory given to requests, in tokens, dt
-  StepCost cost_sum;                      // seconds by kind of work, summed over steps
+  std::int64_t prefix_cache_queries = 0;         // prompt tokens looked up in the prefix cache
+  std::int64_t prefix_cache_hits = 0;            // of which found cached
+  std::int64_t cache_evictions = 0;              // cached blocks reused for other content
+  std::int64_t num_swaps = 0;                    // preemptions that swapped KV to the host
+  double swap_out_bytes = 0, swap_in_bytes = 0;  // per GPU
+  double kv_held_token_seconds = 0;              // ∫ token states held (Σ computed tokens) dt
+  double kv_allocated_token_seconds = 0;         // ∫ KV memory given to requests, in tokens, dt
+  StepCost cost_sum;                             // seconds by kind of work, summed over steps
 };
 
 struct ReplicaSetup {
@@ -52,6 +55,7 @@ struct ReplicaSetup {
   EngineConfig engine;
   MemoryBudget memory;
   int max_model_len = 0;
+  double host_link_Bps = 0;  // per GPU, for swapping KV
   bool check_invariants = false;
 };
 
@@ -106,8 +110,9 @@ class Replica final : public EventHandler {
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
     std::uint32_t tenant = 0;
-    bool hashable = false;  // more blocks may still be hashed (see Content)
-    bool hashed = false;    // some of its blocks have hashes
+    bool hashable = false;            // more blocks may still be hashed (see Content)
+    bool hashed = false;              // some of its blocks have hashes
+    std::int32_t swapped_tokens = 0;  // KV tokens held in host swap space while waiting
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
@@ -127,6 +132,9 @@ class Replica final : public EventHandler {
   void end_step(SimTime now);
   void schedule();
   void preempt(std::uint32_t slot);
+  // Removes the running request the policy preempts first (FCFS: the newest; priority: the
+  // largest (priority, arrival)). Returns its slot and its index in running_ before removal.
+  std::pair<std::uint32_t, std::size_t> pop_victim();
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   std::uint32_t new_slot();
   void verify();
@@ -151,11 +159,15 @@ class Replica final : public EventHandler {
   std::vector<Content> content_;  // by slot
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  // slots, in admission order
-  std::deque<std::uint32_t> waiting_;   // slots, FCFS; preempted go to the front
+  WaitQueue waiting_;                   // slots, FCFS or by priority
 
   // The step in flight.
   bool stepping_ = false;
   bool preempted_this_step_ = false;
+  double transfer_s_ = 0;       // KV copy time added to the step being scheduled
+  double swap_used_bytes_ = 0;  // host swap space in use, per GPU
+  double swap_capacity_bytes_ = 0;
+  double host_link_Bps_ = 0;
   SimTime step_start_ = 0;
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "sim/cost/roofline.h"
 #include "tests/support/run.h"
@@ -118,14 +119,18 @@ namespace {
 // Drives one Replica directly, with requests whose content is given segment by segment.
 class Harness {
  public:
-  explicit Harness(std::int64_t blocks, bool caching = true) {
+  explicit Harness(std::int64_t blocks, bool caching = true,
+                   std::function<void(ReplicaSetup&)> adjust = {}) {
     ReplicaSetup s;
     s.name = "r";
     s.engine.block_size = 16;
     s.engine.enable_prefix_caching = caching;
+    s.memory.kv_bytes_per_token = 131072;
+    s.host_link_Bps = 64e9;
     s.memory.num_blocks = blocks;
     s.max_model_len = 100000;
     s.check_invariants = true;
+    if (adjust) adjust(s);
     LinearCostModel::Config c;
     c.fixed_s = 0.001;
     static const ModelSpec m = model_presets().front();
@@ -135,7 +140,8 @@ class Harness {
   }
   // Submits at time t (seconds) a request of `out` output tokens with prompt `segs`.
   std::uint32_t submit(double t, std::vector<Segment> segs, std::int32_t out,
-                       std::uint32_t tenant = 1, std::uint64_t output_content = 0) {
+                       std::uint32_t tenant = 1, std::uint64_t output_content = 0,
+                       std::int32_t priority = 0) {
     q_.run(from_seconds(t));
     RequestSpec r;
     r.arrival = from_seconds(t);
@@ -144,12 +150,14 @@ class Harness {
     r.segments = std::move(segs);
     r.tenant = tenant;
     r.output_content = output_content;
+    r.priority = priority;
     RequestRecord rec;
     rec.id = log_.size();
     rec.arrival = r.arrival;
     rec.input_tokens = r.input_tokens;
     rec.output_tokens = out;
     rec.tenant = tenant;
+    rec.priority = priority;
     log_.push_back(rec);
     replica_->submit(static_cast<std::uint32_t>(rec.id), std::move(r), r.arrival);
     return static_cast<std::uint32_t>(rec.id);
@@ -244,6 +252,77 @@ TEST(PrefixCache, DisabledCachingReusesNothing) {
   const auto b = h.submit(1, {{77, 100, 1}}, 2);
   h.run();
   EXPECT_EQ(h.rec(b).cached_tokens, 0);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+void priority_policy(ReplicaSetup& s) { s.engine.scheduling_policy = "priority"; }
+
+TEST(Priority, WaitingRequestsAreAdmittedByPriorityThenArrival) {
+  Harness h(1000, false, [](ReplicaSetup& s) {
+    priority_policy(s);
+    s.engine.max_num_seqs = 1;
+  });
+  const auto a = h.submit(0, {{0, 10, 1}}, 20, 1, 0, 5);  // runs first (alone)
+  const auto b = h.submit(0.001, {{0, 10, 1}}, 5, 1, 0, 5);
+  const auto c = h.submit(0.002, {{0, 10, 1}}, 5, 1, 0, 1);  // more urgent, arrives later
+  h.run();
+  EXPECT_LT(h.rec(c).first_scheduled, h.rec(b).first_scheduled);
+  EXPECT_EQ(h.rec(a).num_preemptions, 0);
+}
+
+TEST(Priority, TheLeastUrgentRequestIsPreemptedEvenIfOlder) {
+  // 6 blocks of 16: two requests of 16 + 60 tokens each need 4 blocks at the end; together they
+  // run out. Under FCFS the newer one is preempted; under priority the less urgent (older) one.
+  for (const bool prio : {false, true}) {
+    Harness h(6, false, [&](ReplicaSetup& s) {
+      if (prio) priority_policy(s);
+    });
+    const auto old_low = h.submit(0, {{0, 16, 1}}, 60, 1, 0, 9);
+    const auto new_high = h.submit(0.0001, {{0, 16, 1}}, 60, 1, 0, 0);
+    h.run();
+    if (prio) {
+      EXPECT_GE(h.rec(old_low).num_preemptions, 1);
+      EXPECT_EQ(h.rec(new_high).num_preemptions, 0);
+    } else {
+      EXPECT_EQ(h.rec(old_low).num_preemptions, 0);
+      EXPECT_GE(h.rec(new_high).num_preemptions, 1);
+    }
+    EXPECT_EQ(h.rec(old_low).outcome, Outcome::kOk);
+    EXPECT_EQ(h.rec(new_high).outcome, Outcome::kOk);
+  }
+}
+
+TEST(Swap, PreemptedKvComesBackWithoutRecomputation) {
+  Harness h(6, false, [](ReplicaSetup& s) { s.engine.preemption_mode = "swap"; });
+  h.submit(0, {{0, 16, 1}}, 60);
+  const auto b = h.submit(0.0001, {{0, 16, 1}}, 60);
+  h.run();
+  const auto& st = h.replica().stats();
+  EXPECT_GE(h.rec(b).num_preemptions, 1);
+  EXPECT_EQ(h.rec(b).recomputed_tokens, 0);
+  EXPECT_GT(st.num_swaps, 0);
+  EXPECT_DOUBLE_EQ(st.swap_out_bytes, st.swap_in_bytes);
+  // Each swap moves the victim's computed tokens × 128 KiB over a 64 GB/s link.
+  EXPECT_GT(st.cost_sum.kv_transfer_s, 0);
+  EXPECT_NEAR(st.cost_sum.kv_transfer_s, (st.swap_out_bytes + st.swap_in_bytes) / 64e9, 1e-12);
+}
+
+TEST(Swap, NoSwapSpaceMeansRecompute) {
+  Harness h(6, false, [](ReplicaSetup& s) {
+    s.engine.preemption_mode = "swap";
+    s.engine.swap_space_gib = 0;
+  });
+  h.submit(0, {{0, 16, 1}}, 60);
+  const auto b = h.submit(0.0001, {{0, 16, 1}}, 60);
+  h.run();
+  EXPECT_GE(h.rec(b).num_preemptions, 1);
+  EXPECT_GT(h.rec(b).recomputed_tokens, 0);
+  EXPECT_EQ(h.replica().stats().num_swaps, 0);
 }
 
 }  // namespace

@@ -222,6 +222,9 @@ Table replicas_table(const RunResult& r) {
   auto& pq = t.i64("prefix_cache_queries");
   auto& ph = t.i64("prefix_cache_hits");
   auto& ev = t.i64("cache_evictions");
+  auto& xfer = t.f64("kv_transfer_s");
+  auto& swaps = t.i64("num_swaps");
+  auto& sob = t.f64("swap_out_bytes");
   for (const auto& x : r.replicas) {
     name.push_back(x.name);
     pool.push_back(x.pool);
@@ -243,6 +246,9 @@ Table replicas_table(const RunResult& r) {
     pq.push_back(x.stats.prefix_cache_queries);
     ph.push_back(x.stats.prefix_cache_hits);
     ev.push_back(x.stats.cache_evictions);
+    xfer.push_back(x.stats.cost_sum.kv_transfer_s);
+    swaps.push_back(x.stats.num_swaps);
+    sob.push_back(x.stats.swap_out_bytes);
   }
   return t;
 }

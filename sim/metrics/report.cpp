@@ -77,7 +77,9 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   if (s.cancelled) o << ", " << s.cancelled << " cancelled";
   if (s.failed) o << ", " << s.failed << " failed";
   o << "\n  preempted: " << s.preempted_requests << " requests (" << s.num_preemptions
-    << " preemptions, " << s.recomputed_tokens << " tokens recomputed)\n";
+    << " preemptions";
+  if (s.num_swaps) o << ", " << s.num_swaps << " of them swapped to host memory";
+  o << ", " << s.recomputed_tokens << " tokens recomputed)\n";
   if (s.rejected) {
     std::int64_t by[4] = {0, 0, 0, 0};
     for (const auto& q : r.requests)
@@ -135,6 +137,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     sum.decode_attn_s += rep.stats.cost_sum.decode_attn_s;
     sum.comm_s += rep.stats.cost_sum.comm_s;
     sum.overhead_s += rep.stats.cost_sum.overhead_s;
+    sum.kv_transfer_s += rep.stats.cost_sum.kv_transfer_s;
   }
   const double tot = sum.total_s();
   o << "Engine: " << s.steps << " steps, busy " << fmt("%.0f%%", 100 * s.busy_fraction)
@@ -144,7 +147,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << ", prefill attention " << fmt("%.0f%%", 100 * sum.prefill_attn_s / tot)
       << ", decode attention " << fmt("%.0f%%", 100 * sum.decode_attn_s / tot) << ", communication "
       << fmt("%.0f%%", 100 * sum.comm_s / tot) << ", overhead "
-      << fmt("%.0f%%", 100 * sum.overhead_s / tot);
+      << fmt("%.0f%%", 100 * sum.overhead_s / tot) << ", KV transfers "
+      << fmt("%.0f%%", 100 * sum.kv_transfer_s / tot);
   o << "\n";
 }
 

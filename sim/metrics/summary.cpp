@@ -89,6 +89,7 @@ Summary summarize(const RunResult& r) {
     s.prefix_cache_queries += rep.stats.prefix_cache_queries;
     s.prefix_cache_hits += rep.stats.prefix_cache_hits;
     s.cache_evictions += rep.stats.cache_evictions;
+    s.num_swaps += rep.stats.num_swaps;
     s.steps += rep.stats.steps;
     s.kv_usage_max = std::max(s.kv_usage_max, rep.stats.max_kv_usage);
     if (span_s > 0) {
@@ -146,6 +147,7 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"prefix_cache_hits", double(prefix_cache_hits)});
   v.push_back({"prefix_cache_hit_rate", prefix_cache_hit_rate()});
   v.push_back({"cache_evictions", double(cache_evictions)});
+  v.push_back({"num_swaps", double(num_swaps)});
   return v;
 }
 

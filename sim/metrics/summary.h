@@ -35,6 +35,7 @@ struct Summary {
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
   std::int64_t prefix_cache_hits = 0;     // of which served from the cache
   std::int64_t cache_evictions = 0;
+  std::int64_t num_swaps = 0;  // preemptions that swapped KV to the host
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of
   // how much reserved KV memory holds tokens).
   double kv_token_utilization = 0;

@@ -25,8 +25,8 @@ Share run_layout(const std::string& layout, const std::string& reservation) {
   const auto res = s.run();
   EXPECT_EQ(sim::summarize(res).ok, 4000);
   const auto& ts = res.timeseries.at(0);
-  const double pool = static_cast<double>(sc.pools[0].memory.num_blocks) *
-                      sc.config.pools[0].engine.block_size;
+  const double pool =
+      static_cast<double>(sc.pools[0].memory.num_blocks) * sc.config.pools[0].engine.block_size;
   double held = 0, alloc = 0;
   int n = 0;
   for (std::size_t i = 0; i < ts.t_s.size(); ++i) {
