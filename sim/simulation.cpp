@@ -113,7 +113,9 @@ RunResult Simulation::run() {
   res.timeseries = std::move(series_);
   for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {
     const Replica& rep = *replica_ptrs_[i];
-    ReplicaResult rr{rep.name(), replica_pool_[i], rep.stats(), rep.memory(), {}};
+    ReplicaResult rr{rep.name(), replica_pool_[i], rep.stats(), rep.memory(), {}, {}};
+    for (const auto& t : rep.tiers())
+      rr.tiers.push_back({t.name(), t.size(), t.bytes_written(), t.bytes_read(), t.evictions()});
     for (const auto& [tenant, qh] : rep.tenant_prefix_stats())
       rr.tenant_prefix.emplace_back(tenant, qh.first, qh.second);
     std::sort(rr.tenant_prefix.begin(), rr.tenant_prefix.end());

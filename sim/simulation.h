@@ -37,6 +37,13 @@ struct ReplicaResult {
   MemoryBudget memory;
   // Prefix-cache lookups by tenant: (tenant, queried tokens, hit tokens), by tenant id.
   std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenant_prefix;
+  struct Tier {
+    std::string name;
+    std::int64_t blocks = 0;  // held at the end
+    double bytes_written = 0, bytes_read = 0;
+    std::int64_t evictions = 0;
+  };
+  std::vector<Tier> tiers;
 };
 
 struct RunResult {

@@ -3,10 +3,32 @@
 // the meaning is the same (vllm/config/scheduler.py, vllm/config/cache.py).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/config/params.h"
 
 namespace kvfleet::sim {
+
+// One tier of KV storage below GPU memory. Capacities and bandwidths are per GPU.
+struct KvTierConfig {
+  std::string name = "cpu";
+  double capacity_gib = 64;
+  double read_GBps = 25;
+  double write_GBps = 25;
+  template <class V>
+  void visit(V& v) {
+    v.param("name", name, {.desc = "tier name for reports (cpu, nvme, ...)"});
+    v.param("capacity_gib", capacity_gib,
+            {.unit = "GiB", .desc = "KV this tier holds, per GPU", .positive = true});
+    v.param("read_GBps", read_GBps,
+            {.unit = "GB/s",
+             .desc = "bandwidth loading KV back to the GPU, per GPU",
+             .positive = true});
+    v.param(
+        "write_GBps", write_GBps,
+        {.unit = "GB/s", .desc = "bandwidth storing KV into this tier, per GPU", .positive = true});
+  }
+};
 
 struct EngineConfig {
   int max_num_seqs = 256;
@@ -26,6 +48,8 @@ struct EngineConfig {
   double swap_space_gib = 4.0;
   std::string kv_layout = "paged";
   std::string contiguous_reservation = "max";
+  std::vector<KvTierConfig> kv_tiers;
+  bool tier_load_overlap = true;
 
   template <class V>
   void visit(V& v) {
@@ -95,11 +119,19 @@ struct EngineConfig {
             {.desc = "contiguous layout: reserve max_model_len (max), the next power of two of "
                      "prompt + output (pow2), or exactly prompt + output (oracle)",
              .choices = {"max", "pow2", "oracle"}});
+    v.param("kv_tiers", kv_tiers,
+            {.desc = "storage below GPU memory, fastest first: cached blocks evicted from the GPU "
+                     "move down here and can be loaded back instead of recomputed"});
+    v.param("tier_load_overlap", tier_load_overlap,
+            {.desc = "loads from tiers overlap the step's compute layer by layer (only the part "
+                     "longer than the step adds time)"});
   }
   void check(config::Reader& r) const {
     if (kv_layout == "contiguous" && enable_prefix_caching)
       r.fail_key("kv_layout",
                  "the contiguous layout has no prefix cache: set enable_prefix_caching: false");
+    if (!kv_tiers.empty() && !enable_prefix_caching)
+      r.fail_key("kv_tiers", "KV tiers hold cached blocks: they need enable_prefix_caching: true");
   }
 };
 

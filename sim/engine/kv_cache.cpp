@@ -45,7 +45,10 @@ std::uint32_t KvCacheManager::take_free() {
   // Nothing is cached without shared content: skip the hash array then.
   if (!index_.empty() && hash_[b] != 0) {
     auto it = index_.find(hash_[b]);
-    if (it != index_.end() && it->second == b) index_.erase(it);
+    if (it != index_.end() && it->second == b) {
+      index_.erase(it);
+      if (record_) evicted_.push_back(hash_[b]);
+    }
     hash_[b] = 0;
     ++evictions_;
   }

@@ -76,6 +76,9 @@ class KvCacheManager {
 
   // Blocks evicted from the cache so far (a cached block taken by allocation).
   std::int64_t evictions() const { return evictions_; }
+  // With recording on, the hashes of evicted blocks collect here until taken (for KV tiers).
+  void record_evictions(bool on) { record_ = on; }
+  std::vector<std::uint64_t>& evicted() { return evicted_; }
 
   // Checks reference counts against block tables, the free queue against reference counts and
   // the index against block hashes. O(blocks).
@@ -110,6 +113,8 @@ class KvCacheManager {
   std::uint32_t head_ = kNil, tail_ = kNil;
   std::int64_t num_free_ = 0;
   std::int64_t evictions_ = 0;
+  bool record_ = false;
+  std::vector<std::uint64_t> evicted_;
   absl::flat_hash_map<std::uint64_t, std::uint32_t> index_;  // hash -> a block holding it
   std::vector<Table> tables_;
 };

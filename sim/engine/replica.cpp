@@ -21,6 +21,8 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
     ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size());
   }
   swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
+  for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
+  kv_.record_evictions(!tiers_.empty());
   host_link_Bps_ = setup_.host_link_Bps;
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
@@ -241,7 +243,31 @@ void Replica::schedule() {
         hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
         hit_blocks = kv_.match_prefix(hit_hashes);
       }
-      const std::int64_t computed = hit_blocks * kv_.block_size();
+      // Past the GPU-cached prefix, the next blocks may sit in a KV tier: load them if that is
+      // cheaper than recomputing them.
+      std::int64_t tier_blocks = 0;
+      double load_s = 0;
+      if (!tiers_.empty() && hit_blocks < static_cast<std::int64_t>(hit_hashes.size())) {
+        const SimTime now = queue_.now();
+        for (std::size_t b = hit_blocks; b < hit_hashes.size(); ++b) {
+          const KvTier* from = nullptr;
+          for (const auto& t : tiers_)
+            if (t.ready(hit_hashes[b], now)) {
+              from = &t;
+              break;
+            }
+          if (!from) break;
+          load_s += from->read_seconds(1);
+          ++tier_blocks;
+        }
+        if (tier_blocks > 0 && load_s >= prefill_seconds(tier_blocks * kv_.block_size(),
+                                                         hit_blocks * kv_.block_size())) {
+          stats_.tier_recomputed_tokens += tier_blocks * kv_.block_size();
+          tier_blocks = 0;
+          load_s = 0;
+        }
+      }
+      const std::int64_t computed = (hit_blocks + tier_blocks) * kv_.block_size();
       std::int64_t n = q.num_tokens() - computed;
       if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
         n = e.long_prefill_token_threshold;
@@ -253,14 +279,26 @@ void Replica::schedule() {
         break;
       }
       RequestRecord& rec = log_[q.request];
+      const std::int64_t gpu_hit = hit_blocks * kv_.block_size();
       if (q.num_output == 0 && rec.num_preemptions == 0) {
         // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
         stats_.prefix_cache_queries += q.num_tokens();
-        stats_.prefix_cache_hits += computed;
+        stats_.prefix_cache_hits += gpu_hit;
         auto& t = tenant_prefix_[q.tenant];
         t.first += q.num_tokens();
-        t.second += computed;
-        rec.cached_tokens = static_cast<std::int32_t>(computed);
+        t.second += gpu_hit;
+        rec.cached_tokens = static_cast<std::int32_t>(gpu_hit);
+      }
+      if (tier_blocks > 0) {
+        for (std::int64_t b = hit_blocks; b < hit_blocks + tier_blocks; ++b)
+          for (auto& t : tiers_)
+            if (t.ready(hit_hashes[b], queue_.now())) {
+              t.read(hit_hashes[b]);
+              break;
+            }
+        load_s_ += load_s;
+        stats_.tier_hit_tokens += tier_blocks * kv_.block_size();
+        rec.loaded_tokens += static_cast<std::int32_t>(tier_blocks * kv_.block_size());
       }
       held_tokens_ += computed - q.num_computed;
       q.num_computed = static_cast<std::int32_t>(computed);
@@ -295,8 +333,38 @@ void Replica::schedule() {
   batch_.prefill = chunks_;
 }
 
+double Replica::prefill_seconds(std::int64_t tokens, std::int64_t prefix) const {
+  // Marginal cost: a one-sequence decode step with and without the chunk.
+  const PrefillChunk chunk{static_cast<std::int32_t>(tokens), static_cast<std::int32_t>(prefix)};
+  Batch base;
+  base.num_seqs = 1;
+  base.num_decode_seqs = 1;
+  base.decode_context_tokens = prefix + tokens;
+  base.num_sampled = 1;
+  Batch with = base;
+  with.num_seqs = 2;
+  with.num_prefill_tokens = tokens;
+  with.prefill_context_tokens = prefix + tokens;
+  with.prefill_attention_pairs = static_cast<double>(tokens) * static_cast<double>(prefix) +
+                                 static_cast<double>(tokens) * static_cast<double>(tokens + 1) / 2;
+  with.prefill = std::span<const PrefillChunk>(&chunk, 1);
+  return cost_->cost(with).total_s() - cost_->cost(base).total_s();
+}
+
+void Replica::spill_evicted(SimTime now) {
+  for (std::uint64_t h : kv_.evicted()) {
+    std::optional<std::uint64_t> down = h;
+    for (auto& t : tiers_) {
+      down = t.write(*down, now);
+      if (!down) break;
+    }
+  }
+  kv_.evicted().clear();
+}
+
 void Replica::start_step(SimTime now) {
   transfer_s_ = 0;
+  load_s_ = 0;
   for (;;) {
     if (running_.empty() && waiting_.empty()) {
       stepping_ = false;
@@ -309,8 +377,14 @@ void Replica::start_step(SimTime now) {
     if (!preempted_this_step_)
       throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
   }
+  if (!tiers_.empty()) spill_evicted(now);
   StepCost c = cost_->cost(batch_);
   c.kv_transfer_s = transfer_s_;
+  if (load_s_ > 0) {
+    // Layer by layer, loads hide behind the step's compute; only the excess adds time.
+    c.kv_transfer_s +=
+        setup_.engine.tier_load_overlap ? std::max(0.0, load_s_ - c.total_s()) : load_s_;
+  }
   const double dur_s = c.total_s();
   const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
   stats_.cost_sum.gemm_s += c.gemm_s;

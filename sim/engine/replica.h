@@ -22,6 +22,7 @@
 #include "sim/engine/contiguous_kv.h"
 #include "sim/engine/engine_config.h"
 #include "sim/engine/kv_cache.h"
+#include "sim/engine/kv_tier.h"
 #include "sim/engine/memory.h"
 #include "sim/engine/wait_queue.h"
 #include "sim/metrics/request_log.h"
@@ -44,6 +45,8 @@ struct EngineStats {
   std::int64_t prefix_cache_hits = 0;            // of which found cached
   std::int64_t cache_evictions = 0;              // cached blocks reused for other content
   std::int64_t num_swaps = 0;                    // preemptions that swapped KV to the host
+  std::int64_t tier_hit_tokens = 0;              // prompt tokens loaded from KV tiers
+  std::int64_t tier_recomputed_tokens = 0;       // found in a tier but cheaper to recompute
   double swap_out_bytes = 0, swap_in_bytes = 0;  // per GPU
   double kv_held_token_seconds = 0;              // ∫ token states held (Σ computed tokens) dt
   double kv_allocated_token_seconds = 0;         // ∫ KV memory given to requests, in tokens, dt
@@ -90,6 +93,7 @@ class Replica final : public EventHandler {
   const EngineStats& stats() const { return stats_; }
   const MemoryBudget& memory() const { return setup_.memory; }
   const KvCacheManager& kv() const { return kv_; }
+  const std::vector<KvTier>& tiers() const { return tiers_; }
   // Prefix-cache lookups by tenant: tenant -> (queried tokens, hit tokens).
   const absl::flat_hash_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>>&
   tenant_prefix_stats() const {
@@ -132,6 +136,10 @@ class Replica final : public EventHandler {
   void end_step(SimTime now);
   void schedule();
   void preempt(std::uint32_t slot);
+  // Moves blocks the GPU evicted this step down the tiers.
+  void spill_evicted(SimTime now);
+  // Seconds a prefill chunk of `tokens` on top of `prefix` adds to a typical step.
+  double prefill_seconds(std::int64_t tokens, std::int64_t prefix) const;
   // Removes the running request the policy preempts first (FCFS: the newest; priority: the
   // largest (priority, arrival)). Returns its slot and its index in running_ before removal.
   std::pair<std::uint32_t, std::size_t> pop_victim();
@@ -152,7 +160,8 @@ class Replica final : public EventHandler {
   KvCacheManager kv_;
   bool contiguous_ = false;
   std::unique_ptr<ContiguousKv> ckv_;  // contiguous layout only
-  std::int64_t held_tokens_ = 0;       // Σ num_computed over running requests
+  std::vector<KvTier> tiers_;
+  std::int64_t held_tokens_ = 0;  // Σ num_computed over running requests
   int max_model_len_;
 
   std::vector<Seq> seqs_;         // by slot
@@ -165,6 +174,7 @@ class Replica final : public EventHandler {
   bool stepping_ = false;
   bool preempted_this_step_ = false;
   double transfer_s_ = 0;       // KV copy time added to the step being scheduled
+  double load_s_ = 0;           // tier loads of the step being scheduled
   double swap_used_bytes_ = 0;  // host swap space in use, per GPU
   double swap_capacity_bytes_ = 0;
   double host_link_Bps_ = 0;

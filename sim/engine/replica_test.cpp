@@ -120,7 +120,7 @@ namespace {
 class Harness {
  public:
   explicit Harness(std::int64_t blocks, bool caching = true,
-                   std::function<void(ReplicaSetup&)> adjust = {}) {
+                   std::function<void(ReplicaSetup&)> adjust = {}, double per_prefill_token_s = 0) {
     ReplicaSetup s;
     s.name = "r";
     s.engine.block_size = 16;
@@ -133,6 +133,7 @@ class Harness {
     if (adjust) adjust(s);
     LinearCostModel::Config c;
     c.fixed_s = 0.001;
+    c.per_prefill_token_s = per_prefill_token_s;
     static const ModelSpec m = model_presets().front();
     static const GpuSpec g = gpu_presets().front();
     replica_ = std::make_unique<Replica>(
@@ -323,6 +324,96 @@ TEST(Swap, NoSwapSpaceMeansRecompute) {
   EXPECT_GE(h.rec(b).num_preemptions, 1);
   EXPECT_GT(h.rec(b).recomputed_tokens, 0);
   EXPECT_EQ(h.replica().stats().num_swaps, 0);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+// A 20-block GPU pool (320 tokens) with tiers below it; 128 KiB per token, so a 16-token block
+// is 2 MiB (0.21 ms at 10 GB/s). Prefill costs 100 µs per token: 1.6 ms to recompute a block.
+Harness tiered(std::vector<KvTierConfig> tiers, bool overlap = false) {
+  return Harness(
+      20, true,
+      [&](ReplicaSetup& s) {
+        s.engine.kv_tiers = tiers;
+        s.engine.tier_load_overlap = overlap;
+        s.memory.block_bytes = 16 * 131072.0;
+      },
+      1e-4);
+}
+
+// Request A caches a 256-token document (16 blocks); B's unique 300-token prompt takes 19 of the
+// 20 blocks, evicting 15 of the document's (block 0 survives); C asks for the document again.
+struct Story {
+  std::uint32_t a, b, c;
+};
+Story document_evicted_then_asked_again(Harness& h) {
+  Story st;
+  st.a = h.submit(0, {{7, 256, 1}, {0, 4, 1}}, 2);
+  st.b = h.submit(1, {{0, 300, 1}}, 2);
+  st.c = h.submit(2, {{7, 256, 1}, {0, 4, 1}}, 2);
+  h.run();
+  return st;
+}
+
+constexpr double kBlockLoad10GBps = 16 * 131072.0 / 10e9;
+
+TEST(KvTiers, EvictedBlocksAreLoadedBackFromTheCpuTier) {
+  Harness h = tiered({{"cpu", 1.0, 10.0, 10.0}});
+  const auto st = document_evicted_then_asked_again(h);
+  EXPECT_EQ(h.rec(st.c).cached_tokens, 16);   // block 0, still on the GPU
+  EXPECT_EQ(h.rec(st.c).loaded_tokens, 240);  // the other 15, from the tier
+  const auto& stats = h.replica().stats();
+  EXPECT_EQ(stats.tier_hit_tokens, 240);
+  EXPECT_NEAR(stats.cost_sum.kv_transfer_s, 15 * kBlockLoad10GBps, 1e-9);  // not overlapped
+  EXPECT_DOUBLE_EQ(h.replica().tiers()[0].bytes_written(), 15 * 16 * 131072.0);
+  EXPECT_DOUBLE_EQ(h.replica().tiers()[0].bytes_read(), 15 * 16 * 131072.0);
+}
+
+TEST(KvTiers, WithoutTiersTheDocumentIsRecomputed) {
+  Harness h = tiered({});
+  const auto st = document_evicted_then_asked_again(h);
+  EXPECT_EQ(h.rec(st.c).cached_tokens, 16);
+  EXPECT_EQ(h.rec(st.c).loaded_tokens, 0);
+}
+
+TEST(KvTiers, ASlowTierLosesToRecomputation) {
+  // 0.01 GB/s: 210 ms a block against 1.6 ms to recompute it.
+  Harness h = tiered({{"nvme", 1.0, 0.01, 10.0}});
+  const auto st = document_evicted_then_asked_again(h);
+  EXPECT_EQ(h.rec(st.c).loaded_tokens, 0);
+  EXPECT_EQ(h.replica().stats().tier_recomputed_tokens, 240);
+}
+
+TEST(KvTiers, FullTierPassesBlocksDown) {
+  // The CPU tier holds 4 blocks (8 MiB): the first 11 evicted blocks pass on to NVMe.
+  Harness h = tiered({{"cpu", 8.0 / 1024, 10.0, 10.0}, {"nvme", 1.0, 5.0, 5.0}});
+  const auto st = document_evicted_then_asked_again(h);
+  const auto& t = h.replica().tiers();
+  EXPECT_EQ(t[0].size(), 4);
+  EXPECT_EQ(t[1].size(), 11);
+  EXPECT_EQ(t[0].evictions(), 11);
+  EXPECT_EQ(h.rec(st.c).loaded_tokens, 240);  // 4 blocks from CPU, 11 from NVMe
+  EXPECT_NEAR(h.replica().stats().cost_sum.kv_transfer_s,
+              4 * kBlockLoad10GBps + 11 * 2 * kBlockLoad10GBps, 1e-9);
+}
+
+TEST(KvTiers, OverlappedLoadsHideBehindTheStep) {
+  Harness h = tiered({{"cpu", 1.0, 10.0, 10.0}}, /*overlap=*/true);
+  document_evicted_then_asked_again(h);
+  // C's step computes 4 new tokens (1 ms + 4 × 100 µs); the 3.1 ms load exceeds it by the rest.
+  EXPECT_NEAR(h.replica().stats().cost_sum.kv_transfer_s, 15 * kBlockLoad10GBps - 0.0014, 1e-9);
+}
+
+TEST(KvTiers, BlocksAreReadableOnlyAfterTheirWrite) {
+  // Writing a block at 0.001 GB/s takes 2.1 s: when C arrives 1 s after the evictions, none of
+  // the 15 writes has completed.
+  Harness h = tiered({{"cpu", 1.0, 10.0, 0.001}});
+  const auto st = document_evicted_then_asked_again(h);
+  EXPECT_EQ(h.rec(st.c).loaded_tokens, 0);
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ class WaitQueue {
 
   bool empty() const { return by_priority_ ? ordered_.empty() : fifo_.empty(); }
   std::size_t size() const { return by_priority_ ? ordered_.size() : fifo_.size(); }
-  std::uint32_t front() const { return by_priority_ ? std::get<3>(*ordered_.begin()) : fifo_.front(); }
+  std::uint32_t front() const {
+    return by_priority_ ? std::get<3>(*ordered_.begin()) : fifo_.front();
+  }
   void pop_front() {
     if (by_priority_)
       ordered_.erase(ordered_.begin());

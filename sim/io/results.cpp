@@ -139,6 +139,7 @@ Table requests_table(const RequestLog& log) {
   auto& out = t.i64("output_tokens");
   auto& gen = t.i64("generated_tokens");
   auto& cached = t.i64("cached_tokens");
+  auto& loaded = t.i64("loaded_tokens");
   auto& pre = t.i64("num_preemptions");
   auto& rec = t.i64("recomputed_tokens");
   auto& tenant = t.i64("tenant");
@@ -164,6 +165,7 @@ Table requests_table(const RequestLog& log) {
     out.push_back(r.output_tokens);
     gen.push_back(r.generated_tokens);
     cached.push_back(r.cached_tokens);
+    loaded.push_back(r.loaded_tokens);
     pre.push_back(r.num_preemptions);
     rec.push_back(r.recomputed_tokens);
     tenant.push_back(r.tenant);
@@ -225,6 +227,9 @@ Table replicas_table(const RunResult& r) {
   auto& xfer = t.f64("kv_transfer_s");
   auto& swaps = t.i64("num_swaps");
   auto& sob = t.f64("swap_out_bytes");
+  auto& thit = t.i64("tier_hit_tokens");
+  auto& tw = t.f64("tier_bytes_written");
+  auto& tr = t.f64("tier_bytes_read");
   for (const auto& x : r.replicas) {
     name.push_back(x.name);
     pool.push_back(x.pool);
@@ -249,6 +254,11 @@ Table replicas_table(const RunResult& r) {
     xfer.push_back(x.stats.cost_sum.kv_transfer_s);
     swaps.push_back(x.stats.num_swaps);
     sob.push_back(x.stats.swap_out_bytes);
+    thit.push_back(x.stats.tier_hit_tokens);
+    double w = 0, rd = 0;
+    for (const auto& tier : x.tiers) w += tier.bytes_written, rd += tier.bytes_read;
+    tw.push_back(w);
+    tr.push_back(rd);
   }
   return t;
 }

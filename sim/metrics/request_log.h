@@ -37,6 +37,7 @@ struct RequestRecord {
   std::int32_t output_tokens = 0;  // requested
   std::int32_t generated_tokens = 0;
   std::int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  std::int32_t loaded_tokens = 0;  // prompt tokens loaded from a KV tier
   std::int32_t num_preemptions = 0;
   std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
   std::int32_t replica = -1;

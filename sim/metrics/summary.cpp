@@ -90,6 +90,8 @@ Summary summarize(const RunResult& r) {
     s.prefix_cache_hits += rep.stats.prefix_cache_hits;
     s.cache_evictions += rep.stats.cache_evictions;
     s.num_swaps += rep.stats.num_swaps;
+    s.tier_hit_tokens += rep.stats.tier_hit_tokens;
+    s.tier_recomputed_tokens += rep.stats.tier_recomputed_tokens;
     s.steps += rep.stats.steps;
     s.kv_usage_max = std::max(s.kv_usage_max, rep.stats.max_kv_usage);
     if (span_s > 0) {
@@ -148,6 +150,8 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"prefix_cache_hit_rate", prefix_cache_hit_rate()});
   v.push_back({"cache_evictions", double(cache_evictions)});
   v.push_back({"num_swaps", double(num_swaps)});
+  v.push_back({"tier_hit_tokens", double(tier_hit_tokens)});
+  v.push_back({"tier_recomputed_tokens", double(tier_recomputed_tokens)});
   return v;
 }
 

@@ -35,7 +35,9 @@ struct Summary {
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
   std::int64_t prefix_cache_hits = 0;     // of which served from the cache
   std::int64_t cache_evictions = 0;
-  std::int64_t num_swaps = 0;  // preemptions that swapped KV to the host
+  std::int64_t num_swaps = 0;               // preemptions that swapped KV to the host
+  std::int64_t tier_hit_tokens = 0;         // prompt tokens loaded from KV tiers
+  std::int64_t tier_recomputed_tokens = 0;  // found in a tier, recomputed as cheaper
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of
   // how much reserved KV memory holds tokens).
   double kv_token_utilization = 0;
