@@ -26,8 +26,9 @@ Simulation::Simulation(const Scenario& sc)
       setup.max_model_len = info.max_model_len;
       setup.host_link_Bps = info.gpu.host_link_Bps;
       setup.check_invariants = sc.config.simulation.check_invariants;
-      replicas_.push_back(std::make_unique<Replica>(
-          std::move(setup), cost_model_registry().make(pc.cost_model, ctx), log_, queue_, index++));
+      replicas_.push_back(std::make_unique<Replica>(std::move(setup),
+                                                    cost_model_registry().make(pc.cost_model, ctx),
+                                                    log_, queue_, index++, this));
       replica_ptrs_.push_back(replicas_.back().get());
       replica_pool_.push_back(pc.name);
       TimeSeries ts;
@@ -40,7 +41,7 @@ Simulation::Simulation(const Scenario& sc)
 Simulation::~Simulation() = default;
 
 bool Simulation::active() const {
-  if (has_pending_) return true;
+  if (!workload_->finished()) return true;
   for (const auto* r : replica_ptrs_)
     if (!r->idle()) return true;
   return false;
@@ -76,23 +77,37 @@ void Simulation::sample(SimTime now) {
   }
 }
 
-void Simulation::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
+void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
   if (kind == kSample) {
     sample(now);
     if (active()) queue_.push(now + sample_interval_, this, kSample);
     return;
   }
+  if (arg != arrival_generation_) return;  // superseded by an earlier arrival
+  armed_at_ = kTimeNever;
   // Deliver every arrival at this instant before any replica starts a step for it.
-  while (has_pending_ && pending_.arrival == now) {
-    deliver(pending_, now);
-    has_pending_ = workload_->next(pending_);
+  SimTime t;
+  while (workload_->peek(t) && t <= now) {
+    RequestSpec spec = workload_->pop();
+    deliver(spec, now);
   }
-  if (has_pending_) queue_.push(pending_.arrival, this, kArrival);
+  arm_arrival();
+}
+
+void Simulation::arm_arrival() {
+  SimTime t;
+  if (!workload_->peek(t) || t >= armed_at_) return;
+  armed_at_ = t;
+  queue_.push(std::max(t, queue_.now()), this, kArrival, ++arrival_generation_);
+}
+
+void Simulation::on_request_end(std::uint32_t request, SimTime now) {
+  workload_->on_request_end(log_[request], now);
+  arm_arrival();
 }
 
 RunResult Simulation::run() {
-  has_pending_ = workload_->next(pending_);
-  if (has_pending_) queue_.push(pending_.arrival, this, kArrival);
+  arm_arrival();
   queue_.push(0, this, kSample);
   const double max_s = scenario_.config.simulation.max_time_s;
   RunResult res;

@@ -55,17 +55,20 @@ struct RunResult {
   bool stopped_early = false;  // simulation.max_time_s cut the run
 };
 
-class Simulation final : public EventHandler {
+class Simulation final : public EventHandler, public RequestObserver {
  public:
   explicit Simulation(const Scenario& scenario);
   ~Simulation() override;
   RunResult run();
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
+  void on_request_end(std::uint32_t request, SimTime now) override;
 
  private:
   enum Kind : std::uint32_t { kArrival = 0, kSample = 1 };
   void deliver(RequestSpec& spec, SimTime now);
+  // Makes sure an arrival event stands at the workload's earliest known arrival.
+  void arm_arrival();
   void sample(SimTime now);
   bool active() const;
 
@@ -78,8 +81,8 @@ class Simulation final : public EventHandler {
   std::vector<Replica*> replica_ptrs_;
   std::vector<std::string> replica_pool_;
   std::vector<TimeSeries> series_;
-  RequestSpec pending_;
-  bool has_pending_ = false;
+  SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
+  std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
 };
 

@@ -15,15 +15,24 @@ KvTier::KvTier(const KvTierConfig& c, double block_bytes)
 
 void KvTier::unlink(std::uint32_t n) {
   Node& k = nodes_[n];
-  if (k.prev != kNil) nodes_[k.prev].next = k.next; else head_ = k.next;
-  if (k.next != kNil) nodes_[k.next].prev = k.prev; else tail_ = k.prev;
+  if (k.prev != kNil)
+    nodes_[k.prev].next = k.next;
+  else
+    head_ = k.next;
+  if (k.next != kNil)
+    nodes_[k.next].prev = k.prev;
+  else
+    tail_ = k.prev;
 }
 
 void KvTier::push_back(std::uint32_t n) {
   Node& k = nodes_[n];
   k.prev = tail_;
   k.next = kNil;
-  if (tail_ != kNil) nodes_[tail_].next = n; else head_ = n;
+  if (tail_ != kNil)
+    nodes_[tail_].next = n;
+  else
+    head_ = n;
   tail_ = n;
 }
 

@@ -7,11 +7,12 @@
 namespace kvfleet::sim {
 
 Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log,
-                 EventQueue& q, int index)
+                 EventQueue& q, int index, RequestObserver* observer)
     : setup_(std::move(setup)),
       cost_(std::move(cost)),
       log_(log),
       queue_(q),
+      observer_(observer),
       index_(index),
       kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
       max_model_len_(setup_.max_model_len),
@@ -61,6 +62,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
     r.reject_reason = why;
     r.finish = now;
     ++stats_.rejected;
+    if (observer_) observer_->on_request_end(request, now);
     return;
   }
   const std::uint32_t s = new_slot();
@@ -453,8 +455,10 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
     ckv_->release(slot);
   else
     kv_.free(slot);
+  const std::uint32_t request = q.request;
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);
+  if (observer_ && o != Outcome::kUnfinished) observer_->on_request_end(request, now);
 }
 
 void Replica::abandon(SimTime now) {

@@ -30,6 +30,13 @@
 
 namespace kvfleet::sim {
 
+// Told when a request ends on a replica (completed, rejected, or abandoned at the stop).
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void on_request_end(std::uint32_t request, SimTime now) = 0;
+};
+
 // Cumulative counters of one replica.
 struct EngineStats {
   std::int64_t steps = 0;
@@ -65,7 +72,7 @@ struct ReplicaSetup {
 class Replica final : public EventHandler {
  public:
   Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
-          int index);
+          int index, RequestObserver* observer = nullptr);
 
   // A request reaches this engine at `now`; the engine keeps its content (`spec.segments`). It is
   // rejected at once if it can never run here.
@@ -156,6 +163,7 @@ class Replica final : public EventHandler {
   std::unique_ptr<CostModel> cost_;
   RequestLog& log_;
   EventQueue& queue_;
+  RequestObserver* observer_;
   int index_;
   KvCacheManager kv_;
   bool contiguous_ = false;

@@ -106,7 +106,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     << fmt("%.0f", s.output_tokens_per_s) << " output tokens/s\n";
   o << "KV cache usage: mean " << fmt("%.1f%%", 100 * s.kv_usage_mean) << ", max "
     << fmt("%.1f%%", 100 * s.kv_usage_max) << " (time-weighted, blocks held by requests); "
-    << fmt("%.1f%%", 100 * s.kv_token_utilization) << " of that memory holds token states\n";
+    << fmt("%.1f%%", 100 * s.kv_token_utilization) << " of that memory holds token states"
+    << (s.kv_token_utilization > 1 ? " (over 100%: blocks shared by prefix caching)" : "") << "\n";
 
   if (s.prefix_cache_queries > 0) {
     o << "Prefix cache: " << fmt("%.1f%%", 100 * s.prefix_cache_hit_rate())

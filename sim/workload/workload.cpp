@@ -9,7 +9,7 @@ namespace {
 
 // Independent requests from an arrival process and two length distributions, spread over
 // tenants, optionally behind a system prompt each tenant shares across its requests.
-class Synthetic final : public Workload {
+class Synthetic final : public StreamWorkload {
  public:
   struct Config {
     std::int64_t num_requests = 1000;
@@ -68,7 +68,7 @@ class Synthetic final : public Workload {
     for (double x : c.priority_weights) priority_total_ += x;
   }
 
-  bool next(RequestSpec& out) override {
+  bool generate(RequestSpec& out) override {
     if (cfg_.num_requests > 0 && count_ >= cfg_.num_requests) return false;
     // The first request arrives after one gap, as in a stationary renewal process started at 0.
     t_s_ += arrival_->next_gap_s(rng_arrival_);
@@ -110,7 +110,7 @@ class Synthetic final : public Workload {
 };
 
 // Replay of a recorded trace: arrival times and token counts as recorded.
-class Trace final : public Workload {
+class Trace final : public StreamWorkload {
  public:
   struct Config {
     std::string format = "vidur";
@@ -148,7 +148,7 @@ class Trace final : public Workload {
     const double span = rows_.back().arrival_s;
     rate_ = span > 0 ? static_cast<double>(rows_.size() - 1) / span : 0;
   }
-  bool next(RequestSpec& out) override {
+  bool generate(RequestSpec& out) override {
     if (i_ >= rows_.size()) return false;
     const auto& r = rows_[i_++];
     out = RequestSpec{};
@@ -180,6 +180,8 @@ class Trace final : public Workload {
 
 }  // namespace
 
+void register_conversations(WorkloadRegistry& r);  // conversations.cpp
+
 const WorkloadRegistry& workload_registry() {
   static const WorkloadRegistry reg = [] {
     WorkloadRegistry r("workload", "synthetic");
@@ -188,6 +190,7 @@ const WorkloadRegistry& workload_registry() {
         "Independent requests: an arrival process and input/output length distributions.");
     r.add<Trace>("trace",
                  "Replay of a recorded trace (Azure, Vidur, vLLM requests.jsonl, Mooncake).");
+    register_conversations(r);
     return r;
   }();
   return reg;

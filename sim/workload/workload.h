@@ -1,9 +1,13 @@
 #pragma once
 // The source of requests (DESIGN.md: Workload -> Client -> ...). Chosen by `workload.impl`.
+// Open-loop workloads know every arrival in advance; closed-loop ones (conversations) learn when a
+// reply ends and schedule the next turn after a think time: completions are the one thing that
+// flows back up the data flow.
 #include <cstdint>
 #include <memory>
 
 #include "sim/config/params.h"
+#include "sim/metrics/request_log.h"
 #include "sim/workload/request.h"
 
 namespace kvfleet::sim {
@@ -11,10 +15,45 @@ namespace kvfleet::sim {
 class Workload {
  public:
   virtual ~Workload() = default;
-  // The next request, in non-decreasing arrival order. False when the workload is exhausted.
-  virtual bool next(RequestSpec& out) = 0;
+  // Arrival time of the earliest request not yet taken, if one is known now.
+  virtual bool peek(SimTime& arrival) = 0;
+  // Takes that request (peek must have returned true).
+  virtual RequestSpec pop() = 0;
+  // No request will ever come again (nothing pending, nothing that a completion could start).
+  virtual bool finished() = 0;
+  // A request of this workload ended (any outcome): `r` holds what happened to it.
+  virtual void on_request_end(const RequestRecord& r, SimTime now) {}
   // Mean arrival rate where the workload has one (for reports), else 0.
   virtual double nominal_rate_per_s() const = 0;
+};
+
+// An open-loop workload: generates its requests in arrival order, one ahead.
+class StreamWorkload : public Workload {
+ public:
+  bool peek(SimTime& arrival) override {
+    if (!primed_) {
+      has_ = generate(next_);
+      primed_ = true;
+    }
+    if (has_) arrival = next_.arrival;
+    return has_;
+  }
+  RequestSpec pop() override {
+    primed_ = false;
+    return std::move(next_);
+  }
+  bool finished() override {
+    SimTime t;
+    return !peek(t);
+  }
+
+ protected:
+  // The next request in arrival order; false when there are no more.
+  virtual bool generate(RequestSpec& out) = 0;
+
+ private:
+  RequestSpec next_;
+  bool primed_ = false, has_ = false;
 };
 
 // Constructed with the scenario seed; each workload derives its own named streams from it.

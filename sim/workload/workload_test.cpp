@@ -21,8 +21,9 @@ std::unique_ptr<Workload> make(const std::string& w, std::uint64_t seed = 5) {
 
 std::vector<RequestSpec> drain(Workload& w) {
   std::vector<RequestSpec> v;
-  RequestSpec r;
-  while (w.next(r)) v.push_back(r);
+  SimTime t;
+  while (w.peek(t)) v.push_back(w.pop());
+  EXPECT_TRUE(w.finished());
   return v;
 }
 
