@@ -92,6 +92,48 @@ TEST(Conservation, HoldsWithPriorityAndSwap) {
   EXPECT_LT(q0 / n0, q2 / n2);
 }
 
+// Conversations on a small pool with a CPU tier, under every retention policy: blocks move
+// between sessions' free lists, are evicted proactively and on demand, spill to the tier and load
+// back, with the engine's invariants checked after every step.
+const char* kChats = R"(seed: 9
+workload:
+  impl: conversations
+  num_sessions: 150
+  session_arrival: {impl: poisson, rate_per_s: 2}
+  turns: {impl: lognormal, mean: 6, sigma: 0.7, max: 30}
+  user_tokens: {impl: lognormal, mean: 100, sigma: 0.8, max: 1000}
+  reply_tokens: {impl: lognormal, mean: 150, sigma: 0.7, max: 600}
+  think_time_s: 5
+  system_prompt_tokens: 200
+  tenants: 3
+  priority_weights: [1, 1]
+pools:
+  - model: Llama-3-8B
+    gpu: H100-SXM
+    engine:
+      max_num_seqs: 64
+      num_gpu_blocks_override: 1200
+      kv_tiers: [{name: cpu, capacity_gib: 2, read_GBps: 20, write_GBps: 20}]
+simulation: {check_invariants: true}
+)";
+
+TEST(Conservation, HoldsUnderEveryRetentionPolicyWithTiers) {
+  for (const char* policy :
+       {"{impl: lru}", "{impl: watermark, watermark: 0.7}", "{impl: idle_ttl, ttl_s: 3}",
+        "{impl: priority}", "{impl: session_aware, idle_limit_s: 10}"}) {
+    const auto r = testing::run_yaml(kChats, {std::string("pools[0].engine.retention=") + policy});
+    const auto& s = r.summary;
+    EXPECT_EQ(s.ok + s.rejected, s.requests) << policy;
+    EXPECT_GT(s.prefix_cache_hits, 0) << policy;
+    EXPECT_GT(s.cache_evictions, 0) << policy;
+    EXPECT_GT(s.tier_hit_tokens, 0) << policy;
+    std::printf("%-45s requests %lld, prefix hit %.1f%%, tier loads %lld tokens, evictions %lld\n",
+                policy, static_cast<long long>(s.requests), 100 * s.prefix_cache_hit_rate(),
+                static_cast<long long>(s.tier_hit_tokens),
+                static_cast<long long>(s.cache_evictions));
+  }
+}
+
 TEST(Conservation, StoppingEarlyMarksRequestsUnfinished) {
   const auto r = testing::run_yaml(kStressed, {"simulation.max_time_s=60"});
   const auto& s = r.summary;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/config/params.h"
+#include "sim/engine/retention.h"
 
 namespace kvfleet::sim {
 
@@ -50,6 +51,7 @@ struct EngineConfig {
   std::string contiguous_reservation = "max";
   std::vector<KvTierConfig> kv_tiers;
   bool tier_load_overlap = true;
+  config::ImplSpec retention;
 
   template <class V>
   void visit(V& v) {
@@ -122,6 +124,8 @@ struct EngineConfig {
     v.param("kv_tiers", kv_tiers,
             {.desc = "storage below GPU memory, fastest first: cached blocks evicted from the GPU "
                      "move down here and can be loaded back instead of recomputed"});
+    v.impl("retention", retention, retention_registry(),
+           {.desc = "which cached KV blocks are given up first, and whether before they must be"});
     v.param("tier_load_overlap", tier_load_overlap,
             {.desc = "loads from tiers overlap the step's compute layer by layer (only the part "
                      "longer than the step adds time)"});

@@ -10,50 +10,108 @@ KvCacheManager::KvCacheManager(std::int64_t num_blocks, int block_size, bool ena
   if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
   blocks_.resize(num_blocks);
   hash_.assign(num_blocks, 0);
-  for (std::int64_t i = 0; i < num_blocks; ++i) push_free(static_cast<std::uint32_t>(i));
+  lists_.resize(1);
+  for (std::int64_t i = 0; i < num_blocks; ++i) push_free(static_cast<std::uint32_t>(i), 0);
 }
 
-void KvCacheManager::push_free(std::uint32_t b) {
+void KvCacheManager::set_session_mode(VictimChooser* chooser) { chooser_ = chooser; }
+
+std::uint32_t KvCacheManager::list_of(std::uint64_t session) {
+  auto it = session_list_.find(session);
+  if (it != session_list_.end()) return it->second;
+  std::uint32_t l;
+  if (!spare_lists_.empty()) {
+    l = spare_lists_.back();
+    spare_lists_.pop_back();
+  } else {
+    lists_.emplace_back();
+    l = static_cast<std::uint32_t>(lists_.size() - 1);
+  }
+  lists_[l] = List{kNil, kNil, 0, session};
+  session_list_.emplace(session, l);
+  return l;
+}
+
+std::int64_t KvCacheManager::session_cached_blocks(std::uint64_t session) const {
+  auto it = session_list_.find(session);
+  return it == session_list_.end() ? 0 : lists_[it->second].count;
+}
+
+void KvCacheManager::push_free(std::uint32_t b, std::uint32_t list) {
   Block& k = blocks_[b];
-  k.prev = tail_;
+  List& l = lists_[list];
+  k.list = list;
+  k.prev = l.tail;
   k.next = kNil;
-  if (tail_ != kNil)
-    blocks_[tail_].next = b;
+  if (l.tail != kNil)
+    blocks_[l.tail].next = b;
   else
-    head_ = b;
-  tail_ = b;
+    l.head = b;
+  l.tail = b;
+  ++l.count;
   ++num_free_;
 }
 
 void KvCacheManager::unlink_free(std::uint32_t b) {
   Block& k = blocks_[b];
+  List& l = lists_[k.list];
   if (k.prev != kNil)
     blocks_[k.prev].next = k.next;
   else
-    head_ = k.next;
+    l.head = k.next;
   if (k.next != kNil)
     blocks_[k.next].prev = k.prev;
   else
-    tail_ = k.prev;
+    l.tail = k.prev;
   k.prev = k.next = kNil;
+  --l.count;
   --num_free_;
+  if (k.list != 0 && l.count == 0) {  // a session's list emptied: recycle it
+    session_list_.erase(l.session);
+    spare_lists_.push_back(k.list);
+  }
+  k.list = 0;
+}
+
+void KvCacheManager::drop_hash(std::uint32_t b) {
+  auto it = index_.find(hash_[b]);
+  if (it != index_.end() && it->second == b) {
+    index_.erase(it);
+    if (record_) evicted_.push_back(hash_[b]);
+  }
+  hash_[b] = 0;
+  ++evictions_;
 }
 
 std::uint32_t KvCacheManager::take_free() {
-  const std::uint32_t b = head_;
+  std::uint32_t b = lists_[0].head;
+  if (chooser_ && lists_[0].count == 0) {
+    // Session mode with no uncached free block: evict from the victim session.
+    if (victim_list_ == kNil || lists_[victim_list_].count == 0 ||
+        lists_[victim_list_].session != victim_session_)
+      victim_list_ = session_list_.at(victim_session_ = chooser_->choose_victim());
+    b = lists_[victim_list_].head;
+  }
   unlink_free(b);
   // Nothing is cached without shared content: skip the hash array then.
-  if (!index_.empty() && hash_[b] != 0) {
-    auto it = index_.find(hash_[b]);
-    if (it != index_.end() && it->second == b) {
-      index_.erase(it);
-      if (record_) evicted_.push_back(hash_[b]);
-    }
-    hash_[b] = 0;
-    ++evictions_;
-  }
+  if (!index_.empty() && hash_[b] != 0) drop_hash(b);
   blocks_[b].ref = 1;
   return b;
+}
+
+std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t max_blocks) {
+  std::int64_t n = 0;
+  auto it = session_list_.find(session);
+  if (it == session_list_.end()) return 0;
+  const std::uint32_t list = it->second;
+  while (n < max_blocks && lists_[list].count > 0 && lists_[list].session == session) {
+    const std::uint32_t b = lists_[list].head;
+    unlink_free(b);
+    drop_hash(b);
+    push_free(b, 0);
+    ++n;
+  }
+  return n;
 }
 
 std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes) const {
@@ -102,11 +160,11 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
   t.num_cached = std::max(t.num_cached, upto);
 }
 
-void KvCacheManager::free(std::uint32_t slot) {
+void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
   Table& t = table(slot);
   for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
     Block& k = blocks_[*it];
-    if (--k.ref == 0) push_free(*it);
+    if (--k.ref == 0) push_free(*it, chooser_ && hash_[*it] != 0 ? list_of(session) : 0);
   }
   t.blocks.clear();
   t.num_cached = 0;
@@ -120,11 +178,16 @@ bool KvCacheManager::check_consistency() const {
       ++refs[b];
     }
   std::int64_t free_count = 0;
-  for (std::uint32_t b = head_; b != kNil; b = blocks_[b].next) {
-    if (blocks_[b].ref != 0) return false;
-    ++free_count;
+  for (std::size_t l = 0; l < lists_.size(); ++l) {
+    std::int64_t n = 0;
+    for (std::uint32_t b = lists_[l].head; b != kNil; b = blocks_[b].next) {
+      if (blocks_[b].ref != 0 || blocks_[b].list != l) return false;
+      if (l != 0 && hash_[b] == 0) return false;  // session lists hold cached blocks only
+      ++n;
+    }
+    if (n != lists_[l].count) return false;
+    free_count += n;
   }
-  if (free_count != num_free_) return false;
   std::int64_t zero = 0;
   for (std::int64_t b = 0; b < num_blocks_; ++b) {
     if (refs[b] != blocks_[b].ref) return false;

@@ -17,6 +17,14 @@
 
 namespace kvfleet::sim {
 
+// Picks the session whose free cached blocks go next (session-based retention policies).
+class VictimChooser {
+ public:
+  virtual ~VictimChooser() = default;
+  // A session key for which sessions_with_cached() reports blocks.
+  virtual std::uint64_t choose_victim() = 0;
+};
+
 class KvCacheManager {
  public:
   KvCacheManager(std::int64_t num_blocks, int block_size, bool enable_caching);
@@ -63,8 +71,26 @@ class KvCacheManager {
   void cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                     std::int64_t num_full);
 
-  // Releases all blocks of `slot`; those no other sequence holds join the free queue.
-  void free(std::uint32_t slot);
+  // Releases all blocks of `slot`; those no other sequence holds join the free queue. With
+  // session mode on, cached ones join the free list of `session` instead.
+  void free(std::uint32_t slot, std::uint64_t session = 0);
+
+  // Session mode (session-based retention): free blocks that cache nothing are used first, then
+  // the cached blocks of the session `chooser` picks, in the order they were freed.
+  void set_session_mode(VictimChooser* chooser);
+  bool session_mode() const { return chooser_ != nullptr; }
+  // Forget the victim chosen earlier (call once per scheduling step).
+  void begin_step() { victim_list_ = kNil; }
+  std::int64_t num_uncached_free_blocks() const { return lists_[0].count; }
+  std::int64_t session_cached_blocks(std::uint64_t session) const;
+  // Calls f(session, free cached blocks) for every session that has some.
+  template <class F>
+  void for_each_session_with_cached(F f) const {
+    for (const auto& [session, list] : session_list_) f(session, lists_[list].count);
+  }
+  // Evicts up to `max_blocks` free cached blocks of `session` (proactive retention). Returns how
+  // many it evicted.
+  std::int64_t evict_session(std::uint64_t session, std::int64_t max_blocks);
 
   std::int64_t blocks_held(std::uint32_t slot) const {
     return slot < tables_.size() ? static_cast<std::int64_t>(tables_[slot].blocks.size()) : 0;
@@ -86,11 +112,17 @@ class KvCacheManager {
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
-  // 12 bytes, so that the pool's hot records stay in cache; a block is in the free queue
-  // exactly when its reference count is 0. Its hash lives in hash_ (0: not cached).
+  // 16 bytes, so that the pool's hot records stay in cache; a block is in a free list exactly
+  // when its reference count is 0. Its hash lives in hash_ (0: not cached).
   struct Block {
-    std::uint32_t prev = kNil, next = kNil;  // free-queue links
+    std::uint32_t prev = kNil, next = kNil;  // free-list links
     std::int32_t ref = 0;
+    std::uint32_t list = 0;  // which free list (0: the global queue, or uncached blocks)
+  };
+  struct List {
+    std::uint32_t head = kNil, tail = kNil;
+    std::int64_t count = 0;
+    std::uint64_t session = 0;
   };
   struct Table {
     std::vector<std::uint32_t> blocks;
@@ -101,16 +133,23 @@ class KvCacheManager {
     if (slot >= tables_.size()) tables_.resize(slot + 1);
     return tables_[slot];
   }
-  std::uint32_t take_free();  // pops the free queue's head, evicting its hash
-  void push_free(std::uint32_t b);
+  std::uint32_t take_free();  // pops the next free block, evicting its hash
+  void push_free(std::uint32_t b, std::uint32_t list);
   void unlink_free(std::uint32_t b);
+  void drop_hash(std::uint32_t b);  // removes b's hash from the index (an eviction)
+  std::uint32_t list_of(std::uint64_t session);
 
   std::int64_t num_blocks_;
   int block_size_;
   bool caching_;
   std::vector<Block> blocks_;
   std::vector<std::uint64_t> hash_;  // by block
-  std::uint32_t head_ = kNil, tail_ = kNil;
+  std::vector<List> lists_;          // [0]: the global queue (lru) or the uncached free blocks
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> session_list_;
+  std::vector<std::uint32_t> spare_lists_;
+  VictimChooser* chooser_ = nullptr;
+  std::uint32_t victim_list_ = kNil;
+  std::uint64_t victim_session_ = 0;
   std::int64_t num_free_ = 0;
   std::int64_t evictions_ = 0;
   bool record_ = false;

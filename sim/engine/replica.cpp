@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace kvfleet::sim {
@@ -24,6 +25,14 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
   for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
   kv_.record_evictions(!tiers_.empty());
+  config::ImplSpec rs = setup_.engine.retention;
+  if (rs.impl.empty()) {  // a setup built in code, not from a scenario: vLLM's default
+    rs.impl = "lru";
+    rs.params["impl"] = "lru";
+  }
+  retention_ = retention_registry().make(rs);
+  by_session_ = retention_->by_session() && kv_.caching() && !contiguous_;
+  if (by_session_) kv_.set_session_mode(this);
   host_link_Bps_ = setup_.host_link_Bps;
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
@@ -73,6 +82,8 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.num_output = q.num_computed = q.max_computed = 0;
   q.hashed = false;
   q.swapped_tokens = 0;
+  q.session = spec.session != 0 ? spec.session : (1ull << 63) | request;
+  if (by_session_) session_start(q.session, spec.priority, now);
   q.tenant = spec.tenant;
   Content& c = content_[s];
   c.segments.swap(spec.segments);
@@ -139,7 +150,7 @@ void Replica::preempt(std::uint32_t slot) {
     ++stats_.num_swaps;
     q.swapped_tokens = q.num_computed;
   }
-  kv_.free(slot);
+  kv_.free(slot, q.session);
   q.num_computed = 0;
   ++r.num_preemptions;
   ++stats_.num_preemptions;
@@ -353,6 +364,66 @@ double Replica::prefill_seconds(std::int64_t tokens, std::int64_t prefix) const 
   return cost_->cost(with).total_s() - cost_->cost(base).total_s();
 }
 
+void Replica::session_start(std::uint64_t key, std::int32_t priority, SimTime now) {
+  SessionState& st = sessions_[key];
+  ++st.active;
+  st.last_active = now;
+  st.priority = priority;
+}
+
+void Replica::session_end(std::uint64_t key, SimTime now) {
+  SessionState& st = sessions_[key];
+  --st.active;
+  st.last_active = now;
+  // Forget sessions with nothing here any more, now and then.
+  if (++session_ends_ % 4096 == 0)
+    absl::erase_if(sessions_, [&](const auto& kv) {
+      return kv.second.active == 0 && kv_.session_cached_blocks(kv.first) == 0;
+    });
+}
+
+std::uint64_t Replica::choose_victim() {
+  const SimTime now = queue_.now();
+  std::uint64_t best = 0;
+  std::array<double, 3> best_key{};
+  bool found = false;
+  kv_.for_each_session_with_cached([&](std::uint64_t session, std::int64_t blocks) {
+    SessionState st = sessions_[session];
+    st.cached_blocks = blocks;
+    const auto k = retention_->key(st, now);
+    if (!found || k < best_key || (k == best_key && session < best)) {
+      best = session;
+      best_key = k;
+      found = true;
+    }
+  });
+  return best;
+}
+
+void Replica::retain(SimTime now) {
+  if (!by_session_) return;
+  const double ttl = retention_->idle_ttl_s();
+  if (ttl < std::numeric_limits<double>::infinity()) {
+    std::vector<std::uint64_t> stale;
+    kv_.for_each_session_with_cached([&](std::uint64_t session, std::int64_t) {
+      const SessionState& st = sessions_[session];
+      if (st.active == 0 && to_seconds(now - st.last_active) > ttl) stale.push_back(session);
+    });
+    std::sort(stale.begin(), stale.end());
+    for (auto session : stale) kv_.evict_session(session, INT64_MAX);
+  }
+  const double w = retention_->watermark();
+  if (w < 1.0) {
+    const auto limit = static_cast<std::int64_t>(w * static_cast<double>(kv_.num_blocks()));
+    std::int64_t over = kv_.num_blocks() - kv_.num_uncached_free_blocks() - limit;
+    while (over > 0 && kv_.num_free_blocks() > kv_.num_uncached_free_blocks()) {
+      const std::int64_t n = kv_.evict_session(choose_victim(), over);
+      if (n == 0) break;
+      over -= n;
+    }
+  }
+}
+
 void Replica::spill_evicted(SimTime now) {
   for (std::uint64_t h : kv_.evicted()) {
     std::optional<std::uint64_t> down = h;
@@ -365,6 +436,7 @@ void Replica::spill_evicted(SimTime now) {
 }
 
 void Replica::start_step(SimTime now) {
+  kv_.begin_step();
   transfer_s_ = 0;
   load_s_ = 0;
   for (;;) {
@@ -439,6 +511,7 @@ void Replica::end_step(SimTime now) {
   if (any_finished) {
     std::erase_if(running_, [&](std::uint32_t s) { return seqs_[s].request == UINT32_MAX; });
   }
+  retain(now);
   stats_.cache_evictions = kv_.evictions();
   if (setup_.check_invariants) verify();
   start_step(now);
@@ -454,7 +527,8 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   if (contiguous_)
     ckv_->release(slot);
   else
-    kv_.free(slot);
+    kv_.free(slot, q.session);
+  if (by_session_) session_end(q.session, now);
   const std::uint32_t request = q.request;
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);

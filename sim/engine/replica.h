@@ -24,6 +24,7 @@
 #include "sim/engine/kv_cache.h"
 #include "sim/engine/kv_tier.h"
 #include "sim/engine/memory.h"
+#include "sim/engine/retention.h"
 #include "sim/engine/wait_queue.h"
 #include "sim/metrics/request_log.h"
 #include "sim/workload/request.h"
@@ -69,7 +70,7 @@ struct ReplicaSetup {
   bool check_invariants = false;
 };
 
-class Replica final : public EventHandler {
+class Replica final : public EventHandler, private VictimChooser {
  public:
   Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
           int index, RequestObserver* observer = nullptr);
@@ -124,6 +125,7 @@ class Replica final : public EventHandler {
     bool hashable = false;            // more blocks may still be hashed (see Content)
     bool hashed = false;              // some of its blocks have hashes
     std::int32_t swapped_tokens = 0;  // KV tokens held in host swap space while waiting
+    std::uint64_t session = 0;        // retention key: the session, or the request alone
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
@@ -143,6 +145,11 @@ class Replica final : public EventHandler {
   void end_step(SimTime now);
   void schedule();
   void preempt(std::uint32_t slot);
+  // Session-based retention.
+  std::uint64_t choose_victim() override;
+  void session_start(std::uint64_t key, std::int32_t priority, SimTime now);
+  void session_end(std::uint64_t key, SimTime now);
+  void retain(SimTime now);  // proactive eviction after a step (watermark, idle TTL)
   // Moves blocks the GPU evicted this step down the tiers.
   void spill_evicted(SimTime now);
   // Seconds a prefill chunk of `tokens` on top of `prefix` adds to a typical step.
@@ -169,6 +176,10 @@ class Replica final : public EventHandler {
   bool contiguous_ = false;
   std::unique_ptr<ContiguousKv> ckv_;  // contiguous layout only
   std::vector<KvTier> tiers_;
+  std::unique_ptr<RetentionPolicy> retention_;
+  bool by_session_ = false;
+  absl::flat_hash_map<std::uint64_t, SessionState> sessions_;
+  std::int64_t session_ends_ = 0;
   std::int64_t held_tokens_ = 0;  // Σ num_computed over running requests
   int max_model_len_;
 

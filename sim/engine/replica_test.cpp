@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "sim/cost/roofline.h"
+#include "sim/engine/retention.h"
 #include "tests/support/run.h"
 
 namespace kvfleet::sim {
@@ -142,7 +143,7 @@ class Harness {
   // Submits at time t (seconds) a request of `out` output tokens with prompt `segs`.
   std::uint32_t submit(double t, std::vector<Segment> segs, std::int32_t out,
                        std::uint32_t tenant = 1, std::uint64_t output_content = 0,
-                       std::int32_t priority = 0) {
+                       std::int32_t priority = 0, std::uint64_t session = 0) {
     q_.run(from_seconds(t));
     RequestSpec r;
     r.arrival = from_seconds(t);
@@ -152,6 +153,7 @@ class Harness {
     r.tenant = tenant;
     r.output_content = output_content;
     r.priority = priority;
+    r.session = session;
     RequestRecord rec;
     rec.id = log_.size();
     rec.arrival = r.arrival;
@@ -159,6 +161,7 @@ class Harness {
     rec.output_tokens = out;
     rec.tenant = tenant;
     rec.priority = priority;
+    rec.session = session;
     log_.push_back(rec);
     replica_->submit(static_cast<std::uint32_t>(rec.id), std::move(r), r.arrival);
     return static_cast<std::uint32_t>(rec.id);
@@ -414,6 +417,115 @@ TEST(KvTiers, BlocksAreReadableOnlyAfterTheirWrite) {
   Harness h = tiered({{"cpu", 1.0, 10.0, 0.001}});
   const auto st = document_evicted_then_asked_again(h);
   EXPECT_EQ(h.rec(st.c).loaded_tokens, 0);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+config::ImplSpec retention(const std::string& yaml) {
+  const YAML::Node n = YAML::Load(yaml);
+  config::ImplSpec s;
+  s.impl = n["impl"].as<std::string>();
+  s.params = retention_registry().find(s.impl)->resolve(n, "retention", config::Source{});
+  return s;
+}
+
+Harness with_retention(std::int64_t blocks, const std::string& yaml, int max_seqs = 256) {
+  return Harness(blocks, true, [&](ReplicaSetup& s) {
+    s.engine.retention = retention(yaml);
+    s.engine.max_num_seqs = max_seqs;
+  });
+}
+
+// A session's 128-token document (8 full blocks) plus one unique token, two output tokens.
+std::uint32_t doc(Harness& h, double t, std::uint64_t content, std::uint64_t session,
+                  std::int32_t priority = 0, std::int32_t out = 2) {
+  return h.submit(t, {{content, 128, 1}, {0, 1, 1}}, out, 1, 0, priority, session);
+}
+
+// Sessions 1 (urgent) and 2 (priority 5) cache a document each; a 160-token request then needs
+// 10 blocks of a 20-block pool that holds only 4 free uncached ones.
+TEST(Retention, PriorityEvictsTheLessUrgentSessionFirst) {
+  for (const char* policy : {"{impl: lru}", "{impl: priority}"}) {
+    Harness h = with_retention(20, policy);
+    doc(h, 0, 11, 1, 0);
+    doc(h, 0.1, 12, 2, 5);
+    h.submit(0.2, {{0, 160, 1}}, 2, 1, 0, 0, 3);
+    const auto a = doc(h, 0.3, 11, 1, 0);
+    h.run();
+    if (std::string(policy) == "{impl: priority}")
+      EXPECT_EQ(h.rec(a).cached_tokens, 128) << policy;  // session 2 paid
+    else
+      EXPECT_LT(h.rec(a).cached_tokens, 128) << policy;  // vLLM's queue evicts the oldest
+  }
+}
+
+// Session 1's next turn waits (max_num_seqs = 2 is taken by two long requests) while their growth
+// forces evictions: session_aware spares the active session; lru does not.
+TEST(Retention, SessionAwareKeepsTheActiveSessionsCache) {
+  for (const char* policy : {"{impl: lru}", "{impl: session_aware, idle_limit_s: 1000}"}) {
+    Harness h = with_retention(40, policy, 2);
+    doc(h, 0, 11, 1);
+    doc(h, 0.01, 12, 2);
+    h.submit(0.1, {{0, 16, 1}}, 220, 1, 0, 0, 3);
+    h.submit(0.1001, {{0, 16, 1}}, 220, 1, 0, 0, 4);
+    const auto a2 = doc(h, 0.12, 11, 1);  // waits: session 1 is active
+    const auto b2 = doc(h, 1.0, 12, 2);   // session 2 comes back after the pressure
+    h.run();
+    if (std::string(policy) == "{impl: lru}") {
+      EXPECT_LT(h.rec(a2).cached_tokens, 128) << policy;
+    } else {
+      EXPECT_EQ(h.rec(a2).cached_tokens, 128) << policy;
+      EXPECT_LT(h.rec(b2).cached_tokens, 128) << policy;
+    }
+  }
+}
+
+TEST(Retention, IdleTtlEvictsWithoutPressure) {
+  for (const char* policy : {"{impl: lru}", "{impl: idle_ttl, ttl_s: 1}"}) {
+    Harness h = with_retention(100, policy);
+    doc(h, 0, 11, 1);
+    h.submit(5, {{0, 8, 1}}, 2, 1, 0, 0, 2);  // a step 5 s later lets the policy act
+    const auto a2 = doc(h, 6, 11, 1);
+    h.run();
+    EXPECT_EQ(h.rec(a2).cached_tokens, std::string(policy) == "{impl: lru}" ? 128 : 0) << policy;
+  }
+}
+
+TEST(Retention, WatermarkCapsHeldPlusCachedBlocks) {
+  // Three sessions cache 8 blocks each; the watermark allows 20 of 40 blocks held or cached.
+  // While C runs it holds 9 blocks (8 cached, one not) beside 16 cached free ones: 25, so the least
+  // recently active session (1) loses 5 of its 8 blocks.
+  Harness h = with_retention(40, "{impl: watermark, watermark: 0.5}");
+  doc(h, 0, 11, 1);
+  doc(h, 0.1, 12, 2);
+  doc(h, 0.2, 13, 3);
+  h.run();
+  EXPECT_LE(h.replica().kv().num_blocks() - h.replica().kv().num_uncached_free_blocks(), 20);
+  const auto a2 = doc(h, 1, 11, 1);
+  const auto c2 = doc(h, 1.1, 13, 3);
+  h.run();
+  EXPECT_EQ(h.rec(a2).cached_tokens, 48);  // 3 of its 8 blocks survive
+  EXPECT_EQ(h.rec(c2).cached_tokens, 128);
+}
+
+TEST(Retention, PolicyKeys) {
+  SessionState idle_old{0, from_seconds(10), 1, 8}, idle_new{0, from_seconds(90), 1, 30},
+      active{1, from_seconds(5), 1, 50}, urgent{0, from_seconds(95), 0, 40};
+  const SimTime now = from_seconds(100);
+  auto key = [&](const std::string& y, const SessionState& s) {
+    return retention_registry().make(retention(y))->key(s, now);
+  };
+  const std::string aware = "{impl: session_aware, idle_limit_s: 60, keep_priority: 0}";
+  // Long idle first; then the largest cache; high priority next; active sessions last.
+  EXPECT_LT(key(aware, idle_old), key(aware, idle_new));
+  EXPECT_LT(key(aware, idle_new), key(aware, urgent));
+  EXPECT_LT(key(aware, urgent), key(aware, active));
+  EXPECT_LT(key("{impl: priority}", idle_new), key("{impl: priority}", urgent));
+  EXPECT_FALSE(retention_registry().make(retention("{impl: lru}"))->by_session());
 }
 
 }  // namespace

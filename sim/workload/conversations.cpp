@@ -39,16 +39,20 @@ class Conversations final : public Workload {
       v.impl("reply_tokens", reply_tokens, length_dist_registry(),
              {.desc = "length of each reply (output tokens)", .required = true});
       v.param("think_time_s", think_time_s,
-              {.unit = "s", .desc = "mean (exponential) time from a reply to the next message",
+              {.unit = "s",
+               .desc = "mean (exponential) time from a reply to the next message",
                .min = 0});
       v.param("system_prompt_tokens", system_prompt_tokens,
-              {.unit = "tokens", .desc = "system prompt at the start of every prompt, shared by "
-                                         "all sessions of a tenant; 0 = none",
+              {.unit = "tokens",
+               .desc = "system prompt at the start of every prompt, shared by "
+                       "all sessions of a tenant; 0 = none",
                .min = 0});
-      v.param("tenants", tenants,
-              {.unit = "tenants", .desc = "sessions are spread uniformly over tenants 1..N", .min = 1});
-      v.param("priority_weights", priority_weights,
-              {.desc = "relative frequency of session priority 0, 1, ... (0 most urgent)", .min = 0});
+      v.param(
+          "tenants", tenants,
+          {.unit = "tenants", .desc = "sessions are spread uniformly over tenants 1..N", .min = 1});
+      v.param(
+          "priority_weights", priority_weights,
+          {.desc = "relative frequency of session priority 0, 1, ... (0 most urgent)", .min = 0});
     }
   };
 
@@ -88,8 +92,8 @@ class Conversations final : public Workload {
     r.tenant = s.tenant;
     r.priority = s.priority;
     if (cfg_.system_prompt_tokens > 0)
-      r.segments.push_back({content_id(0, s.tenant, 0), static_cast<std::int32_t>(cfg_.system_prompt_tokens),
-                            s.tenant});
+      r.segments.push_back({content_id(0, s.tenant, 0),
+                            static_cast<std::int32_t>(cfg_.system_prompt_tokens), s.tenant});
     r.segments.insert(r.segments.end(), s.history.begin(), s.history.end());
     const std::int32_t user = user_->sample(rng_user_);
     s.pending_user = {content_id(p.session, s.turn, 1), user, s.tenant};
@@ -143,9 +147,7 @@ class Conversations final : public Workload {
     std::uint64_t seq;
     std::uint64_t session;
     bool start;  // the first turn of a session (open-loop)
-    bool operator>(const Pending& o) const {
-      return time != o.time ? time > o.time : seq > o.seq;
-    }
+    bool operator>(const Pending& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
   // Stable, non-zero content ids: (session, turn, kind) for messages; kind 0 the system prompt.
@@ -162,7 +164,8 @@ class Conversations final : public Workload {
     if (start_queued_ || started_ >= cfg_.num_sessions) return;
     start_s_ += arrival_->next_gap_s(rng_arrival_);
     Session s;
-    s.tenant = cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
+    s.tenant =
+        cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
     s.turns = std::max<std::int32_t>(1, turns_->sample(rng_turns_));
     if (priority_total_ > 0) {
       double u = rng_priority_.uniform() * priority_total_;
@@ -180,8 +183,7 @@ class Conversations final : public Workload {
   std::uint64_t seed_;
   std::unique_ptr<ArrivalProcess> arrival_;
   std::unique_ptr<LengthDist> turns_, user_, reply_;
-  RngStream rng_arrival_, rng_turns_, rng_user_, rng_reply_, rng_think_, rng_tenant_,
-      rng_priority_;
+  RngStream rng_arrival_, rng_turns_, rng_user_, rng_reply_, rng_think_, rng_tenant_, rng_priority_;
   double priority_total_ = 0;
   std::vector<Session> sessions_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
