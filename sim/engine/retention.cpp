@@ -25,9 +25,11 @@ class Watermark final : public RetentionPolicy {
     template <class V>
     void visit(V& v) {
       v.param("watermark", watermark,
-              {.unit = "fraction", .desc = "evict cached blocks while held + cached blocks exceed "
-                                           "this share of the pool",
-               .max = 1, .positive = true});
+              {.unit = "fraction",
+               .desc = "evict cached blocks while held + cached blocks exceed "
+                       "this share of the pool",
+               .max = 1,
+               .positive = true});
     }
   };
   explicit Watermark(const Config& c) : w_(c.watermark) {}
@@ -47,7 +49,9 @@ class IdleTtl final : public RetentionPolicy {
     template <class V>
     void visit(V& v) {
       v.param("ttl_s", ttl_s,
-              {.unit = "s", .desc = "a session idle this long loses its cached blocks", .positive = true});
+              {.unit = "s",
+               .desc = "a session idle this long loses its cached blocks",
+               .positive = true});
     }
   };
   explicit IdleTtl(const Config& c) : ttl_(c.ttl_s) {}
@@ -88,9 +92,9 @@ class SessionAware final : public RetentionPolicy {
   explicit SessionAware(const Config& c) : c_(c) {}
   std::array<double, 3> key(const SessionState& s, SimTime now) const override {
     const double idle = seconds(now - s.last_active);
-    if (s.active > 0) return {3, seconds(s.last_active), 0};               // last resort
-    if (idle > c_.idle_limit_s) return {0, seconds(s.last_active), 0};     // long idle: oldest first
-    const double band = s.priority <= c_.keep_priority ? 2 : 1;            // keep high priority
+    if (s.active > 0) return {3, seconds(s.last_active), 0};            // last resort
+    if (idle > c_.idle_limit_s) return {0, seconds(s.last_active), 0};  // long idle: oldest first
+    const double band = s.priority <= c_.keep_priority ? 2 : 1;         // keep high priority
     return {band, -static_cast<double>(s.cached_blocks), seconds(s.last_active)};  // largest first
   }
 

@@ -23,9 +23,9 @@ namespace kvfleet::sim {
 
 // What a policy knows of a session on one replica.
 struct SessionState {
-  std::int32_t active = 0;      // its requests running or waiting here
-  SimTime last_active = 0;      // last arrival or completion here
-  std::int32_t priority = 0;    // lower is more urgent
+  std::int32_t active = 0;         // its requests running or waiting here
+  SimTime last_active = 0;         // last arrival or completion here
+  std::int32_t priority = 0;       // lower is more urgent
   std::int64_t cached_blocks = 0;  // its cached blocks in the free pool
 };
 
