@@ -92,6 +92,10 @@ class KvCacheManager {
   // many it evicted.
   std::int64_t evict_session(std::uint64_t session, std::int64_t max_blocks);
 
+  // Leading blocks of `slot` entered in the index.
+  std::int64_t num_cached_in_table(std::uint32_t slot) const {
+    return slot < tables_.size() ? tables_[slot].num_cached : 0;
+  }
   std::int64_t blocks_held(std::uint32_t slot) const {
     return slot < tables_.size() ? static_cast<std::int64_t>(tables_[slot].blocks.size()) : 0;
   }

@@ -81,17 +81,18 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.max_output = r.output_tokens;
   q.num_output = q.num_computed = q.max_computed = 0;
   q.hashed = false;
-  q.swapped_tokens = 0;
-  q.session = spec.session != 0 ? spec.session : (1ull << 63) | request;
-  if (by_session_) session_start(q.session, spec.priority, now);
-  q.tenant = spec.tenant;
+  q.all_cached = false;
   Content& c = content_[s];
+  c.swapped_tokens = 0;
+  c.session = spec.session != 0 ? spec.session : (1ull << 63) | request;
+  if (by_session_) session_start(c.session, spec.priority, now);
+  c.tenant = spec.tenant;
   c.segments.swap(spec.segments);
   c.output_content = spec.output_content;
   c.hashes.clear();
   // Content that starts unique can never match nor be matched: skip hashing altogether.
   q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
-  if (q.hashable) c.hasher.reset(c.segments, c.output_content, q.tenant, kv_.block_size());
+  if (q.hashable) c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size());
   waiting_.push_new(s, r.priority, r.arrival, r.id);
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
@@ -148,10 +149,11 @@ void Replica::preempt(std::uint32_t slot) {
     transfer_s_ += bytes / host_link_Bps_;
     stats_.swap_out_bytes += bytes;
     ++stats_.num_swaps;
-    q.swapped_tokens = q.num_computed;
+    content_[slot].swapped_tokens = q.num_computed;
   }
-  kv_.free(slot, q.session);
+  kv_.free(slot, content_[slot].session);
   q.num_computed = 0;
+  q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
   ++r.num_preemptions;
   ++stats_.num_preemptions;
   waiting_.push_preempted(slot, r.priority, r.arrival, r.id);
@@ -171,16 +173,19 @@ std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int
 // vLLM enters the blocks a step will fill in the index when it allocates them
 // (KVCacheManager.allocate_slots -> cache_blocks), so a request arriving during the step can
 // already hit them.
-void Replica::cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
-  if (!q.hashable && !q.hashed) return;
+void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
   const std::int64_t full = tokens_after_step / kv_.block_size();
   kv_.cache_blocks(slot, hashes_upto(slot, full), full);
+  q.all_cached = !q.hashable && kv_.num_cached_in_table(slot) >=
+                                    static_cast<std::int64_t>(content_[slot].hashes.size());
 }
 
 void Replica::schedule() {
   const EngineConfig& e = setup_.engine;
   scheduled_.clear();
   chunks_.clear();
+  batch_ = Batch{};
+  batch_dirty_ = false;
   preempted_this_step_ = false;
   std::int64_t budget = e.max_num_batched_tokens;
 
@@ -206,6 +211,7 @@ void Replica::schedule() {
           if (scheduled_[k].slot == victim) {
             budget += scheduled_[k].tokens;
             scheduled_.erase(scheduled_.begin() + static_cast<std::ptrdiff_t>(k));
+            batch_dirty_ = true;
             break;
           }
         --i;
@@ -218,7 +224,7 @@ void Replica::schedule() {
     }
     if (!ok) break;
     cache_full_blocks(s, q, q.num_computed + n);
-    scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+    schedule_tokens(s, q, n);
     budget -= n;
     ++i;
   }
@@ -232,23 +238,22 @@ void Replica::schedule() {
       // to produce logits; vLLM KVCacheManager.get_computed_blocks).
       std::span<const std::uint64_t> hit_hashes;
       std::int64_t hit_blocks = 0;
-      if (q.swapped_tokens > 0) {
+      if (std::int32_t& swapped = content_[s].swapped_tokens; swapped > 0) {
         // Resume a swapped request: its KV comes back from host memory.
-        std::int64_t n = q.num_tokens() - q.swapped_tokens;
+        std::int64_t n = q.num_tokens() - swapped;
         n = std::min(n, budget);
-        if (n <= 0 || !kv_.allocate(s, q.swapped_tokens + n)) break;
-        const double bytes =
-            static_cast<double>(q.swapped_tokens) * setup_.memory.kv_bytes_per_token;
+        if (n <= 0 || !kv_.allocate(s, swapped + n)) break;
+        const double bytes = static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
         transfer_s_ += bytes / host_link_Bps_;
         swap_used_bytes_ -= bytes;
         stats_.swap_in_bytes += bytes;
-        held_tokens_ += q.swapped_tokens;
-        q.num_computed = q.swapped_tokens;
-        q.swapped_tokens = 0;
+        held_tokens_ += swapped;
+        q.num_computed = swapped;
+        swapped = 0;
         cache_full_blocks(s, q, q.num_computed + n);
         waiting_.pop_front();
         running_.push_back(s);
-        scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+        schedule_tokens(s, q, n);
         budget -= n;
         continue;
       }
@@ -297,7 +302,7 @@ void Replica::schedule() {
         // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
         stats_.prefix_cache_queries += q.num_tokens();
         stats_.prefix_cache_hits += gpu_hit;
-        auto& t = tenant_prefix_[q.tenant];
+        auto& t = tenant_prefix_[content_[s].tenant];
         t.first += q.num_tokens();
         t.second += gpu_hit;
         rec.cached_tokens = static_cast<std::int32_t>(gpu_hit);
@@ -319,28 +324,16 @@ void Replica::schedule() {
       cache_full_blocks(s, q, computed + n);
       waiting_.pop_front();
       running_.push_back(s);
-      scheduled_.push_back({s, static_cast<std::int32_t>(n)});
+      schedule_tokens(s, q, n);
       budget -= n;
       if (rec.first_scheduled < 0) rec.first_scheduled = queue_.now();
     }
   }
 
-  // Describe the batch for the cost model.
-  batch_ = Batch{};
-  for (const auto& sc : scheduled_) {
-    const Seq& q = seqs_[sc.slot];
-    const bool emits = q.num_computed + sc.tokens == q.num_tokens();
-    if (q.num_output > 0 && sc.tokens == 1 && emits) {
-      ++batch_.num_decode_seqs;
-      batch_.decode_context_tokens += q.num_computed + 1;
-    } else {
-      const double t = sc.tokens, p = q.num_computed;
-      batch_.num_prefill_tokens += sc.tokens;
-      batch_.prefill_context_tokens += q.num_computed + sc.tokens;
-      batch_.prefill_attention_pairs += t * p + t * (t + 1) / 2;
-      chunks_.push_back({sc.tokens, q.num_computed});
-    }
-    batch_.num_sampled += emits;
+  if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
+    batch_ = Batch{};
+    chunks_.clear();
+    for (auto& sc : scheduled_) add_to_batch(seqs_[sc.slot], sc);
   }
   batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
   batch_.prefill = chunks_;
@@ -484,9 +477,7 @@ void Replica::end_step(SimTime now) {
   bool any_finished = false;
   for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
-    const bool prefill =
-        !(q.num_output > 0 && sc.tokens == 1 && q.num_computed + 1 == q.num_tokens());
-    if (prefill) stats_.prompt_tokens += sc.tokens;
+    if (!sc.decode) stats_.prompt_tokens += sc.tokens;
     // Positions below the highest ever computed are recomputation after a preemption.
     if (q.num_computed < q.max_computed) {
       const std::int32_t again =
@@ -527,8 +518,8 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   if (contiguous_)
     ckv_->release(slot);
   else
-    kv_.free(slot, q.session);
-  if (by_session_) session_end(q.session, now);
+    kv_.free(slot, content_[slot].session);
+  if (by_session_) session_end(content_[slot].session, now);
   const std::uint32_t request = q.request;
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);
@@ -569,7 +560,7 @@ void Replica::verify() {
   });
   double swapped = 0;
   waiting_.for_each([&](std::uint32_t s) {
-    swapped += static_cast<double>(seqs_[s].swapped_tokens) * setup_.memory.kv_bytes_per_token;
+    swapped += static_cast<double>(content_[s].swapped_tokens) * setup_.memory.kv_bytes_per_token;
   });
   if (std::abs(swapped - swap_used_bytes_) > 1e-6 * (1 + swapped) ||
       swap_used_bytes_ > swap_capacity_bytes_ + 1e-6)

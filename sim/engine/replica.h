@@ -121,16 +121,17 @@ class Replica final : public EventHandler, private VictimChooser {
     std::int32_t num_output = 0;    // tokens emitted so far
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
-    std::uint32_t tenant = 0;
-    bool hashable = false;            // more blocks may still be hashed (see Content)
-    bool hashed = false;              // some of its blocks have hashes
-    std::int32_t swapped_tokens = 0;  // KV tokens held in host swap space while waiting
-    std::uint64_t session = 0;        // retention key: the session, or the request alone
+    bool hashable = false;          // more blocks may still be hashed (see Content)
+    bool hashed = false;            // some of its blocks have hashes
+    bool all_cached = false;        // hashing ended and every hash is in the index
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
   // stay within few cache lines. Capacity is reused across the requests a slot serves.
   struct Content {
+    std::uint32_t tenant = 0;
+    std::uint64_t session = 0;        // retention key: the session, or the request alone
+    std::int32_t swapped_tokens = 0;  // KV tokens held in host swap space while waiting
     std::vector<Segment> segments;
     std::uint64_t output_content = 0;
     std::vector<std::uint64_t> hashes;  // full-block hashes computed so far
@@ -139,8 +140,30 @@ class Replica final : public EventHandler, private VictimChooser {
   struct Scheduled {
     std::uint32_t slot;
     std::int32_t tokens;
+    bool decode;  // one token of a request past its prompt
   };
 
+  // Adds `tokens` of `q` to the step and to the batch the cost model sees.
+  void schedule_tokens(std::uint32_t slot, const Seq& q, std::int64_t tokens) {
+    Scheduled sc{slot, static_cast<std::int32_t>(tokens), false};
+    add_to_batch(q, sc);
+    scheduled_.push_back(sc);
+  }
+  void add_to_batch(const Seq& q, Scheduled& sc) {
+    const bool emits = q.num_computed + sc.tokens == q.num_tokens();
+    sc.decode = q.num_output > 0 && sc.tokens == 1 && emits;
+    if (sc.decode) {
+      ++batch_.num_decode_seqs;
+      batch_.decode_context_tokens += q.num_computed + 1;
+    } else {
+      const double t = sc.tokens, p = q.num_computed;
+      batch_.num_prefill_tokens += sc.tokens;
+      batch_.prefill_context_tokens += q.num_computed + sc.tokens;
+      batch_.prefill_attention_pairs += t * p + t * (t + 1) / 2;
+      chunks_.push_back({sc.tokens, q.num_computed});
+    }
+    batch_.num_sampled += emits;
+  }
   void start_step(SimTime now);
   void end_step(SimTime now);
   void schedule();
@@ -164,7 +187,11 @@ class Replica final : public EventHandler, private VictimChooser {
   std::int64_t reservation_for(const Seq& q) const;
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
   std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
-  void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
+  // Enters the blocks `q` will have filled after this step in the prefix-cache index.
+  void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
+    if (q.hashable || (q.hashed && !q.all_cached)) cache_new_blocks(slot, q, tokens_after_step);
+  }
+  void cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
 
   ReplicaSetup setup_;
   std::unique_ptr<CostModel> cost_;
@@ -192,6 +219,7 @@ class Replica final : public EventHandler, private VictimChooser {
   // The step in flight.
   bool stepping_ = false;
   bool preempted_this_step_ = false;
+  bool batch_dirty_ = false;
   double transfer_s_ = 0;       // KV copy time added to the step being scheduled
   double load_s_ = 0;           // tier loads of the step being scheduled
   double swap_used_bytes_ = 0;  // host swap space in use, per GPU

@@ -100,6 +100,25 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   row("TPOT (time per output token)  ", s.tpot);
   row("E2E (end-to-end)              ", s.e2e);
   row("queue (arrival to scheduled)  ", s.queue);
+  {
+    // TTFT by priority class, when there is more than one.
+    std::vector<std::vector<double>> by(1);
+    for (const auto& q : r.requests) {
+      if (q.outcome != Outcome::kOk || q.priority < 0) continue;
+      if (static_cast<std::size_t>(q.priority) >= by.size()) by.resize(q.priority + 1);
+      by[q.priority].push_back(q.ttft_s());
+    }
+    if (by.size() > 1)
+      for (std::size_t p = 0; p < by.size(); ++p) {
+        if (by[p].empty()) continue;
+        char name[64];
+        std::snprintf(name, sizeof name, "  TTFT, priority %-2zu (%6zu req) ", p, by[p].size());
+        o << name;
+        const LatencyStats l = latency_stats(by[p]);
+        o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
+          << pad(lat(l.p99), 10) << "\n";
+      }
+  }
 
   o << "\nThroughput over " << fmt("%.1f s", s.duration_s) << ": " << fmt("%.1f", s.requests_per_s)
     << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "
@@ -113,6 +132,16 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     o << "Prefix cache: " << fmt("%.1f%%", 100 * s.prefix_cache_hit_rate())
       << " of prompt tokens hit (" << s.prefix_cache_hits << " of " << s.prefix_cache_queries
       << "), " << s.cache_evictions << " cached blocks evicted\n";
+    if (s.tier_hit_tokens + s.tier_recomputed_tokens > 0)
+      o << "  KV tiers: " << s.tier_hit_tokens << " prompt tokens loaded ("
+        << fmt("%.1f%%", 100.0 * s.tier_hit_tokens / s.prefix_cache_queries)
+        << " of prompt tokens), " << s.tier_recomputed_tokens
+        << " found but cheaper to recompute\n";
+    for (const auto& rep : r.replicas)
+      for (const auto& t : rep.tiers)
+        o << "    " << rep.name << " " << t.name << ": " << t.blocks << " blocks held, "
+          << fmt("%.2f GB", t.bytes_written / 1e9) << " written, "
+          << fmt("%.2f GB", t.bytes_read / 1e9) << " read, " << t.evictions << " evicted\n";
     std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenants;
     for (const auto& rep : r.replicas)
       for (const auto& [t, q, h] : rep.tenant_prefix) {

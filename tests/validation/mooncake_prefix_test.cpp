@@ -44,8 +44,8 @@ TEST(MooncakePrefix, UnlimitedCacheHitsExactlyTheLongestSeenPrefix) {
   };
   const auto unlimited = run(6'000'000);  // 96M tokens: more than the trace's unique content
   std::printf("ideal %lld of %lld prompt tokens (%.2f%%); kvfleet %lld (%.2f%%)\n",
-              static_cast<long long>(ideal), static_cast<long long>(queried), 100.0 * ideal / queried,
-              static_cast<long long>(unlimited.prefix_cache_hits),
+              static_cast<long long>(ideal), static_cast<long long>(queried),
+              100.0 * ideal / queried, static_cast<long long>(unlimited.prefix_cache_hits),
               100 * unlimited.prefix_cache_hit_rate());
   EXPECT_EQ(unlimited.prefix_cache_queries, queried);
   EXPECT_EQ(unlimited.prefix_cache_hits, ideal);
