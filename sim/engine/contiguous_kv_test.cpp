@@ -6,7 +6,7 @@ namespace kvfleet::sim {
 namespace {
 
 TEST(ContiguousKv, FirstFitAndMergingHoles) {
-  ContiguousKv kv(100);
+  ContiguousKv kv(100, /*buddy=*/false);
   ASSERT_TRUE(kv.reserve(0, 30));   // [0, 30)
   ASSERT_TRUE(kv.reserve(1, 30));   // [30, 60)
   ASSERT_TRUE(kv.reserve(2, 30));   // [60, 90)
@@ -24,6 +24,24 @@ TEST(ContiguousKv, FirstFitAndMergingHoles) {
   kv.release(3);
   EXPECT_EQ(kv.largest_hole(), 100);
   EXPECT_EQ(kv.reserved_tokens(), 0);
+  EXPECT_TRUE(kv.check_consistency());
+}
+
+TEST(ContiguousKv, BuddyRoundsUpSplitsAndMerges) {
+  ContiguousKv kv(96, /*buddy=*/true);  // roots of 64 and 32 tokens
+  ASSERT_TRUE(kv.reserve(0, 20));       // 32 from the 64-root, split 64 -> 32 + 32
+  EXPECT_EQ(kv.reservation(0), 32);
+  ASSERT_TRUE(kv.reserve(1, 5));  // 8 from a 32 split 32 -> 16 + 8 + 8
+  EXPECT_EQ(kv.reservation(1), 8);
+  ASSERT_TRUE(kv.reserve(2, 32));  // the other 32
+  EXPECT_EQ(kv.reserved_tokens(), 72);
+  EXPECT_FALSE(kv.reserve(3, 17));  // 24 tokens free, but no free 32-block
+  EXPECT_TRUE(kv.check_consistency());
+  kv.release(1);
+  kv.release(2);
+  kv.release(0);  // everything merges back into its roots
+  EXPECT_EQ(kv.largest_hole(), 64);
+  ASSERT_TRUE(kv.reserve(3, 64));
   EXPECT_TRUE(kv.check_consistency());
 }
 

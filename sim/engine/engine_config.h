@@ -49,6 +49,7 @@ struct EngineConfig {
   double swap_space_gib = 4.0;
   std::string kv_layout = "paged";
   std::string contiguous_reservation = "max";
+  std::string contiguous_allocator = "buddy";
   std::vector<KvTierConfig> kv_tiers;
   bool tier_load_overlap = true;
   config::ImplSpec retention;
@@ -117,10 +118,16 @@ struct EngineConfig {
             {.desc = "paged: blocks allocated as tokens arrive (vLLM); contiguous: each request "
                      "reserves one contiguous region when admitted (systems before paging)",
              .choices = {"paged", "contiguous"}});
-    v.param("contiguous_reservation", contiguous_reservation,
-            {.desc = "contiguous layout: reserve max_model_len (max), the next power of two of "
-                     "prompt + output (pow2), or exactly prompt + output (oracle)",
-             .choices = {"max", "pow2", "oracle"}});
+    v.param(
+        "contiguous_reservation", contiguous_reservation,
+        {.desc = "contiguous layout: reserve max_model_len (max), the prompt plus the output "
+                 "rounded up to a power of two (pow2: at most 2x the output), or exactly prompt "
+                 "+ output (oracle)",
+         .choices = {"max", "pow2", "oracle"}});
+    v.param("contiguous_allocator", contiguous_allocator,
+            {.desc = "contiguous layout: buddy (power-of-two regions, as PagedAttention's Orca "
+                     "baselines) or first_fit (exact regions in the first hole that fits)",
+             .choices = {"buddy", "first_fit"}});
     v.param("kv_tiers", kv_tiers,
             {.desc = "storage below GPU memory, fastest first: cached blocks evicted from the GPU "
                      "move down here and can be loaded back instead of recomputed"});

@@ -20,7 +20,8 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       waiting_(setup_.engine.scheduling_policy == "priority") {
   if (setup_.engine.kv_layout == "contiguous") {
     contiguous_ = true;
-    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size());
+    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
+                                          setup_.engine.contiguous_allocator == "buddy");
   }
   swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
   for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
@@ -113,9 +114,10 @@ std::int64_t Replica::reservation_for(const Seq& q) const {
   const std::string& how = setup_.engine.contiguous_reservation;
   if (how == "max") return max_model_len_;
   if (how == "pow2") {
+    // PagedAttention's Orca (Pow2): the output space over-reserved by at most 2x (25 -> 32).
     std::int64_t p = 1;
-    while (p < total) p <<= 1;
-    return std::min<std::int64_t>(p, max_model_len_);
+    while (p < q.max_output) p <<= 1;
+    return std::min<std::int64_t>(q.prompt_tokens + p, max_model_len_);
   }
   return total;  // oracle
 }
