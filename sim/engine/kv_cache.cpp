@@ -50,6 +50,7 @@ void KvCacheManager::push_free(std::uint32_t b, std::uint32_t list) {
   l.tail = b;
   ++l.count;
   ++num_free_;
+  num_free_cached_ += hash_[b] != 0;
 }
 
 void KvCacheManager::unlink_free(std::uint32_t b) {
@@ -66,6 +67,7 @@ void KvCacheManager::unlink_free(std::uint32_t b) {
   k.prev = k.next = kNil;
   --l.count;
   --num_free_;
+  num_free_cached_ -= hash_[b] != 0;
   if (k.list != 0 && l.count == 0) {  // a session's list emptied: recycle it
     session_list_.erase(l.session);
     spare_lists_.push_back(k.list);
@@ -84,7 +86,9 @@ void KvCacheManager::drop_hash(std::uint32_t b) {
 }
 
 std::uint32_t KvCacheManager::take_free() {
-  std::uint32_t b = lists_[0].head;
+  // The queue's order only decides which cached block is evicted; with no cached block free,
+  // which block is taken cannot change any result, so take the most recently freed (in cache).
+  std::uint32_t b = num_free_cached_ == 0 ? lists_[0].tail : lists_[0].head;
   if (chooser_ && lists_[0].count == 0) {
     // Session mode with no uncached free block: evict from the victim session.
     if (victim_list_ == kNil || lists_[victim_list_].count == 0 ||
@@ -177,17 +181,19 @@ bool KvCacheManager::check_consistency() const {
       if (b >= num_blocks_) return false;
       ++refs[b];
     }
-  std::int64_t free_count = 0;
+  std::int64_t free_count = 0, cached_free = 0;
   for (std::size_t l = 0; l < lists_.size(); ++l) {
     std::int64_t n = 0;
     for (std::uint32_t b = lists_[l].head; b != kNil; b = blocks_[b].next) {
       if (blocks_[b].ref != 0 || blocks_[b].list != l) return false;
       if (l != 0 && hash_[b] == 0) return false;  // session lists hold cached blocks only
+      cached_free += hash_[b] != 0;
       ++n;
     }
     if (n != lists_[l].count) return false;
     free_count += n;
   }
+  if (free_count != num_free_ || cached_free != num_free_cached_) return false;
   std::int64_t zero = 0;
   for (std::int64_t b = 0; b < num_blocks_; ++b) {
     if (refs[b] != blocks_[b].ref) return false;

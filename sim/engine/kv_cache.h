@@ -155,6 +155,7 @@ class KvCacheManager {
   std::uint32_t victim_list_ = kNil;
   std::uint64_t victim_session_ = 0;
   std::int64_t num_free_ = 0;
+  std::int64_t num_free_cached_ = 0;  // free blocks that carry a hash
   std::int64_t evictions_ = 0;
   bool record_ = false;
   std::vector<std::uint64_t> evicted_;

@@ -80,7 +80,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.request = request;
   q.prompt_tokens = r.input_tokens;
   q.max_output = r.output_tokens;
-  q.num_output = q.num_computed = q.max_computed = 0;
+  q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content_[s];
@@ -154,6 +154,7 @@ void Replica::preempt(std::uint32_t slot) {
     content_[slot].swapped_tokens = q.num_computed;
   }
   kv_.free(slot, content_[slot].session);
+  q.kv_room = 0;
   q.num_computed = 0;
   q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
   ++r.num_preemptions;
@@ -204,8 +205,9 @@ void Replica::schedule() {
       continue;
     }
     bool ok = true;
-    // A contiguous reservation already covers the request's whole life.
-    while (!contiguous_ && !kv_.allocate(s, q.num_computed + n)) {
+    // Room is checked against kv_room first; a contiguous reservation covers the whole life.
+    const bool grow = !contiguous_ && q.num_computed + n > q.kv_room;
+    while (grow && !kv_.allocate(s, q.num_computed + n)) {
       const auto [victim, vidx] = pop_victim();
       if (vidx < i) {
         // Priority policy only: the victim already got tokens in this step; give them back.
@@ -225,6 +227,7 @@ void Replica::schedule() {
       }
     }
     if (!ok) break;
+    if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
     cache_full_blocks(s, q, q.num_computed + n);
     schedule_tokens(s, q, n);
     budget -= n;
@@ -245,6 +248,7 @@ void Replica::schedule() {
         std::int64_t n = q.num_tokens() - swapped;
         n = std::min(n, budget);
         if (n <= 0 || !kv_.allocate(s, swapped + n)) break;
+        q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
         const double bytes = static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
         transfer_s_ += bytes / host_link_Bps_;
         swap_used_bytes_ -= bytes;
@@ -297,6 +301,8 @@ void Replica::schedule() {
         if (!ckv_->reserve(s, reservation_for(q))) break;
       } else if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) {
         break;
+      } else {
+        q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
       }
       RequestRecord& rec = log_[q.request];
       const std::int64_t gpu_hit = hit_blocks * kv_.block_size();
@@ -479,7 +485,7 @@ void Replica::end_step(SimTime now) {
   bool any_finished = false;
   for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
-    if (!sc.decode) stats_.prompt_tokens += sc.tokens;
+    if (!is_decode(q, sc.tokens)) stats_.prompt_tokens += sc.tokens;
     // Positions below the highest ever computed are recomputation after a preemption.
     if (q.num_computed < q.max_computed) {
       const std::int32_t again =
@@ -569,6 +575,9 @@ void Replica::verify() {
     throw std::logic_error("replica " + setup_.name + ": swap space accounting drifted");
   std::int64_t computed = 0;
   for (auto s : running_) computed += seqs_[s].num_computed;
+  for (auto s : running_)
+    if (seqs_[s].kv_room != kv_.blocks_held(s) * kv_.block_size())
+      throw std::logic_error("replica " + setup_.name + ": cached KV room drifted");
   if (computed != held_tokens_)
     throw std::logic_error("replica " + setup_.name + ": held tokens drifted");
   if (held + kv_.num_free_blocks() != kv_.num_blocks())

@@ -121,6 +121,7 @@ class Replica final : public EventHandler, private VictimChooser {
     std::int32_t num_output = 0;    // tokens emitted so far
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
+    std::int32_t kv_room = 0;       // tokens its KV blocks can hold (saves a block-table look)
     bool hashable = false;          // more blocks may still be hashed (see Content)
     bool hashed = false;            // some of its blocks have hashes
     bool all_cached = false;        // hashing ended and every hash is in the index
@@ -137,22 +138,24 @@ class Replica final : public EventHandler, private VictimChooser {
     std::vector<std::uint64_t> hashes;  // full-block hashes computed so far
     BlockHasher hasher;
   };
-  struct Scheduled {
+  struct Scheduled {  // 8 bytes: written for every sequence of every step
     std::uint32_t slot;
     std::int32_t tokens;
-    bool decode;  // one token of a request past its prompt
   };
+  // One token of a request past its prompt (before the step's tokens are applied).
+  static bool is_decode(const Seq& q, std::int32_t tokens) {
+    return q.num_output > 0 && tokens == 1 && q.num_computed + 1 == q.num_tokens();
+  }
 
   // Adds `tokens` of `q` to the step and to the batch the cost model sees.
   void schedule_tokens(std::uint32_t slot, const Seq& q, std::int64_t tokens) {
-    Scheduled sc{slot, static_cast<std::int32_t>(tokens), false};
+    Scheduled sc{slot, static_cast<std::int32_t>(tokens)};
     add_to_batch(q, sc);
     scheduled_.push_back(sc);
   }
-  void add_to_batch(const Seq& q, Scheduled& sc) {
+  void add_to_batch(const Seq& q, const Scheduled& sc) {
     const bool emits = q.num_computed + sc.tokens == q.num_tokens();
-    sc.decode = q.num_output > 0 && sc.tokens == 1 && emits;
-    if (sc.decode) {
+    if (is_decode(q, sc.tokens)) {
       ++batch_.num_decode_seqs;
       batch_.decode_context_tokens += q.num_computed + 1;
     } else {
