@@ -56,7 +56,20 @@ void Simulation::deliver(RequestSpec& spec, SimTime now) {
   rec.tenant = spec.tenant;
   rec.session = spec.session;
   rec.priority = spec.priority;
+  rec.purpose = spec.purpose;
+  rec.turn = spec.turn;
+  rec.truncated_tokens = spec.truncated_tokens;
+  rec.stable_tokens = spec.stable_tokens;
   log_.push_back(rec);
+  if (spec.context_overflow) {
+    // Refused by the application before reaching the fleet: counted, never silent.
+    RequestRecord& r = log_.back();
+    r.outcome = Outcome::kRejected;
+    r.reject_reason = RejectReason::kContextOverflow;
+    r.finish = now;
+    on_request_end(static_cast<std::uint32_t>(rec.id), now);
+    return;
+  }
   const std::size_t r = router_->pick(spec, replica_ptrs_);
   replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
 }

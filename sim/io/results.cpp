@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include "sim/config/params.h"
@@ -145,6 +146,9 @@ Table requests_table(const RequestLog& log) {
   auto& tenant = t.i64("tenant");
   auto& session = t.i64("session");
   auto& prio = t.i64("priority");
+  auto& purpose = t.i64("purpose");
+  auto& turn = t.i64("turn");
+  auto& trunc = t.i64("truncated_tokens");
   auto& queue = t.f64("queue_s");
   auto& ttft = t.f64("ttft_s");
   auto& tpot = t.f64("tpot_s");
@@ -171,6 +175,9 @@ Table requests_table(const RequestLog& log) {
     tenant.push_back(r.tenant);
     session.push_back(static_cast<std::int64_t>(r.session));
     prio.push_back(r.priority);
+    purpose.push_back(r.purpose);
+    turn.push_back(r.turn);
+    trunc.push_back(r.truncated_tokens);
     const bool ok = r.outcome == Outcome::kOk;
     queue.push_back(pos(r.queue_s()));
     ttft.push_back(ok ? pos(r.ttft_s()) : nan);
@@ -279,6 +286,63 @@ Table tenants_table(const RunResult& r) {
   return t;
 }
 
+Table sessions_table(const RequestLog& log) {
+  struct Acc {
+    std::uint32_t tenant = 0;
+    std::int32_t priority = 0;
+    std::int64_t turns = 0, ok = 0, summaries = 0, overflow = 0;
+    std::int64_t prompt = 0, cached = 0, loaded = 0;
+    double ttft = 0;
+  };
+  std::map<std::uint64_t, Acc> by;
+  for (const auto& r : log) {
+    if (r.session == 0) continue;
+    Acc& a = by[r.session];
+    a.tenant = r.tenant;
+    a.priority = r.priority;
+    if (r.purpose == kPurposeSummary) {
+      ++a.summaries;
+      continue;
+    }
+    ++a.turns;
+    if (r.reject_reason == RejectReason::kContextOverflow) ++a.overflow;
+    if (r.outcome != Outcome::kOk) continue;
+    ++a.ok;
+    a.prompt += r.input_tokens;
+    a.cached += r.cached_tokens;
+    a.loaded += r.loaded_tokens;
+    a.ttft += r.ttft_s();
+  }
+  Table t;
+  auto& id = t.i64("session");
+  auto& tenant = t.i64("tenant");
+  auto& prio = t.i64("priority");
+  auto& turns = t.i64("turns");
+  auto& ok = t.i64("turns_ok");
+  auto& sums = t.i64("summary_requests");
+  auto& over = t.i64("context_overflows");
+  auto& prompt = t.i64("prompt_tokens");
+  auto& cached = t.i64("cached_tokens");
+  auto& loaded = t.i64("loaded_tokens");
+  auto& computed = t.i64("recomputed_prompt_tokens");
+  auto& ttft = t.f64("ttft_mean_s");
+  for (const auto& [k, a] : by) {
+    id.push_back(static_cast<std::int64_t>(k));
+    tenant.push_back(a.tenant);
+    prio.push_back(a.priority);
+    turns.push_back(a.turns);
+    ok.push_back(a.ok);
+    sums.push_back(a.summaries);
+    over.push_back(a.overflow);
+    prompt.push_back(a.prompt);
+    cached.push_back(a.cached);
+    loaded.push_back(a.loaded);
+    computed.push_back(a.prompt - a.cached - a.loaded);
+    ttft.push_back(a.ok ? a.ttft / static_cast<double>(a.ok) : std::nan(""));
+  }
+  return t;
+}
+
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
                       const Summary& s) {
   const std::string tmp = temp_name(path);
@@ -292,6 +356,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     write_table(file.id, "summary", summary_table(s));
     write_table(file.id, "replicas", replicas_table(r));
     write_table(file.id, "tenants", tenants_table(r));
+    write_table(file.id, "sessions", sessions_table(r.requests));
     H5 group{check_id(H5Gcreate2(file.id, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "timeseries group"),
              H5Gclose};
@@ -339,6 +404,7 @@ void write_results_csv(const std::string& dir, const RunResult& r, const Summary
   write_csv((d / "summary.csv").string(), summary_table(s));
   write_csv((d / "replicas.csv").string(), replicas_table(r));
   write_csv((d / "tenants.csv").string(), tenants_table(r));
+  write_csv((d / "sessions.csv").string(), sessions_table(r.requests));
   for (const auto& ts : r.timeseries)
     write_csv((d / ("timeseries_" + flat_name(ts.replica) + ".csv")).string(),
               timeseries_table(ts));

@@ -16,6 +16,8 @@ Table summary_table(const Summary& s);
 Table replicas_table(const RunResult& r);
 // Prefix-cache lookups by replica and tenant.
 Table tenants_table(const RunResult& r);
+// One row per conversation: turns, prompt tokens served from cache or recomputed, TTFT.
+Table sessions_table(const RequestLog& log);
 
 // Writes the HDF5 result file at `path` (atomically). Throws std::runtime_error on I/O failure.
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,

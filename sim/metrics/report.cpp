@@ -81,11 +81,11 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   if (s.num_swaps) o << ", " << s.num_swaps << " of them swapped to host memory";
   o << ", " << s.recomputed_tokens << " tokens recomputed)\n";
   if (s.rejected) {
-    std::int64_t by[4] = {0, 0, 0, 0};
+    std::int64_t by[5] = {0, 0, 0, 0, 0};
     for (const auto& q : r.requests)
       if (q.outcome == Outcome::kRejected) ++by[static_cast<int>(q.reject_reason)];
     o << "  rejected because:";
-    for (int i = 1; i < 4; ++i)
+    for (int i = 1; i < 5; ++i)
       if (by[i]) o << " " << reject_reason_name(static_cast<RejectReason>(i)) << " " << by[i];
     o << "\n";
   }
@@ -120,6 +120,20 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       }
   }
 
+  if (s.sessions > 0) {
+    o << "\nConversations: " << s.sessions << " sessions";
+    if (s.summary_requests)
+      o << "; " << s.summary_requests << " summarisation requests (" << s.summary_input_tokens
+        << " tokens in, " << s.summary_output_tokens << " out), not in the latencies above";
+    if (s.context_overflows) o << "; " << s.context_overflows << " turns did not fit the context";
+    if (s.truncated_requests)
+      o << "; " << s.truncated_requests << " turns truncated (" << s.truncated_tokens
+        << " history tokens cut)";
+    o << "\n";
+    row("TTFT, first turns             ", s.ttft_first);
+    row("TTFT, later turns, warm       ", s.ttft_warm);
+    row("TTFT, later turns, cold       ", s.ttft_cold);
+  }
   o << "\nThroughput over " << fmt("%.1f s", s.duration_s) << ": " << fmt("%.1f", s.requests_per_s)
     << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "
     << fmt("%.0f", s.output_tokens_per_s) << " output tokens/s\n";

@@ -24,6 +24,7 @@ enum class RejectReason : std::uint8_t {
   kExceedsMaxModelLen,    // input + output > max_model_len
   kExceedsKvCapacity,     // needs more KV blocks than the replica has
   kExceedsBatchedTokens,  // prompt > max_num_batched_tokens without chunked prefill
+  kContextOverflow,       // the application's context did not fit its limit (not sent)
 };
 std::string_view reject_reason_name(RejectReason r);
 
@@ -44,6 +45,10 @@ struct RequestRecord {
   std::uint32_t tenant = 0;
   std::uint64_t session = 0;
   std::int32_t priority = 0;
+  std::uint8_t purpose = 0;           // 0: a user's turn; 1: summarisation
+  std::int32_t turn = 0;              // turn of its session (1-based; 0: not a conversation)
+  std::int32_t truncated_tokens = 0;  // history cut by the application to fit
+  std::int32_t stable_tokens = 0;     // prompt tokens before its history (conversations)
   Outcome outcome = Outcome::kPending;
   RejectReason reject_reason = RejectReason::kNone;
 

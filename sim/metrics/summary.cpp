@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace kvfleet::sim {
 
@@ -34,7 +35,8 @@ LatencyStats latency_stats(std::vector<double> v) {
 
 Summary summarize(const RunResult& r) {
   Summary s;
-  std::vector<double> ttft, tpot, e2e, queue;
+  std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
+  std::set<std::uint64_t> sessions;
   SimTime first_arrival = kTimeNever, last_end = 0;
   double in_tokens = 0, out_tokens = 0;
   for (const auto& q : r.requests) {
@@ -43,9 +45,23 @@ Summary summarize(const RunResult& r) {
     if (q.finish >= 0) last_end = std::max(last_end, q.finish);
     if (q.num_preemptions > 0) ++s.preempted_requests;
     s.recomputed_tokens += q.recomputed_tokens;
+    if (q.truncated_tokens > 0) ++s.truncated_requests, s.truncated_tokens += q.truncated_tokens;
+    if (q.reject_reason == RejectReason::kContextOverflow) ++s.context_overflows;
+    if (q.session != 0) sessions.insert(q.session);
+    if (q.purpose == kPurposeSummary) {
+      ++s.summary_requests;
+      s.summary_input_tokens += q.input_tokens;
+      s.summary_output_tokens += q.generated_tokens;
+    }
+    if (q.outcome == Outcome::kOk && q.purpose == kPurposeTurn && q.turn > 0) {
+      // Warm: the turn reused more than its stable prefix, i.e. some of its history.
+      (q.turn == 1 ? first : (q.cached_tokens + q.loaded_tokens > q.stable_tokens ? warm : cold))
+          .push_back(q.ttft_s());
+    }
     switch (q.outcome) {
       case Outcome::kOk:
         ++s.ok;
+        if (q.purpose != kPurposeTurn) break;  // summarisation: counted apart
         ttft.push_back(q.ttft_s());
         e2e.push_back(q.e2e_s());
         queue.push_back(q.queue_s());
@@ -72,6 +88,10 @@ Summary summarize(const RunResult& r) {
     }
   }
   s.ttft = latency_stats(std::move(ttft));
+  s.ttft_first = latency_stats(std::move(first));
+  s.ttft_warm = latency_stats(std::move(warm));
+  s.ttft_cold = latency_stats(std::move(cold));
+  s.sessions = static_cast<std::int64_t>(sessions.size());
   s.tpot = latency_stats(std::move(tpot));
   s.e2e = latency_stats(std::move(e2e));
   s.queue = latency_stats(std::move(queue));
@@ -150,6 +170,16 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"prefix_cache_hit_rate", prefix_cache_hit_rate()});
   v.push_back({"cache_evictions", double(cache_evictions)});
   v.push_back({"num_swaps", double(num_swaps)});
+  v.push_back({"sessions", double(sessions)});
+  v.push_back({"summary_requests", double(summary_requests)});
+  v.push_back({"summary_input_tokens", double(summary_input_tokens)});
+  v.push_back({"summary_output_tokens", double(summary_output_tokens)});
+  v.push_back({"context_overflows", double(context_overflows)});
+  v.push_back({"truncated_requests", double(truncated_requests)});
+  v.push_back({"truncated_tokens", double(truncated_tokens)});
+  add("time_to_first_token_first_turn", ttft_first);
+  add("time_to_first_token_warm", ttft_warm);
+  add("time_to_first_token_cold", ttft_cold);
   v.push_back({"tier_hit_tokens", double(tier_hit_tokens)});
   v.push_back({"tier_recomputed_tokens", double(tier_recomputed_tokens)});
   return v;

@@ -35,7 +35,15 @@ struct Summary {
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
   std::int64_t prefix_cache_hits = 0;     // of which served from the cache
   std::int64_t cache_evictions = 0;
-  std::int64_t num_swaps = 0;               // preemptions that swapped KV to the host
+  std::int64_t num_swaps = 0;  // preemptions that swapped KV to the host
+  // Conversations. Latency statistics cover users' turns; summarisation is counted apart.
+  std::int64_t summary_requests = 0;
+  std::int64_t summary_input_tokens = 0, summary_output_tokens = 0;
+  std::int64_t context_overflows = 0;   // turns the application could not send
+  std::int64_t truncated_requests = 0;  // turns whose history was cut to fit
+  std::int64_t truncated_tokens = 0;
+  LatencyStats ttft_first, ttft_warm, ttft_cold;  // first turns; later turns with / without reuse
+  std::int64_t sessions = 0;
   std::int64_t tier_hit_tokens = 0;         // prompt tokens loaded from KV tiers
   std::int64_t tier_recomputed_tokens = 0;  // found in a tier, recomputed as cheaper
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of

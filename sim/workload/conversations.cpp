@@ -1,13 +1,17 @@
-// Multi-turn conversations, closed loop: a session starts (open-loop arrivals of sessions), sends
-// its first message, and after each reply ends waits a think time before its next turn. Each
-// turn's prompt holds the tenant's system prompt, the whole history (every earlier user message
-// and reply, with the reply's content id, so that the next turn can hit the blocks of the last),
-// and the new message. The conversations issue adds context policies (window, budget, summarise).
+// Multi-turn conversations: what the application sends, turn after turn (issue: conversations and
+// context policy). Sessions start open loop (an arrival process) or closed loop (N users, each
+// starting a new session after the last one ends). Each turn waits for the previous reply plus a
+// think time. Its prompt is assembled from segments: the tenant's system prompt, an optional
+// document (shared from a pool, or uploaded privately), an optional dynamic header (unique per
+// request: placed first it destroys prefix reuse), the summary if any, the history turns the
+// context policy keeps, and the new message. The durable history lives here, outside the fleet:
+// whatever a replica has lost, the next prompt is rebuilt from it and pays its prefill.
 #include <algorithm>
 #include <cmath>
 #include <queue>
 
 #include "sim/core/rng.h"
+#include "sim/workload/context_policy.h"
 #include "sim/workload/distributions.h"
 #include "sim/workload/workload.h"
 
@@ -18,20 +22,42 @@ class Conversations final : public Workload {
  public:
   struct Config {
     std::int64_t num_sessions = 100;
+    int users = 0;
+    double session_gap_s = 0;
     config::ImplSpec session_arrival;
     config::ImplSpec turns;
     config::ImplSpec user_tokens;
     config::ImplSpec reply_tokens;
     double think_time_s = 30;
+    double abandon_probability = 0;
     std::int64_t system_prompt_tokens = 0;
+    double document_probability = 0;
+    std::int64_t document_tokens = 0;
+    int shared_documents = 0;
+    std::int64_t dynamic_header_tokens = 0;
+    std::string dynamic_header_position = "first";
+    config::ImplSpec context_policy;
+    std::int64_t max_context_tokens = 0;
+    std::int64_t output_reservation_tokens = 0;
+    std::string overflow = "reject";
+    std::int64_t summary_tokens = 400;
     int tenants = 1;
     std::vector<double> priority_weights;
     template <class V>
     void visit(V& v) {
       v.param("num_sessions", num_sessions,
-              {.unit = "sessions", .desc = "conversations started in the run", .min = 1});
+              {.unit = "sessions", .desc = "conversations in the run", .min = 1});
+      v.param("users", users,
+              {.unit = "users",
+               .desc = "closed loop: N users, each starting a new session when "
+                       "the last ends; 0 = open loop (session_arrival)",
+               .min = 0});
+      v.param("session_gap_s", session_gap_s,
+              {.unit = "s",
+               .desc = "closed loop: mean (exponential) pause between a user's sessions",
+               .min = 0});
       v.impl("session_arrival", session_arrival, arrival_registry(),
-             {.desc = "when conversations start"});
+             {.desc = "open loop: when conversations start"});
       v.impl("turns", turns, length_dist_registry(),
              {.desc = "number of turns (user messages) in a conversation", .required = true});
       v.impl("user_tokens", user_tokens, length_dist_registry(),
@@ -42,11 +68,55 @@ class Conversations final : public Workload {
               {.unit = "s",
                .desc = "mean (exponential) time from a reply to the next message",
                .min = 0});
+      v.param("abandon_probability", abandon_probability,
+              {.unit = "probability",
+               .desc = "after each reply, the user leaves the session",
+               .min = 0,
+               .max = 1});
       v.param("system_prompt_tokens", system_prompt_tokens,
               {.unit = "tokens",
                .desc = "system prompt at the start of every prompt, shared by "
                        "all sessions of a tenant; 0 = none",
                .min = 0});
+      v.param("document_probability", document_probability,
+              {.unit = "probability",
+               .desc = "a session works on a document (sent every turn)",
+               .min = 0,
+               .max = 1});
+      v.param("document_tokens", document_tokens,
+              {.unit = "tokens", .desc = "length of a document", .min = 0});
+      v.param("shared_documents", shared_documents,
+              {.unit = "documents",
+               .desc = "documents are drawn from a pool of this many, shared "
+                       "by the tenant's sessions; 0 = each session uploads "
+                       "its own",
+               .min = 0});
+      v.param("dynamic_header_tokens", dynamic_header_tokens,
+              {.unit = "tokens",
+               .desc = "a header unique to each request (timestamp, request id); "
+                       "0 = none",
+               .min = 0});
+      v.param("dynamic_header_position", dynamic_header_position,
+              {.desc = "first: before everything (destroys prefix reuse); after_system: after the "
+                       "system prompt and document; last: after the new message",
+               .choices = {"first", "after_system", "last"}});
+      v.impl("context_policy", context_policy, context_policy_registry(),
+             {.desc = "how much history each turn sends"});
+      v.param("max_context_tokens", max_context_tokens,
+              {.unit = "tokens",
+               .desc = "the application's context limit (the model's window); "
+                       "0 = none (the engine's max_model_len still applies)",
+               .min = 0});
+      v.param("output_reservation_tokens", output_reservation_tokens,
+              {.unit = "tokens",
+               .desc = "room kept for the reply inside max_context_tokens",
+               .min = 0});
+      v.param("overflow", overflow,
+              {.desc = "an input that still does not fit: reject the turn (the session ends) or "
+                       "truncate the oldest history",
+               .choices = {"reject", "truncate"}});
+      v.param("summary_tokens", summary_tokens,
+              {.unit = "tokens", .desc = "length of a summary (summarize policy)", .min = 1});
       v.param(
           "tenants", tenants,
           {.unit = "tenants", .desc = "sessions are spread uniformly over tenants 1..N", .min = 1});
@@ -59,6 +129,7 @@ class Conversations final : public Workload {
   Conversations(const Config& c, std::uint64_t seed)
       : cfg_(c),
         seed_(seed),
+        policy_(context_policy_registry().make(c.context_policy)),
         arrival_(arrival_registry().make(c.session_arrival)),
         turns_(length_dist_registry().make(c.turns)),
         user_(length_dist_registry().make(c.user_tokens)),
@@ -69,12 +140,23 @@ class Conversations final : public Workload {
         rng_reply_(seed, "workload.reply_tokens"),
         rng_think_(seed, "workload.think_time"),
         rng_tenant_(seed, "workload.tenant"),
-        rng_priority_(seed, "workload.priority") {
+        rng_priority_(seed, "workload.priority"),
+        rng_doc_(seed, "workload.document"),
+        rng_abandon_(seed, "workload.abandon") {
     for (double x : c.priority_weights) priority_total_ += x;
+    if (cfg_.users > 0) {
+      // Closed loop: every user starts a session at time 0 (staggered by one gap).
+      for (int u = 0; u < cfg_.users && started_ < cfg_.num_sessions; ++u)
+        start_session(from_seconds(rng_arrival_.exponential(std::max(cfg_.session_gap_s, 1e-3))));
+    }
   }
 
   bool peek(SimTime& t) override {
-    start_sessions_until_queue_has_a_start();
+    if (cfg_.users == 0 && !start_queued_ && started_ < cfg_.num_sessions) {
+      start_s_ += arrival_->next_gap_s(rng_arrival_);
+      start_session(from_seconds(start_s_));
+      start_queued_ = true;
+    }
     if (queue_.empty()) return false;
     t = queue_.top().time;
     return true;
@@ -83,26 +165,83 @@ class Conversations final : public Workload {
   RequestSpec pop() override {
     const Pending p = queue_.top();
     queue_.pop();
-    if (p.start) start_queued_ = false;
+    if (p.start && cfg_.users == 0) start_queued_ = false;
     Session& s = sessions_[p.session - 1];
-    ++s.turn;
     RequestSpec r;
     r.arrival = p.time;
     r.session = p.session;
     r.tenant = s.tenant;
     r.priority = s.priority;
-    if (cfg_.system_prompt_tokens > 0)
-      r.segments.push_back({content_id(0, s.tenant, 0),
-                            static_cast<std::int32_t>(cfg_.system_prompt_tokens), s.tenant});
-    r.segments.insert(r.segments.end(), s.history.begin(), s.history.end());
-    const std::int32_t user = user_->sample(rng_user_);
-    s.pending_user = {content_id(p.session, s.turn, 1), user, s.tenant};
-    r.segments.push_back(s.pending_user);
-    for (const auto& g : r.segments) r.input_tokens += g.tokens;
-    r.output_tokens = reply_->sample(rng_reply_);
-    r.output_content = content_id(p.session, s.turn, 2);
-    s.in_flight = true;
     ++in_flight_;
+    s.in_flight = true;
+
+    // The user's next message is drawn once, even if a summary has to come first.
+    if (!s.has_pending_user) {
+      ++s.turn;
+      s.pending_user = {content_id(p.session, s.turn, 1), user_->sample(rng_user_), s.tenant};
+      s.pending_reply_tokens = reply_->sample(rng_reply_);
+      s.has_pending_user = true;
+    }
+    const std::int64_t fixed =
+        stable_tokens(s) + cfg_.dynamic_header_tokens + s.pending_user.tokens;
+    const std::int64_t limit =
+        cfg_.max_context_tokens > 0 ? cfg_.max_context_tokens - cfg_.output_reservation_tokens : 0;
+    ConversationView view{s.history, s.summarized_turns, s.has_summary ? s.summary.tokens : 0,
+                          fixed, limit};
+    HistoryChoice choice = policy_->choose(view);
+
+    if (choice.summarize_now) {
+      // Ask the fleet for a summary of turns [0, upto): the old summary (if any) and the turns
+      // since it. The user's turn follows when it returns.
+      r.purpose = kPurposeSummary;
+      r.turn = s.turn;
+      append_stable(s, r.segments, false);
+      if (s.has_summary) r.segments.push_back(s.summary);
+      for (std::size_t i = s.summarized_turns; i < choice.summarize_upto; ++i) {
+        r.segments.push_back(s.history[i].user);
+        r.segments.push_back(s.history[i].reply);
+      }
+      r.output_tokens = static_cast<std::int32_t>(cfg_.summary_tokens);
+      r.output_content = content_id(p.session, s.turn, 3);
+      s.summarizing_upto = choice.summarize_upto;
+      finish_spec(r);
+      return r;
+    }
+
+    r.purpose = kPurposeTurn;
+    r.turn = s.turn;
+    std::size_t first = choice.first_turn;
+    bool use_summary = choice.use_summary && s.has_summary;
+    std::int64_t input =
+        fixed + (use_summary ? s.summary.tokens : 0) + history_tokens(s.history, first);
+    if (limit > 0 && input > limit) {
+      if (cfg_.overflow == "reject") {
+        r.context_overflow = true;
+      } else {
+        // Truncate: the summary, then the oldest turns, go first.
+        const std::int64_t before = input;
+        if (use_summary) input -= s.summary.tokens, use_summary = false;
+        while (first < s.history.size() && input > limit) input -= s.history[first++].tokens();
+        r.truncated_tokens = static_cast<std::int32_t>(before - input);
+        if (input > limit) r.context_overflow = true;  // the new message alone is too long
+      }
+    }
+    const auto header = Segment{0, static_cast<std::int32_t>(cfg_.dynamic_header_tokens), s.tenant};
+    const bool header_on = cfg_.dynamic_header_tokens > 0;
+    if (header_on && cfg_.dynamic_header_position == "first") r.segments.push_back(header);
+    append_stable(s, r.segments, true);
+    if (header_on && cfg_.dynamic_header_position == "after_system") r.segments.push_back(header);
+    for (const auto& g : r.segments) r.stable_tokens += g.tokens;
+    if (use_summary) r.segments.push_back(s.summary);
+    for (std::size_t i = first; i < s.history.size(); ++i) {
+      r.segments.push_back(s.history[i].user);
+      r.segments.push_back(s.history[i].reply);
+    }
+    r.segments.push_back(s.pending_user);
+    if (header_on && cfg_.dynamic_header_position == "last") r.segments.push_back(header);
+    r.output_tokens = s.pending_reply_tokens;
+    r.output_content = content_id(p.session, s.turn, 2);
+    finish_spec(r);
     return r;
   }
 
@@ -117,13 +256,22 @@ class Conversations final : public Workload {
     s.in_flight = false;
     --in_flight_;
     if (rec.outcome != Outcome::kOk) {
-      s.done = true;  // the user gives up (retries arrive with the fleet issue)
+      end_session(s, now);  // the user gives up (client retries arrive with the fleet issue)
       return;
     }
-    s.history.push_back(s.pending_user);
-    s.history.push_back({content_id(rec.session, s.turn, 2), rec.generated_tokens, s.tenant});
-    if (s.turn >= s.turns) {
-      s.done = true;
+    if (rec.purpose == kPurposeSummary) {
+      s.summary = {content_id(rec.session, s.turn, 3), rec.generated_tokens, s.tenant};
+      s.has_summary = true;
+      s.summarized_turns = s.summarizing_upto;
+      ++summaries_;
+      queue_.push({now, seq_++, rec.session, false});  // the user's turn, right away
+      return;
+    }
+    s.history.push_back(
+        {s.pending_user, {content_id(rec.session, s.turn, 2), rec.generated_tokens, s.tenant}});
+    s.has_pending_user = false;
+    if (s.turn >= s.turns || rng_abandon_.uniform() < cfg_.abandon_probability) {
+      end_session(s, now);
       return;
     }
     const SimTime next = now + from_seconds(rng_think_.exponential(cfg_.think_time_s));
@@ -137,20 +285,27 @@ class Conversations final : public Workload {
     std::uint32_t tenant = 1;
     std::int32_t priority = 0;
     std::int32_t turns = 1;
-    std::int32_t turn = 0;  // turns sent so far
-    std::vector<Segment> history;
+    std::int32_t turn = 0;  // user messages drawn so far
+    Segment document;       // tokens 0: none
+    std::vector<Turn> history;
+    Segment summary;
+    bool has_summary = false;
+    std::size_t summarized_turns = 0, summarizing_upto = 0;
     Segment pending_user;
+    std::int32_t pending_reply_tokens = 0;
+    bool has_pending_user = false;
     bool in_flight = false, done = false;
   };
   struct Pending {
     SimTime time;
     std::uint64_t seq;
     std::uint64_t session;
-    bool start;  // the first turn of a session (open-loop)
+    bool start;  // the first turn of a session
     bool operator>(const Pending& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
-  // Stable, non-zero content ids: (session, turn, kind) for messages; kind 0 the system prompt.
+  // Stable, non-zero content ids: (session, turn, kind); kind 0 the system prompt of a tenant,
+  // 1 a user message, 2 a reply, 3 a summary, 4 a shared document, 5 a private one.
   std::uint64_t content_id(std::uint64_t session, std::int64_t turn, int kind) const {
     std::uint64_t h = stable_hash("conversation") ^ (seed_ * 0x9E3779B97F4A7C15ull);
     h = (h ^ session) * 0xBF58476D1CE4E5B9ull;
@@ -159,10 +314,22 @@ class Conversations final : public Workload {
     return (h ^ (h >> 31)) | 1;
   }
 
-  // Session starts are open-loop: keep the next start in the queue until all have started.
-  void start_sessions_until_queue_has_a_start() {
-    if (start_queued_ || started_ >= cfg_.num_sessions) return;
-    start_s_ += arrival_->next_gap_s(rng_arrival_);
+  std::int64_t stable_tokens(const Session& s) const {
+    return cfg_.system_prompt_tokens + s.document.tokens;
+  }
+  // The system prompt and the session's document.
+  void append_stable(const Session& s, std::vector<Segment>& out, bool) const {
+    if (cfg_.system_prompt_tokens > 0)
+      out.push_back({content_id(0, s.tenant, 0),
+                     static_cast<std::int32_t>(cfg_.system_prompt_tokens), s.tenant});
+    if (s.document.tokens > 0) out.push_back(s.document);
+  }
+  static void finish_spec(RequestSpec& r) {
+    r.input_tokens = 0;
+    for (const auto& g : r.segments) r.input_tokens += g.tokens;
+  }
+
+  void start_session(SimTime at) {
     Session s;
     s.tenant =
         cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
@@ -173,23 +340,43 @@ class Conversations final : public Workload {
              u >= cfg_.priority_weights[s.priority])
         u -= cfg_.priority_weights[s.priority++];
     }
+    if (cfg_.document_tokens > 0 && rng_doc_.uniform() < cfg_.document_probability) {
+      const auto tokens = static_cast<std::int32_t>(cfg_.document_tokens);
+      if (cfg_.shared_documents > 0)
+        s.document = {
+            content_id(0, static_cast<std::int64_t>(rng_doc_.below(cfg_.shared_documents)), 4),
+            tokens, s.tenant};
+      else
+        s.document = {content_id(sessions_.size() + 1, 0, 5), tokens, s.tenant};
+    }
     sessions_.push_back(std::move(s));
     ++started_;
-    queue_.push({from_seconds(start_s_), seq_++, sessions_.size(), true});
-    start_queued_ = true;
+    queue_.push({at, seq_++, sessions_.size(), true});
+  }
+
+  void end_session(Session& s, SimTime now) {
+    s.done = true;
+    s.history.clear();
+    s.history.shrink_to_fit();
+    if (cfg_.users > 0 && started_ < cfg_.num_sessions)
+      start_session(now +
+                    from_seconds(rng_arrival_.exponential(std::max(cfg_.session_gap_s, 1e-3))));
   }
 
   Config cfg_;
   std::uint64_t seed_;
+  std::unique_ptr<ContextPolicy> policy_;
   std::unique_ptr<ArrivalProcess> arrival_;
   std::unique_ptr<LengthDist> turns_, user_, reply_;
-  RngStream rng_arrival_, rng_turns_, rng_user_, rng_reply_, rng_think_, rng_tenant_, rng_priority_;
+  RngStream rng_arrival_, rng_turns_, rng_user_, rng_reply_, rng_think_, rng_tenant_, rng_priority_,
+      rng_doc_, rng_abandon_;
   double priority_total_ = 0;
   std::vector<Session> sessions_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   std::int64_t started_ = 0;
   std::int64_t in_flight_ = 0;
+  std::int64_t summaries_ = 0;
   double start_s_ = 0;
   bool start_queued_ = false;
 };
@@ -198,8 +385,8 @@ class Conversations final : public Workload {
 
 void register_conversations(WorkloadRegistry& r) {
   r.add<Conversations>("conversations",
-                       "Multi-turn conversations, closed loop: each turn sends the whole history "
-                       "plus a new message, think time after each reply.");
+                       "Multi-turn conversations: closed or open loop, prompts assembled from "
+                       "system prompt, document, header, summary and history by a context policy.");
 }
 
 }  // namespace kvfleet::sim

@@ -26,6 +26,16 @@ struct RequestSpec {
   std::uint32_t tenant = 0;
   std::uint64_t session = 0;  // conversation the request belongs to; 0 = none
   std::int32_t priority = 0;  // lower is more urgent (vLLM's convention)
+  // Conversations: what the request is for, and which turn of its session it is (1-based).
+  std::uint8_t purpose = 0;  // 0: a user's turn; 1: a summarisation request
+  std::int32_t turn = 0;
+  // The application refused to send it: its context did not fit (context policy hard limit).
+  bool context_overflow = false;
+  std::int32_t truncated_tokens = 0;  // history the application cut to make the prompt fit
+  std::int32_t stable_tokens = 0;     // prompt tokens before the history (system, document, header)
 };
+
+inline constexpr std::uint8_t kPurposeTurn = 0;
+inline constexpr std::uint8_t kPurposeSummary = 1;
 
 }  // namespace kvfleet::sim
