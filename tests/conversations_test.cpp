@@ -37,7 +37,8 @@ std::vector<const sim::RequestRecord*> turns_of(const testing::Run& r) {
 // turn k − 1 (its prompt and its reply but the last token): only the new tokens and the tail of
 // the last block are computed, and the total grows linearly.
 TEST(Conversations, PrefillGrowsQuadraticallyWithoutReuseAndLinearlyWithIt) {
-  const auto without = testing::run_yaml(one_session(), {"pools[0].engine.enable_prefix_caching=false"});
+  const auto without =
+      testing::run_yaml(one_session(), {"pools[0].engine.enable_prefix_caching=false"});
   const auto with = testing::run_yaml(one_session());
   ASSERT_EQ(without.summary.ok, kTurns);
   ASSERT_EQ(with.summary.ok, kTurns);
@@ -70,15 +71,14 @@ TEST(Conversations, WindowSendsTheLastTurns) {
   const auto t = turns_of(r);
   ASSERT_EQ(t.size(), static_cast<std::size_t>(kTurns));
   for (std::size_t k = 1; k <= t.size(); ++k)
-    EXPECT_EQ(t[k - 1]->input_tokens,
-              kS + std::min<std::int64_t>(k - 1, 3) * (kU + kR) + kU)
+    EXPECT_EQ(t[k - 1]->input_tokens, kS + std::min<std::int64_t>(k - 1, 3) * (kU + kR) + kU)
         << "turn " << k;
 }
 
 TEST(Conversations, BudgetKeepsEveryInputWithinTheLimit) {
-  const auto r = testing::run_yaml(one_session(
-      "  context_policy: {impl: budget}\n  max_context_tokens: 1200\n"
-      "  output_reservation_tokens: 200\n"));
+  const auto r =
+      testing::run_yaml(one_session("  context_policy: {impl: budget}\n  max_context_tokens: 1200\n"
+                                    "  output_reservation_tokens: 200\n"));
   ASSERT_EQ(r.summary.ok, kTurns);
   EXPECT_EQ(r.summary.context_overflows, 0);
   std::int64_t longest = 0;
@@ -106,9 +106,9 @@ TEST(Conversations, FullHistoryOverflowIsRejectedOrTruncatedNeverSilent) {
 }
 
 TEST(Conversations, SummarizeReplacesOlderTurnsWithASummary) {
-  const auto r = testing::run_yaml(one_session(
-      "  context_policy: {impl: summarize, threshold_tokens: 800, keep_turns: 2}\n"
-      "  summary_tokens: 120\n"));
+  const auto r = testing::run_yaml(
+      one_session("  context_policy: {impl: summarize, threshold_tokens: 800, keep_turns: 2}\n"
+                  "  summary_tokens: 120\n"));
   EXPECT_EQ(r.summary.ok - r.summary.summary_requests, kTurns);
   EXPECT_GT(r.summary.summary_requests, 3);
   std::int64_t longest = 0;
@@ -130,7 +130,8 @@ TEST(Conversations, ADynamicHeaderFirstDestroysPrefixReuse) {
   const auto after = testing::run_yaml(many, {"workload.dynamic_header_position=after_system"});
   const auto last = testing::run_yaml(many, {"workload.dynamic_header_position=last"});
   std::printf("prefix hit rate, header first %.1f%%, after the system prompt %.1f%%, last %.1f%%\n",
-              100 * first.summary.prefix_cache_hit_rate(), 100 * after.summary.prefix_cache_hit_rate(),
+              100 * first.summary.prefix_cache_hit_rate(),
+              100 * after.summary.prefix_cache_hit_rate(),
               100 * last.summary.prefix_cache_hit_rate());
   EXPECT_EQ(first.summary.prefix_cache_hits, 0);
   EXPECT_GT(after.summary.prefix_cache_hit_rate(), 0.3);  // the system prompt still hits
@@ -162,13 +163,15 @@ TEST(Conversations, HistoryAndDocumentsStayWithinATenant) {
 TEST(Conversations, ClosedLoopUsersRunAtMostOneSessionEach) {
   const auto r = testing::run_yaml(
       "seed: 6\nworkload:\n  impl: conversations\n  num_sessions: 30\n  users: 4\n"
-      "  session_gap_s: 2\n  turns: {impl: fixed, value: 3}\n  user_tokens: {impl: fixed, value: 50}\n"
+      "  session_gap_s: 2\n  turns: {impl: fixed, value: 3}\n  user_tokens: {impl: fixed, value: "
+      "50}\n"
       "  reply_tokens: {impl: fixed, value: 50}\n  think_time_s: 1\n"
       "pools:\n  - model: Llama-3-8B\n    gpu: H100-SXM\n");
   EXPECT_EQ(r.summary.sessions, 30);
   std::map<std::uint64_t, std::pair<double, double>> span;
   for (const auto& q : r.result.requests) {
-    auto [it, fresh] = span.try_emplace(q.session, sim::to_seconds(q.arrival), sim::to_seconds(q.finish));
+    auto [it, fresh] =
+        span.try_emplace(q.session, sim::to_seconds(q.arrival), sim::to_seconds(q.finish));
     if (!fresh) {
       it->second.first = std::min(it->second.first, sim::to_seconds(q.arrival));
       it->second.second = std::max(it->second.second, sim::to_seconds(q.finish));

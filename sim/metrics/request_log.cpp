@@ -31,6 +31,8 @@ std::string_view reject_reason_name(RejectReason r) {
     case RejectReason::kExceedsKvCapacity:
       return "exceeds_kv_capacity";
     case RejectReason::kExceedsBatchedTokens:
+    case RejectReason::kContextOverflow:
+      return "context_overflow";
       return "exceeds_max_num_batched_tokens";
   }
   return "?";

@@ -27,9 +27,9 @@ struct ConversationView {
 };
 
 struct HistoryChoice {
-  std::size_t first_turn = 0;     // send turns [first_turn, end)
-  bool use_summary = false;       // send the summary before them
-  bool summarize_now = false;     // first ask for a summary of turns [0, summarize_upto)
+  std::size_t first_turn = 0;  // send turns [first_turn, end)
+  bool use_summary = false;    // send the summary before them
+  bool summarize_now = false;  // first ask for a summary of turns [0, summarize_upto)
   std::size_t summarize_upto = 0;
 };
 

@@ -34,6 +34,7 @@ class Conversations final : public Workload {
     double document_probability = 0;
     std::int64_t document_tokens = 0;
     int shared_documents = 0;
+    int document_priority = -1;
     std::int64_t dynamic_header_tokens = 0;
     std::string dynamic_header_position = "first";
     config::ImplSpec context_policy;
@@ -91,6 +92,10 @@ class Conversations final : public Workload {
                        "by the tenant's sessions; 0 = each session uploads "
                        "its own",
                .min = 0});
+      v.param("document_priority", document_priority,
+              {.desc = "priority of sessions with a document (a separate queue under priority "
+                       "scheduling); -1 = like the others",
+               .min = -1});
       v.param("dynamic_header_tokens", dynamic_header_tokens,
               {.unit = "tokens",
                .desc = "a header unique to each request (timestamp, request id); "
@@ -348,6 +353,7 @@ class Conversations final : public Workload {
             tokens, s.tenant};
       else
         s.document = {content_id(sessions_.size() + 1, 0, 5), tokens, s.tenant};
+      if (cfg_.document_priority >= 0) s.priority = cfg_.document_priority;
     }
     sessions_.push_back(std::move(s));
     ++started_;
