@@ -70,6 +70,10 @@ void Simulation::deliver(RequestSpec& spec, SimTime now) {
     on_request_end(static_cast<std::uint32_t>(rec.id), now);
     return;
   }
+  if (spec.cancel_at != kTimeNever) {
+    log_.back().cancel_propagates = spec.cancel_propagates;
+    queue_.push(std::max(spec.cancel_at, now), this, kCancel, rec.id);
+  }
   const std::size_t r = router_->pick(spec, replica_ptrs_);
   replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
 }
@@ -91,6 +95,21 @@ void Simulation::sample(SimTime now) {
 }
 
 void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
+  if (kind == kCancel) {
+    RequestRecord& r = log_[arg];
+    if (r.outcome != Outcome::kPending || r.replica < 0) return;  // already over
+    r.client_gone = true;
+    if (r.cancel_propagates) {
+      replica_ptrs_[r.replica]->cancel(static_cast<std::uint32_t>(arg), now);
+    } else {
+      // The client leaves; the engine goes on and the work is wasted when it ends.
+      RequestRecord seen = r;
+      seen.outcome = Outcome::kCancelled;
+      workload_->on_request_end(seen, now);
+      arm_arrival();
+    }
+    return;
+  }
   if (kind == kSample) {
     sample(now);
     if (active()) queue_.push(now + sample_interval_, this, kSample);

@@ -65,7 +65,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   void on_request_end(std::uint32_t request, SimTime now) override;
 
  private:
-  enum Kind : std::uint32_t { kArrival = 0, kSample = 1 };
+  enum Kind : std::uint32_t { kArrival = 0, kSample = 1, kCancel = 2 };
   void deliver(RequestSpec& spec, SimTime now);
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();

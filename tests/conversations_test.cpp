@@ -187,5 +187,36 @@ TEST(Conversations, ClosedLoopUsersRunAtMostOneSessionEach) {
   EXPECT_GE(most, 2);
 }
 
+// A user who gives up cancels the turn. Propagated, the engine stops at the next step and frees the
+// KV: the wasted work is what it computed so far. Not propagated, it finishes the reply for nobody.
+TEST(Conversations, CancelledTurnsStopOrWasteTheServersWork) {
+  // Replies of 400 tokens take about 4 s on an H100; users wait 1 s.
+  const std::string y =
+      "seed: 5\nworkload:\n  impl: conversations\n  num_sessions: 20\n"
+      "  session_arrival: {impl: poisson, rate_per_s: 2}\n  turns: {impl: fixed, value: 3}\n"
+      "  user_tokens: {impl: fixed, value: 200}\n  reply_tokens: {impl: fixed, value: 400}\n"
+      "  think_time_s: 1\n  patience_s: 1\n"
+      "pools:\n  - model: Llama-3-8B\n    gpu: H100-SXM\nsimulation: {check_invariants: true}\n";
+  const auto stop = testing::run_yaml(y, {"workload.cancel_propagates=true"});
+  const auto waste = testing::run_yaml(y, {"workload.cancel_propagates=false"});
+  for (const auto* r : {&stop, &waste}) {
+    EXPECT_EQ(r->summary.cancelled, 20);  // every session's first turn, then the user leaves
+    EXPECT_EQ(r->summary.ok, 0);
+  }
+  for (const auto& q : stop.result.requests) {
+    EXPECT_EQ(q.outcome, sim::Outcome::kCancelled);
+    EXPECT_LT(q.generated_tokens, 400);  // stopped early
+    EXPECT_LT(q.work_tokens, 200 + 400 - 1);
+    EXPECT_GT(q.work_tokens, 0);
+  }
+  for (const auto& q : waste.result.requests) {
+    EXPECT_EQ(q.outcome, sim::Outcome::kCancelled);
+    EXPECT_EQ(q.generated_tokens, 400);       // finished for nobody
+    EXPECT_EQ(q.work_tokens, 200 + 400 - 1);  // every position but the last token's
+  }
+  EXPECT_LT(stop.summary.wasted_tokens, waste.summary.wasted_tokens);
+  EXPECT_EQ(waste.summary.wasted_tokens, 20 * 599);
+}
+
 }  // namespace
 }  // namespace kvfleet

@@ -437,6 +437,7 @@ void Replica::spill_evicted(SimTime now) {
 }
 
 void Replica::start_step(SimTime now) {
+  if (!pending_cancels_.empty()) apply_cancels(now);
   kv_.begin_step();
   transfer_s_ = 0;
   load_s_ = 0;
@@ -519,9 +520,12 @@ void Replica::end_step(SimTime now) {
 void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   Seq& q = seqs_[slot];
   RequestRecord& r = log_[q.request];
-  r.outcome = o;
+  // A reply the client no longer waits for is wasted work, not a completion.
+  r.outcome = o == Outcome::kOk && r.client_gone ? Outcome::kCancelled : o;
   r.finish = now;
   r.generated_tokens = q.num_output;
+  // Positions the engine computed: prefill, every decode step, and recomputation.
+  r.work_tokens = (q.max_computed - r.cached_tokens - r.loaded_tokens) + r.recomputed_tokens;
   held_tokens_ -= q.num_computed;
   if (contiguous_)
     ckv_->release(slot);
@@ -532,6 +536,38 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   free_slots_.push_back(slot);
   if (observer_ && o != Outcome::kUnfinished) observer_->on_request_end(request, now);
+}
+
+void Replica::cancel(std::uint32_t request, SimTime now) {
+  pending_cancels_.push_back(request);
+  if (!stepping_) apply_cancels(now);
+}
+
+void Replica::apply_cancels(SimTime now) {
+  for (const std::uint32_t request : pending_cancels_) {
+    std::uint32_t slot = UINT32_MAX;
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      if (seqs_[running_[i]].request == request) {
+        slot = running_[i];
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    if (slot == UINT32_MAX) {
+      waiting_.for_each([&](std::uint32_t s) {
+        if (seqs_[s].request == request) slot = s;
+      });
+      if (slot == UINT32_MAX) continue;  // already finished
+      waiting_.erase(slot);
+      std::int32_t& swapped = content_[slot].swapped_tokens;
+      if (swapped > 0) {
+        swap_used_bytes_ -= static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
+        swapped = 0;
+      }
+    }
+    ++stats_.cancelled;
+    finish(slot, now, Outcome::kCancelled);
+  }
+  pending_cancels_.clear();
 }
 
 void Replica::abandon(SimTime now) {

@@ -53,6 +53,7 @@ struct EngineStats {
   std::int64_t prefix_cache_hits = 0;            // of which found cached
   std::int64_t cache_evictions = 0;              // cached blocks reused for other content
   std::int64_t num_swaps = 0;                    // preemptions that swapped KV to the host
+  std::int64_t cancelled = 0;                    // requests stopped by a propagated cancellation
   std::int64_t tier_hit_tokens = 0;              // prompt tokens loaded from KV tiers
   std::int64_t tier_recomputed_tokens = 0;       // found in a tier but cheaper to recompute
   double swap_out_bytes = 0, swap_in_bytes = 0;  // per GPU
@@ -110,6 +111,9 @@ class Replica final : public EventHandler, private VictimChooser {
 
   // Marks every request still here as unfinished (the simulation stopped early).
   void abandon(SimTime now);
+  // The client cancelled `request` and the cancellation reaches the engine: its work stops at the
+  // next step boundary (vLLM processes aborts between steps) and its KV is freed.
+  void cancel(std::uint32_t request, SimTime now);
 
  private:
   enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
@@ -186,6 +190,8 @@ class Replica final : public EventHandler, private VictimChooser {
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   std::uint32_t new_slot();
   void verify();
+  void apply_cancels(SimTime now);
+  std::vector<std::uint32_t> pending_cancels_;  // requests, taken at the next step boundary
   // Contiguous layout: the region a request reserves when admitted.
   std::int64_t reservation_for(const Seq& q) const;
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).

@@ -168,6 +168,7 @@ class Harness {
   }
   void run() { q_.run(); }
   const RequestRecord& rec(std::uint32_t i) const { return log_.at(i); }
+  void run_until(double t) { q_.run(from_seconds(t)); }
   Replica& replica() { return *replica_; }
 
  private:
@@ -526,6 +527,32 @@ TEST(Retention, PolicyKeys) {
   EXPECT_LT(key(aware, urgent), key(aware, active));
   EXPECT_LT(key("{impl: priority}", idle_new), key("{impl: priority}", urgent));
   EXPECT_FALSE(retention_registry().make(retention("{impl: lru}"))->by_session());
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+// A cancellation reaches the engine mid-step: the step finishes, the request leaves at the next
+// step boundary with its KV freed, and the other request is untouched.
+TEST(Cancel, TakesEffectAtTheNextStepBoundary) {
+  Harness h(100);
+  const auto a = h.submit(0, {{0, 32, 1}}, 50);
+  const auto b = h.submit(0, {{0, 32, 1}}, 50);
+  h.run_until(0.0105);  // 10 steps of 1 ms done, the 11th in flight
+  h.replica().cancel(b, from_seconds(0.0105));
+  EXPECT_EQ(h.replica().num_requests_running(), 2);  // not before the boundary
+  h.run();
+  EXPECT_EQ(h.rec(b).outcome, Outcome::kCancelled);
+  EXPECT_EQ(h.rec(b).finish, from_seconds(0.011));
+  // b joined one step after a (the harness starts a's step before b arrives): 10 tokens by 11 ms.
+  EXPECT_EQ(h.rec(b).generated_tokens, 10);
+  EXPECT_EQ(h.rec(a).outcome, Outcome::kOk);
+  EXPECT_EQ(h.rec(a).generated_tokens, 50);
+  EXPECT_EQ(h.replica().kv().num_used_blocks(), 0);
+  EXPECT_EQ(h.replica().stats().cancelled, 1);
 }
 
 }  // namespace

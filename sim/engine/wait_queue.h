@@ -41,6 +41,23 @@ class WaitQueue {
     else
       fifo_.push_front(slot);
   }
+  // Removes `slot` if it waits here. O(size).
+  bool erase(std::uint32_t slot) {
+    if (by_priority_) {
+      for (auto it = ordered_.begin(); it != ordered_.end(); ++it)
+        if (std::get<3>(*it) == slot) {
+          ordered_.erase(it);
+          return true;
+        }
+      return false;
+    }
+    for (auto it = fifo_.begin(); it != fifo_.end(); ++it)
+      if (*it == slot) {
+        fifo_.erase(it);
+        return true;
+      }
+    return false;
+  }
   template <class F>
   void for_each(F f) const {
     if (by_priority_)

@@ -74,7 +74,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     << " rejected";
   if (s.unfinished) o << ", " << s.unfinished << " unfinished (stopped at max_time_s)";
   if (s.timed_out) o << ", " << s.timed_out << " timed out";
-  if (s.cancelled) o << ", " << s.cancelled << " cancelled";
+  if (s.cancelled)
+    o << ", " << s.cancelled << " cancelled (" << s.wasted_tokens << " tokens of work wasted)";
   if (s.failed) o << ", " << s.failed << " failed";
   o << "\n  preempted: " << s.preempted_requests << " requests (" << s.num_preemptions
     << " preemptions";

@@ -49,6 +49,9 @@ struct RequestRecord {
   std::int32_t turn = 0;              // turn of its session (1-based; 0: not a conversation)
   std::int32_t truncated_tokens = 0;  // history cut by the application to fit
   std::int32_t stable_tokens = 0;     // prompt tokens before its history (conversations)
+  bool client_gone = false;           // the client cancelled; the server may still be working on it
+  bool cancel_propagates = true;      // a cancellation stops the engine's work on it
+  std::int64_t work_tokens = 0;       // token positions the engine computed for it (all steps)
   Outcome outcome = Outcome::kPending;
   RejectReason reject_reason = RejectReason::kNone;
 

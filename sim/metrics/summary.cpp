@@ -77,6 +77,7 @@ Summary summarize(const RunResult& r) {
         break;
       case Outcome::kCancelled:
         ++s.cancelled;
+        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kFailed:
         ++s.failed;
@@ -171,6 +172,7 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"cache_evictions", double(cache_evictions)});
   v.push_back({"num_swaps", double(num_swaps)});
   v.push_back({"sessions", double(sessions)});
+  v.push_back({"wasted_tokens", double(wasted_tokens)});
   v.push_back({"summary_requests", double(summary_requests)});
   v.push_back({"summary_input_tokens", double(summary_input_tokens)});
   v.push_back({"summary_output_tokens", double(summary_output_tokens)});

@@ -30,6 +30,8 @@ class Conversations final : public Workload {
     config::ImplSpec reply_tokens;
     double think_time_s = 30;
     double abandon_probability = 0;
+    double patience_s = 0;
+    bool cancel_propagates = true;
     std::int64_t system_prompt_tokens = 0;
     double document_probability = 0;
     std::int64_t document_tokens = 0;
@@ -74,6 +76,14 @@ class Conversations final : public Workload {
                .desc = "after each reply, the user leaves the session",
                .min = 0,
                .max = 1});
+      v.param("patience_s", patience_s,
+              {.unit = "s",
+               .desc = "a user cancels a turn whose reply has not finished this long "
+                       "after sending it, and leaves; 0 = waits forever",
+               .min = 0});
+      v.param("cancel_propagates", cancel_propagates,
+              {.desc = "a cancellation stops the server's work (else the server finishes the "
+                       "reply for nobody: wasted work)"});
       v.param("system_prompt_tokens", system_prompt_tokens,
               {.unit = "tokens",
                .desc = "system prompt at the start of every prompt, shared by "
@@ -246,6 +256,10 @@ class Conversations final : public Workload {
     if (header_on && cfg_.dynamic_header_position == "last") r.segments.push_back(header);
     r.output_tokens = s.pending_reply_tokens;
     r.output_content = content_id(p.session, s.turn, 2);
+    if (cfg_.patience_s > 0) {
+      r.cancel_at = p.time + from_seconds(cfg_.patience_s);
+      r.cancel_propagates = cfg_.cancel_propagates;
+    }
     finish_spec(r);
     return r;
   }

@@ -33,6 +33,10 @@ struct RequestSpec {
   bool context_overflow = false;
   std::int32_t truncated_tokens = 0;  // history the application cut to make the prompt fit
   std::int32_t stable_tokens = 0;     // prompt tokens before the history (system, document, header)
+  // The client gives up at this time if the reply has not finished (kTimeNever: never); the
+  // server stops working on it only if the cancellation propagates.
+  SimTime cancel_at = kTimeNever;
+  bool cancel_propagates = true;
 };
 
 inline constexpr std::uint8_t kPurposeTurn = 0;
