@@ -48,6 +48,10 @@ bool Simulation::active() const {
 }
 
 void Simulation::deliver(RequestSpec& spec, SimTime now) {
+  if (spec.purpose == kPurposeRelease) {
+    for (auto* r : replica_ptrs_) released_blocks_ += r->release_session(spec.session);
+    return;
+  }
   RequestRecord rec;
   rec.id = log_.size();
   rec.arrival = now;
@@ -156,6 +160,8 @@ RunResult Simulation::run() {
     res.end_time = queue_.now();
   }
   res.events = queue_.events_processed();
+  res.workload_stats = workload_->stats();
+  res.workload_stats.emplace_back("released_blocks", static_cast<double>(released_blocks_));
   res.requests = std::move(log_);
   res.timeseries = std::move(series_);
   for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {

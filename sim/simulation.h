@@ -50,9 +50,10 @@ struct RunResult {
   RequestLog requests;
   std::vector<TimeSeries> timeseries;
   std::vector<ReplicaResult> replicas;
-  SimTime end_time = 0;        // when the last event ran
-  std::uint64_t events = 0;    // events processed
-  bool stopped_early = false;  // simulation.max_time_s cut the run
+  SimTime end_time = 0;                                        // when the last event ran
+  std::uint64_t events = 0;                                    // events processed
+  bool stopped_early = false;                                  // simulation.max_time_s cut the run
+  std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
 };
 
 class Simulation final : public EventHandler, public RequestObserver {
@@ -81,6 +82,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::vector<Replica*> replica_ptrs_;
   std::vector<std::string> replica_pool_;
   std::vector<TimeSeries> series_;
+  std::int64_t released_blocks_ = 0;      // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;

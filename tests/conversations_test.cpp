@@ -218,5 +218,32 @@ TEST(Conversations, CancelledTurnsStopOrWasteTheServersWork) {
   EXPECT_EQ(waste.summary.wasted_tokens, 20 * 599);
 }
 
+// Active -> idle -> archived: a session whose user thinks longer than idle_timeout_s turns idle
+// and the fleet drops its KV (with a session-based retention policy: lru keeps no per-session
+// index); one whose user thinks longer than archive_timeout_s is archived and sends nothing more.
+TEST(Conversations, IdleSessionsDropTheirKvAndArchivedOnesEnd) {
+  const std::string y =
+      "seed: 7\nworkload:\n  impl: conversations\n  num_sessions: 40\n"
+      "  session_arrival: {impl: poisson, rate_per_s: 1}\n  turns: {impl: fixed, value: 6}\n"
+      "  user_tokens: {impl: fixed, value: 100}\n  reply_tokens: {impl: fixed, value: 100}\n"
+      "  think_time_s: 20\n  idle_timeout_s: 10\n  archive_timeout_s: 40\n"
+      "pools:\n  - model: Llama-3-8B\n    gpu: H100-SXM\nsimulation: {check_invariants: true}\n";
+  const auto lru = testing::run_yaml(y, {"pools[0].engine.retention={impl: lru}"});
+  const auto aware = testing::run_yaml(y, {"pools[0].engine.retention={impl: session_aware}"});
+  for (const auto* r : {&lru, &aware}) {
+    // Exponential think times of mean 20 s: about e^-0.5 = 61% exceed 10 s, e^-2 = 14% exceed 40.
+    EXPECT_GT(r->summary.workload_stat("sessions_gone_idle"), 0);
+    EXPECT_GT(r->summary.workload_stat("sessions_archived"), 0);
+    // Archived sessions stop early: fewer turns than 40 sessions x 6.
+    EXPECT_LT(r->summary.ok, 240);
+    EXPECT_EQ(r->summary.workload_stat("sessions_gone_idle"),
+              lru.summary.workload_stat("sessions_gone_idle"));
+  }
+  EXPECT_EQ(lru.summary.workload_stat("released_blocks"), 0);
+  EXPECT_GT(aware.summary.workload_stat("released_blocks"), 0);
+  // Dropping an idle session's KV means its next turn recomputes its history.
+  EXPECT_LT(aware.summary.prefix_cache_hit_rate(), lru.summary.prefix_cache_hit_rate());
+}
+
 }  // namespace
 }  // namespace kvfleet

@@ -538,6 +538,10 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   if (observer_ && o != Outcome::kUnfinished) observer_->on_request_end(request, now);
 }
 
+std::int64_t Replica::release_session(std::uint64_t session) {
+  return by_session_ ? kv_.evict_session(session, INT64_MAX) : 0;
+}
+
 void Replica::cancel(std::uint32_t request, SimTime now) {
   pending_cancels_.push_back(request);
   if (!stepping_) apply_cancels(now);

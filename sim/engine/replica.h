@@ -114,6 +114,9 @@ class Replica final : public EventHandler, private VictimChooser {
   // The client cancelled `request` and the cancellation reaches the engine: its work stops at the
   // next step boundary (vLLM processes aborts between steps) and its KV is freed.
   void cancel(std::uint32_t request, SimTime now);
+  // The application says a session went idle: drop the KV its free cached blocks hold (only
+  // session-based retention keeps the per-session index this needs). Returns blocks dropped.
+  std::int64_t release_session(std::uint64_t session);
 
  private:
   enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };

@@ -131,6 +131,11 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       o << "; " << s.truncated_requests << " turns truncated (" << s.truncated_tokens
         << " history tokens cut)";
     o << "\n";
+    if (s.workload_stat("sessions_gone_idle") > 0 || s.workload_stat("sessions_archived") > 0)
+      o << "  lifecycle: " << s.workload_stat("sessions_gone_idle")
+        << " times a session went idle (" << s.workload_stat("released_blocks")
+        << " KV blocks dropped), " << s.workload_stat("sessions_archived")
+        << " sessions archived\n";
     row("TTFT, first turns             ", s.ttft_first);
     row("TTFT, later turns, warm       ", s.ttft_warm);
     row("TTFT, later turns, cold       ", s.ttft_cold);

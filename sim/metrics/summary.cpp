@@ -93,6 +93,7 @@ Summary summarize(const RunResult& r) {
   s.ttft_warm = latency_stats(std::move(warm));
   s.ttft_cold = latency_stats(std::move(cold));
   s.sessions = static_cast<std::int64_t>(sessions.size());
+  s.workload_stats = r.workload_stats;
   s.tpot = latency_stats(std::move(tpot));
   s.e2e = latency_stats(std::move(e2e));
   s.queue = latency_stats(std::move(queue));
@@ -173,6 +174,7 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"num_swaps", double(num_swaps)});
   v.push_back({"sessions", double(sessions)});
   v.push_back({"wasted_tokens", double(wasted_tokens)});
+  for (const auto& kv : workload_stats) v.push_back(kv);
   v.push_back({"summary_requests", double(summary_requests)});
   v.push_back({"summary_input_tokens", double(summary_input_tokens)});
   v.push_back({"summary_output_tokens", double(summary_output_tokens)});

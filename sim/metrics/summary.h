@@ -44,7 +44,13 @@ struct Summary {
   std::int64_t truncated_tokens = 0;
   LatencyStats ttft_first, ttft_warm, ttft_cold;  // first turns; later turns with / without reuse
   std::int64_t sessions = 0;
-  std::int64_t wasted_tokens = 0;           // tokens computed for requests that ended cancelled
+  std::int64_t wasted_tokens = 0;  // tokens computed for requests that ended cancelled
+  std::vector<std::pair<std::string, double>> workload_stats;  // counters the workload keeps
+  double workload_stat(const std::string& name) const {
+    for (const auto& [k, v] : workload_stats)
+      if (k == name) return v;
+    return 0;
+  }
   std::int64_t tier_hit_tokens = 0;         // prompt tokens loaded from KV tiers
   std::int64_t tier_recomputed_tokens = 0;  // found in a tier, recomputed as cheaper
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of

@@ -31,6 +31,8 @@ class Conversations final : public Workload {
     double think_time_s = 30;
     double abandon_probability = 0;
     double patience_s = 0;
+    double idle_timeout_s = 0;
+    double archive_timeout_s = 0;
     bool cancel_propagates = true;
     std::int64_t system_prompt_tokens = 0;
     double document_probability = 0;
@@ -84,6 +86,16 @@ class Conversations final : public Workload {
       v.param("cancel_propagates", cancel_propagates,
               {.desc = "a cancellation stops the server's work (else the server finishes the "
                        "reply for nobody: wasted work)"});
+      v.param("idle_timeout_s", idle_timeout_s,
+              {.unit = "s",
+               .desc = "a session with no message this long after a reply turns idle "
+                       "and the fleet drops its KV (session-based retention); 0 = never",
+               .min = 0});
+      v.param("archive_timeout_s", archive_timeout_s,
+              {.unit = "s",
+               .desc = "a session idle this long after a reply is archived: the user "
+                       "does not come back; 0 = never",
+               .min = 0});
       v.param("system_prompt_tokens", system_prompt_tokens,
               {.unit = "tokens",
                .desc = "system prompt at the start of every prompt, shared by "
@@ -182,6 +194,13 @@ class Conversations final : public Workload {
     queue_.pop();
     if (p.start && cfg_.users == 0) start_queued_ = false;
     Session& s = sessions_[p.session - 1];
+    if (p.release) {  // the session turned idle: not a request
+      RequestSpec idle;
+      idle.arrival = p.time;
+      idle.session = p.session;
+      idle.purpose = kPurposeRelease;
+      return idle;
+    }
     RequestSpec r;
     r.arrival = p.time;
     r.session = p.session;
@@ -293,11 +312,30 @@ class Conversations final : public Workload {
       end_session(s, now);
       return;
     }
-    const SimTime next = now + from_seconds(rng_think_.exponential(cfg_.think_time_s));
-    queue_.push({next, seq_++, rec.session, false});
+    const double think = rng_think_.exponential(cfg_.think_time_s);
+    // Lifecycle: active until idle_timeout_s without a message, archived after archive_timeout_s.
+    if (cfg_.archive_timeout_s > 0 && think > cfg_.archive_timeout_s) {
+      ++archived_;
+      if (cfg_.idle_timeout_s > 0 && cfg_.idle_timeout_s < cfg_.archive_timeout_s) {
+        ++went_idle_;
+        queue_.push({now + from_seconds(cfg_.idle_timeout_s), seq_++, rec.session, false, true});
+      }
+      end_session(s, now + from_seconds(cfg_.archive_timeout_s));
+      return;
+    }
+    if (cfg_.idle_timeout_s > 0 && think > cfg_.idle_timeout_s) {
+      ++went_idle_;
+      queue_.push({now + from_seconds(cfg_.idle_timeout_s), seq_++, rec.session, false, true});
+    }
+    queue_.push({now + from_seconds(think), seq_++, rec.session, false});
   }
 
   double nominal_rate_per_s() const override { return arrival_->rate_per_s(); }
+  std::vector<std::pair<std::string, double>> stats() const override {
+    return {{"sessions_gone_idle", static_cast<double>(went_idle_)},
+            {"sessions_archived", static_cast<double>(archived_)},
+            {"summaries", static_cast<double>(summaries_)}};
+  }
 
  private:
   struct Session {
@@ -319,7 +357,8 @@ class Conversations final : public Workload {
     SimTime time;
     std::uint64_t seq;
     std::uint64_t session;
-    bool start;  // the first turn of a session
+    bool start;            // the first turn of a session
+    bool release = false;  // not a turn: the session turns idle
     bool operator>(const Pending& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
@@ -397,6 +436,7 @@ class Conversations final : public Workload {
   std::int64_t started_ = 0;
   std::int64_t in_flight_ = 0;
   std::int64_t summaries_ = 0;
+  std::int64_t went_idle_ = 0, archived_ = 0;
   double start_s_ = 0;
   bool start_queued_ = false;
 };

@@ -41,5 +41,7 @@ struct RequestSpec {
 
 inline constexpr std::uint8_t kPurposeTurn = 0;
 inline constexpr std::uint8_t kPurposeSummary = 1;
+// Not a request: the session went idle, and the fleet may drop the state it holds for it.
+inline constexpr std::uint8_t kPurposeRelease = 2;
 
 }  // namespace kvfleet::sim

@@ -5,6 +5,9 @@
 // flows back up the data flow.
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/config/params.h"
 #include "sim/metrics/request_log.h"
@@ -25,6 +28,8 @@ class Workload {
   virtual void on_request_end(const RequestRecord& r, SimTime now) {}
   // Mean arrival rate where the workload has one (for reports), else 0.
   virtual double nominal_rate_per_s() const = 0;
+  // Counters the workload keeps itself (name, value), for the summary.
+  virtual std::vector<std::pair<std::string, double>> stats() const { return {}; }
 };
 
 // An open-loop workload: generates its requests in arrival order, one ahead.
