@@ -34,16 +34,31 @@ void ScenarioConfig::visit(V& v) {
   v.param("seed", seed, {.desc = "seed of every random stream in the run", .min = 0});
   v.impl("workload", workload, workload_registry(), {.desc = "where requests come from"});
   v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
-  v.param("pools", pools, {.desc = "the fleet: pools of identical replicas", .required = true});
+  v.param("pools", pools,
+          {.desc = "the fleet: pools of identical replicas; requests go to the first pool unless "
+                   "they name another (routing across pools arrives with the fleet issue)",
+           .required = true});
   v.param("models", models, {.desc = "extra model definitions (presets are always available)"});
   v.param("gpus", gpus, {.desc = "extra GPU definitions (presets are always available)"});
   v.param("simulation", simulation, {.desc = "clock and sampling"});
 }
 
 void ScenarioConfig::check(config::Reader& r) const {
-  if (pools.size() > 1)
-    r.fail_key("pools", "this version simulates one pool (" + std::to_string(pools.size()) +
-                            " given); several pools arrive with the fleet issue");
+  for (std::size_t i = 0; i < pools.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (pools[i].name == pools[j].name)
+        r.fail_key("pools", "two pools are named '" + pools[i].name + "'");
+  // A workload may send some requests to a named pool (conversations: summaries).
+  const YAML::Node& w = workload.params;
+  if (w.IsMap() && w["summary_pool"].IsDefined()) {
+    const std::string name = w["summary_pool"].as<std::string>();
+    bool found = name.empty();
+    for (const auto& p : pools) found |= p.name == name;
+    if (!found) {
+      throw InputError(r.source().where(w["summary_pool"], "workload.summary_pool"),
+                       "workload.summary_pool", "no pool is named '" + name + "'");
+    }
+  }
 }
 
 namespace {

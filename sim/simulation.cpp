@@ -10,11 +10,14 @@ Simulation::Simulation(const Scenario& sc)
       sample_interval_(
           std::max<SimTime>(1, from_seconds(sc.config.simulation.timeseries_interval_s))) {
   const auto seed = static_cast<std::uint64_t>(sc.config.seed);
-  workload_ = workload_registry().make(sc.config.workload, seed);
-  router_ = router_registry().make(sc.config.router, seed);
+  std::vector<std::string> pool_names;
+  for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
+  workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
   int index = 0;
   for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
     const PoolConfig& pc = sc.config.pools[p];
+    routers_.push_back(router_registry().make(sc.config.router, seed + p));
+    pool_replicas_.emplace_back();
     const Scenario::PoolInfo& info = sc.pools[p];
     const CostContext ctx{info.model, info.gpu, pc.tensor_parallel, dtype_bytes(info.weight_dtype),
                           dtype_bytes(info.memory.kv_dtype)};
@@ -30,6 +33,7 @@ Simulation::Simulation(const Scenario& sc)
                                                     cost_model_registry().make(pc.cost_model, ctx),
                                                     log_, queue_, index++, this));
       replica_ptrs_.push_back(replicas_.back().get());
+      pool_replicas_.back().push_back(replicas_.back().get());
       replica_pool_.push_back(pc.name);
       TimeSeries ts;
       ts.replica = replicas_.back()->name();
@@ -78,8 +82,9 @@ void Simulation::deliver(RequestSpec& spec, SimTime now) {
     log_.back().cancel_propagates = spec.cancel_propagates;
     queue_.push(std::max(spec.cancel_at, now), this, kCancel, rec.id);
   }
-  const std::size_t r = router_->pick(spec, replica_ptrs_);
-  replica_ptrs_[r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
+  const std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
+  const std::size_t r = routers_[pool]->pick(spec, pool_replicas_[pool]);
+  pool_replicas_[pool][r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
 }
 
 void Simulation::sample(SimTime now) {

@@ -77,7 +77,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   EventQueue queue_;
   RequestLog log_;
   std::unique_ptr<Workload> workload_;
-  std::unique_ptr<Router> router_;
+  std::vector<std::unique_ptr<Router>> routers_;      // one per pool
+  std::vector<std::vector<Replica*>> pool_replicas_;  // replicas of each pool
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<Replica*> replica_ptrs_;
   std::vector<std::string> replica_pool_;

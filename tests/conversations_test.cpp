@@ -245,5 +245,38 @@ TEST(Conversations, IdleSessionsDropTheirKvAndArchivedOnesEnd) {
   EXPECT_LT(aware.summary.prefix_cache_hit_rate(), lru.summary.prefix_cache_hit_rate());
 }
 
+// Summaries can go to a pool of their own: users' turns stay on the first pool.
+TEST(Conversations, SummariesGoToTheNamedPool) {
+  const std::string two_pools =
+      "  context_policy: {impl: summarize, threshold_tokens: 800, keep_turns: 2}\n"
+      "  summary_tokens: 120\n  summary_pool: summarizer\n";
+  std::string y = one_session(two_pools);
+  y.replace(y.find("simulation:"), 0,
+            "  - name: summarizer\n    model: Llama-3.1-8B\n    gpu: L40S\n"
+            "    engine: {max_model_len: 32768}\n");
+  const auto r = testing::run_yaml(y);
+  ASSERT_EQ(r.result.replicas.size(), 2u);
+  EXPECT_EQ(r.result.replicas[1].pool, "summarizer");
+  int summaries = 0;
+  for (const auto& q : r.result.requests) {
+    if (q.purpose == sim::kPurposeSummary) {
+      EXPECT_EQ(q.replica, 1);
+      ++summaries;
+    } else {
+      EXPECT_EQ(q.replica, 0);
+    }
+  }
+  EXPECT_GT(summaries, 3);
+  EXPECT_EQ(r.summary.ok - r.summary.summary_requests, kTurns);
+  // A pool name that does not exist is an input error naming the key.
+  try {
+    testing::run_yaml(one_session(two_pools));
+    FAIL() << "no error";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "workload.summary_pool");
+    EXPECT_NE(e.problem().find("no pool is named 'summarizer'"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace kvfleet

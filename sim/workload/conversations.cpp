@@ -46,6 +46,7 @@ class Conversations final : public Workload {
     std::int64_t output_reservation_tokens = 0;
     std::string overflow = "reject";
     std::int64_t summary_tokens = 400;
+    std::string summary_pool;
     int tenants = 1;
     std::vector<double> priority_weights;
     template <class V>
@@ -144,6 +145,8 @@ class Conversations final : public Workload {
                .choices = {"reject", "truncate"}});
       v.param("summary_tokens", summary_tokens,
               {.unit = "tokens", .desc = "length of a summary (summarize policy)", .min = 1});
+      v.param("summary_pool", summary_pool,
+              {.desc = "pool that serves summarisation requests; empty = the fleet's first pool"});
       v.param(
           "tenants", tenants,
           {.unit = "tenants", .desc = "sessions are spread uniformly over tenants 1..N", .min = 1});
@@ -153,7 +156,7 @@ class Conversations final : public Workload {
     }
   };
 
-  Conversations(const Config& c, std::uint64_t seed)
+  Conversations(const Config& c, std::uint64_t seed, const std::vector<std::string>& pools)
       : cfg_(c),
         seed_(seed),
         policy_(context_policy_registry().make(c.context_policy)),
@@ -171,6 +174,8 @@ class Conversations final : public Workload {
         rng_doc_(seed, "workload.document"),
         rng_abandon_(seed, "workload.abandon") {
     for (double x : c.priority_weights) priority_total_ += x;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (pools[i] == c.summary_pool) summary_pool_ = static_cast<std::int32_t>(i);
     if (cfg_.users > 0) {
       // Closed loop: every user starts a session at time 0 (staggered by one gap).
       for (int u = 0; u < cfg_.users && started_ < cfg_.num_sessions; ++u)
@@ -237,6 +242,7 @@ class Conversations final : public Workload {
       }
       r.output_tokens = static_cast<std::int32_t>(cfg_.summary_tokens);
       r.output_content = content_id(p.session, s.turn, 3);
+      r.pool = summary_pool_;
       s.summarizing_upto = choice.summarize_upto;
       finish_spec(r);
       return r;
@@ -437,6 +443,7 @@ class Conversations final : public Workload {
   std::int64_t in_flight_ = 0;
   std::int64_t summaries_ = 0;
   std::int64_t went_idle_ = 0, archived_ = 0;
+  std::int32_t summary_pool_ = -1;
   double start_s_ = 0;
   bool start_queued_ = false;
 };

@@ -28,6 +28,7 @@ struct RequestSpec {
   std::int32_t priority = 0;  // lower is more urgent (vLLM's convention)
   // Conversations: what the request is for, and which turn of its session it is (1-based).
   std::uint8_t purpose = 0;  // 0: a user's turn; 1: a summarisation request
+  std::int32_t pool = -1;    // index of the pool to serve it; -1: the first pool
   std::int32_t turn = 0;
   // The application refused to send it: its context did not fit (context policy hard limit).
   bool context_overflow = false;

@@ -55,7 +55,7 @@ class Synthetic final : public StreamWorkload {
     }
   };
 
-  Synthetic(const Config& c, std::uint64_t seed)
+  Synthetic(const Config& c, std::uint64_t seed, const std::vector<std::string>&)
       : cfg_(c),
         arrival_(arrival_registry().make(c.arrival)),
         input_(length_dist_registry().make(c.input_tokens)),
@@ -134,7 +134,7 @@ class Trace final : public StreamWorkload {
     }
   };
 
-  Trace(const Config& c, std::uint64_t)
+  Trace(const Config& c, std::uint64_t, const std::vector<std::string>&)
       : rows_(read_trace(c.format, c.path)),
         block_tokens_(static_cast<std::int32_t>(c.hash_block_tokens)) {
     std::size_t begin = std::min<std::size_t>(c.start_row, rows_.size());

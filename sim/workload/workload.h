@@ -61,8 +61,9 @@ class StreamWorkload : public Workload {
   bool primed_ = false, has_ = false;
 };
 
-// Constructed with the scenario seed; each workload derives its own named streams from it.
-using WorkloadRegistry = config::Registry<Workload, std::uint64_t>;
+// Constructed with the scenario seed (each workload derives its own named streams from it) and
+// the fleet's pool names, in order (a request may name the pool that serves it).
+using WorkloadRegistry = config::Registry<Workload, std::uint64_t, const std::vector<std::string>&>;
 const WorkloadRegistry& workload_registry();
 
 }  // namespace kvfleet::sim

@@ -16,7 +16,8 @@ namespace {
 std::unique_ptr<Workload> make(const std::string& w, std::uint64_t seed = 5) {
   static std::vector<Scenario> keep;  // ImplSpec params live in the scenario
   keep.push_back(load_scenario_text("workload: " + w + "\npools: [{}]\n", "<t>", ".", {}));
-  return workload_registry().make(keep.back().config.workload, seed);
+  static const std::vector<std::string> pools = {"pool0"};
+  return workload_registry().make(keep.back().config.workload, seed, pools);
 }
 
 std::vector<RequestSpec> drain(Workload& w) {
