@@ -173,7 +173,6 @@ class Conversations final : public Workload {
         rng_priority_(seed, "workload.priority"),
         rng_doc_(seed, "workload.document"),
         rng_abandon_(seed, "workload.abandon") {
-    for (double x : c.priority_weights) priority_total_ += x;
     for (std::size_t i = 0; i < pools.size(); ++i)
       if (pools[i] == c.summary_pool) summary_pool_ = static_cast<std::int32_t>(i);
     if (cfg_.users > 0) {
@@ -395,15 +394,9 @@ class Conversations final : public Workload {
 
   void start_session(SimTime at) {
     Session s;
-    s.tenant =
-        cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
+    s.tenant = draw_tenant(cfg_.tenants, rng_tenant_);
     s.turns = std::max<std::int32_t>(1, turns_->sample(rng_turns_));
-    if (priority_total_ > 0) {
-      double u = rng_priority_.uniform() * priority_total_;
-      while (s.priority + 1 < static_cast<std::int32_t>(cfg_.priority_weights.size()) &&
-             u >= cfg_.priority_weights[s.priority])
-        u -= cfg_.priority_weights[s.priority++];
-    }
+    s.priority = draw_weighted(cfg_.priority_weights, rng_priority_);
     if (cfg_.document_tokens > 0 && rng_doc_.uniform() < cfg_.document_probability) {
       const auto tokens = static_cast<std::int32_t>(cfg_.document_tokens);
       if (cfg_.shared_documents > 0)
@@ -435,7 +428,6 @@ class Conversations final : public Workload {
   std::unique_ptr<LengthDist> turns_, user_, reply_;
   RngStream rng_arrival_, rng_turns_, rng_user_, rng_reply_, rng_think_, rng_tenant_, rng_priority_,
       rng_doc_, rng_abandon_;
-  double priority_total_ = 0;
   std::vector<Session> sessions_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;

@@ -214,6 +214,20 @@ class Constant final : public ArrivalProcess {
 
 }  // namespace
 
+std::int32_t draw_weighted(const std::vector<double>& weights, RngStream& rng) {
+  double total = 0;
+  for (double w : weights) total += w;
+  if (total <= 0) return 0;
+  double u = rng.uniform() * total;
+  std::int32_t i = 0;
+  while (i + 1 < static_cast<std::int32_t>(weights.size()) && u >= weights[i]) u -= weights[i++];
+  return i;
+}
+
+std::uint32_t draw_tenant(int tenants, RngStream& rng) {
+  return tenants > 1 ? 1 + static_cast<std::uint32_t>(rng.below(tenants)) : 1;
+}
+
 const LengthDistRegistry& length_dist_registry() {
   static const LengthDistRegistry reg = [] {
     LengthDistRegistry r("length distribution", "");

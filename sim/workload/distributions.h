@@ -21,6 +21,11 @@ class LengthDist {
 using LengthDistRegistry = config::Registry<LengthDist>;
 const LengthDistRegistry& length_dist_registry();
 
+// Index i drawn with probability weights[i] / Σ weights; 0, drawing nothing, when they sum to 0.
+std::int32_t draw_weighted(const std::vector<double>& weights, RngStream& rng);
+// A tenant id uniform in 1..tenants; 1, drawing nothing, when there is one tenant.
+std::uint32_t draw_tenant(int tenants, RngStream& rng);
+
 // A renewal arrival process: the gap to the next arrival.
 class ArrivalProcess {
  public:

@@ -64,9 +64,7 @@ class Synthetic final : public StreamWorkload {
         rng_input_(seed, "workload.input_tokens"),
         rng_output_(seed, "workload.output_tokens"),
         rng_tenant_(seed, "workload.tenant"),
-        rng_priority_(seed, "workload.priority") {
-    for (double x : c.priority_weights) priority_total_ += x;
-  }
+        rng_priority_(seed, "workload.priority") {}
 
   bool generate(RequestSpec& out) override {
     if (cfg_.num_requests > 0 && count_ >= cfg_.num_requests) return false;
@@ -77,8 +75,7 @@ class Synthetic final : public StreamWorkload {
     out.arrival = from_seconds(t_s_);
     const std::int32_t user = input_->sample(rng_input_);
     out.output_tokens = output_->sample(rng_output_);
-    out.tenant =
-        cfg_.tenants > 1 ? 1 + static_cast<std::uint32_t>(rng_tenant_.below(cfg_.tenants)) : 1;
+    out.tenant = draw_tenant(cfg_.tenants, rng_tenant_);
     if (cfg_.shared_prefix_tokens > 0) {
       // Content ids are stable per tenant, so every request of a tenant shares the prefix.
       out.segments.push_back({stable_hash("system-prompt") + out.tenant,
@@ -86,14 +83,7 @@ class Synthetic final : public StreamWorkload {
     }
     out.segments.push_back({0, user, out.tenant});
     out.input_tokens = static_cast<std::int32_t>(cfg_.shared_prefix_tokens) + user;
-    if (priority_total_ > 0) {
-      double u = rng_priority_.uniform() * priority_total_;
-      std::int32_t p = 0;
-      while (p + 1 < static_cast<std::int32_t>(cfg_.priority_weights.size()) &&
-             u >= cfg_.priority_weights[p])
-        u -= cfg_.priority_weights[p++];
-      out.priority = p;
-    }
+    out.priority = draw_weighted(cfg_.priority_weights, rng_priority_);
     ++count_;
     return true;
   }
@@ -104,7 +94,6 @@ class Synthetic final : public StreamWorkload {
   std::unique_ptr<ArrivalProcess> arrival_;
   std::unique_ptr<LengthDist> input_, output_;
   RngStream rng_arrival_, rng_input_, rng_output_, rng_tenant_, rng_priority_;
-  double priority_total_ = 0;
   double t_s_ = 0;
   std::int64_t count_ = 0;
 };
