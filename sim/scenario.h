@@ -31,6 +31,7 @@ struct PoolConfig {
 struct SimulationConfig {
   double max_time_s = 0;
   double timeseries_interval_s = 1.0;
+  double scrape_interval_s = 0.05;
   bool check_invariants = false;
   std::vector<double> report_context_tokens = {2048, 8192, 32768};
   template <class V>
@@ -44,6 +45,11 @@ struct SimulationConfig {
             {.unit = "s",
              .desc = "sampling interval of the per-replica time series",
              .positive = true});
+    v.param("scrape_interval_s", scrape_interval_s,
+            {.unit = "s",
+             .desc = "routers see replicas' load signals as of the last scrape, this "
+                     "often; 0 = always current",
+             .min = 0});
     v.param("check_invariants", check_invariants,
             {.desc = "verify KV block conservation and scheduler limits after every step (slow)"});
     v.param("report_context_tokens", report_context_tokens,

@@ -10,6 +10,7 @@ Simulation::Simulation(const Scenario& sc)
       sample_interval_(
           std::max<SimTime>(1, from_seconds(sc.config.simulation.timeseries_interval_s))) {
   const auto seed = static_cast<std::uint64_t>(sc.config.seed);
+  scrape_interval_ = from_seconds(sc.config.simulation.scrape_interval_s);
   std::vector<std::string> pool_names;
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
@@ -83,8 +84,18 @@ void Simulation::deliver(RequestSpec& spec, SimTime now) {
     queue_.push(std::max(spec.cancel_at, now), this, kCancel, rec.id);
   }
   const std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
-  const std::size_t r = routers_[pool]->pick(spec, pool_replicas_[pool]);
+  if (scrape_interval_ == 0) scrape(pool);  // signals always current
+  const std::size_t r = routers_[pool]->pick(spec, signals_[pool]);
   pool_replicas_[pool][r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
+}
+
+void Simulation::scrape(std::size_t pool) {
+  auto& sig = signals_[pool];
+  sig.resize(pool_replicas_[pool].size());
+  for (std::size_t i = 0; i < sig.size(); ++i) {
+    const Replica& r = *pool_replicas_[pool][i];
+    sig[i] = {r.num_requests_running(), r.num_requests_waiting(), r.kv_cache_usage()};
+  }
 }
 
 void Simulation::sample(SimTime now) {
@@ -119,6 +130,11 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     }
     return;
   }
+  if (kind == kScrape) {
+    for (std::size_t p = 0; p < signals_.size(); ++p) scrape(p);
+    if (active()) queue_.push(now + scrape_interval_, this, kScrape);
+    return;
+  }
   if (kind == kSample) {
     sample(now);
     if (active()) queue_.push(now + sample_interval_, this, kSample);
@@ -148,6 +164,9 @@ void Simulation::on_request_end(std::uint32_t request, SimTime now) {
 }
 
 RunResult Simulation::run() {
+  signals_.resize(pool_replicas_.size());
+  for (std::size_t p = 0; p < signals_.size(); ++p) scrape(p);
+  if (scrape_interval_ > 0) queue_.push(0, this, kScrape);
   arm_arrival();
   queue_.push(0, this, kSample);
   const double max_s = scenario_.config.simulation.max_time_s;

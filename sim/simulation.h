@@ -66,7 +66,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   void on_request_end(std::uint32_t request, SimTime now) override;
 
  private:
-  enum Kind : std::uint32_t { kArrival = 0, kSample = 1, kCancel = 2 };
+  enum Kind : std::uint32_t { kArrival = 0, kSample = 1, kCancel = 2, kScrape = 3 };
+  void scrape(std::size_t pool);  // refreshes the load signals routers see
   void deliver(RequestSpec& spec, SimTime now);
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
@@ -79,6 +80,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::unique_ptr<Workload> workload_;
   std::vector<std::unique_ptr<Router>> routers_;      // one per pool
   std::vector<std::vector<Replica*>> pool_replicas_;  // replicas of each pool
+  std::vector<std::vector<ReplicaLoad>> signals_;     // per pool: last scraped load signals
+  SimTime scrape_interval_ = 0;                       // 0: signals always current
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<Replica*> replica_ptrs_;
   std::vector<std::string> replica_pool_;

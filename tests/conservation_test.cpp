@@ -134,6 +134,24 @@ TEST(Conservation, HoldsUnderEveryRetentionPolicyWithTiers) {
   }
 }
 
+// A pool of four replicas under every router: each request ends once, wherever it went.
+TEST(Conservation, HoldsOnAFleetUnderEveryRouter) {
+  for (const char* router :
+       {"{impl: round_robin}", "{impl: random}", "{impl: least_outstanding}",
+        "{impl: least_kv_usage}", "{impl: power_of_two}", "{impl: session_affinity}",
+        "{impl: consistent_hash, load_factor: 1.25}"}) {
+    const auto r = testing::run_yaml(
+        kChats, {std::string("router=") + router, "pools[0].replicas=4",
+                 "pools[0].engine.num_gpu_blocks_override=400", "workload.num_sessions=100"});
+    const auto& s = r.summary;
+    EXPECT_EQ(s.ok + s.rejected, s.requests) << router;
+    ASSERT_EQ(r.result.replicas.size(), 4u);
+    std::int64_t served = 0;
+    for (const auto& rep : r.result.replicas) served += rep.stats.generation_tokens > 0;
+    EXPECT_EQ(served, 4) << router << ": every replica should get work";
+  }
+}
+
 TEST(Conservation, StoppingEarlyMarksRequestsUnfinished) {
   const auto r = testing::run_yaml(kStressed, {"simulation.max_time_s=60"});
   const auto& s = r.summary;

@@ -1,19 +1,28 @@
 #include "sim/fleet/router.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
 #include "sim/core/rng.h"
-#include "sim/engine/replica.h"
+#include "sim/engine/block_hash.h"
 
 namespace kvfleet::sim {
 namespace {
 
+struct NoParams {
+  template <class V>
+  void visit(V&) {}
+};
+
 class RoundRobin final : public Router {
  public:
-  struct Config {
-    template <class V>
-    void visit(V&) {}
-  };
+  using Config = NoParams;
   RoundRobin(const Config&, std::uint64_t) {}
-  std::size_t pick(const RequestSpec&, std::span<Replica* const> r) override {
+  std::size_t pick(const RequestSpec&, std::span<const ReplicaLoad> r) override {
     return next_++ % r.size();
   }
 
@@ -23,12 +32,9 @@ class RoundRobin final : public Router {
 
 class RandomRouter final : public Router {
  public:
-  struct Config {
-    template <class V>
-    void visit(V&) {}
-  };
+  using Config = NoParams;
   RandomRouter(const Config&, std::uint64_t seed) : rng_(seed, "router.random") {}
-  std::size_t pick(const RequestSpec&, std::span<Replica* const> r) override {
+  std::size_t pick(const RequestSpec&, std::span<const ReplicaLoad> r) override {
     return rng_.below(r.size());
   }
 
@@ -36,23 +42,118 @@ class RandomRouter final : public Router {
   RngStream rng_;
 };
 
-// Fewest running + waiting requests; ties go to the lowest index.
+// The smallest value of `key`; ties go to the lowest index.
+template <class F>
+std::size_t argmin(std::span<const ReplicaLoad> r, F key) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < r.size(); ++i)
+    if (key(r[i]) < key(r[best])) best = i;
+  return best;
+}
+
 class LeastOutstanding final : public Router {
  public:
-  struct Config {
-    template <class V>
-    void visit(V&) {}
-  };
+  using Config = NoParams;
   LeastOutstanding(const Config&, std::uint64_t) {}
-  std::size_t pick(const RequestSpec&, std::span<Replica* const> r) override {
-    std::size_t best = 0;
-    int best_load = INT32_MAX;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      const int load = r[i]->num_requests_running() + r[i]->num_requests_waiting();
-      if (load < best_load) best_load = load, best = i;
-    }
-    return best;
+  std::size_t pick(const RequestSpec&, std::span<const ReplicaLoad> r) override {
+    return argmin(r, [](const ReplicaLoad& x) { return x.outstanding(); });
   }
+};
+
+class LeastKvUsage final : public Router {
+ public:
+  using Config = NoParams;
+  LeastKvUsage(const Config&, std::uint64_t) {}
+  std::size_t pick(const RequestSpec&, std::span<const ReplicaLoad> r) override {
+    return argmin(r, [](const ReplicaLoad& x) { return x.kv_usage; });
+  }
+};
+
+// Two replicas drawn at random; the less loaded one (outstanding requests) wins.
+class PowerOfTwo final : public Router {
+ public:
+  using Config = NoParams;
+  PowerOfTwo(const Config&, std::uint64_t seed) : rng_(seed, "router.power_of_two") {}
+  std::size_t pick(const RequestSpec&, std::span<const ReplicaLoad> r) override {
+    if (r.size() == 1) return 0;
+    const std::size_t a = rng_.below(r.size());
+    std::size_t b = rng_.below(r.size() - 1);
+    if (b >= a) ++b;  // two distinct replicas
+    return r[b].outstanding() < r[a].outstanding() ? b : a;
+  }
+
+ private:
+  RngStream rng_;
+};
+
+// Sticky sessions: a session's first request goes to the least loaded replica, later ones follow
+// it. Requests without a session go to the least loaded replica.
+class SessionAffinity final : public Router {
+ public:
+  using Config = NoParams;
+  SessionAffinity(const Config&, std::uint64_t) {}
+  std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
+    const auto least = [&] {
+      return argmin(r, [](const ReplicaLoad& x) { return x.outstanding(); });
+    };
+    if (req.session == 0) return least();
+    auto [it, fresh] = home_.try_emplace(req.session, 0);
+    if (fresh || it->second >= r.size()) it->second = least();
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<std::uint64_t, std::size_t> home_;
+};
+
+// Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): the key (the
+// session, else the request) maps to a point on a ring of virtual nodes; the first replica
+// clockwise whose load after taking the request stays within c × the mean load takes it.
+class BoundedConsistentHash final : public Router {
+ public:
+  struct Config {
+    double load_factor = 1.25;
+    int virtual_nodes = 100;
+    template <class V>
+    void visit(V& v) {
+      v.param("load_factor", load_factor,
+              {.desc = "c: a replica is eligible while its load <= c × the mean load", .min = 1});
+      v.param("virtual_nodes", virtual_nodes,
+              {.unit = "points", .desc = "ring points per replica", .min = 1});
+    }
+  };
+  BoundedConsistentHash(const Config& c, std::uint64_t) : c_(c) {}
+
+  std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
+    if (ring_n_ != r.size()) build(r.size());
+    const std::uint64_t key =
+        mix64(req.session != 0 ? req.session : (1ull << 63) ^ next_anon_++, 0x726F75746572ull);
+    // Load counts the request being placed: sum of outstanding + 1, spread over replicas.
+    double total = 1;
+    for (const auto& x : r) total += x.outstanding();
+    // Integer capacity ceil(c × mean), as in the paper, so that some replica always qualifies.
+    const double bound = std::ceil(c_.load_factor * total / static_cast<double>(r.size()));
+    auto it = ring_.lower_bound(key);
+    for (std::size_t step = 0; step < ring_.size(); ++step, ++it) {
+      if (it == ring_.end()) it = ring_.begin();
+      const std::size_t i = it->second;
+      if (r[i].outstanding() + 1 <= bound) return i;
+    }
+    return argmin(r, [](const ReplicaLoad& x) { return x.outstanding(); });
+  }
+
+ private:
+  void build(std::size_t n) {
+    ring_.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      for (int v = 0; v < c_.virtual_nodes; ++v)
+        ring_.emplace(mix64(static_cast<std::uint64_t>(i) * 1000003ull + v, 0x72696E67ull), i);
+    ring_n_ = n;
+  }
+  Config c_;
+  std::map<std::uint64_t, std::size_t> ring_;
+  std::size_t ring_n_ = 0;
+  std::uint64_t next_anon_ = 0;
 };
 
 }  // namespace
@@ -62,8 +163,14 @@ const RouterRegistry& router_registry() {
     RouterRegistry r("router", "round_robin");
     r.add<RoundRobin>("round_robin", "Replicas in turn.");
     r.add<RandomRouter>("random", "A replica drawn uniformly at random.");
-    r.add<LeastOutstanding>("least_outstanding",
-                            "Fewest running + waiting requests (current signals).");
+    r.add<LeastOutstanding>("least_outstanding", "Fewest running + waiting requests.");
+    r.add<LeastKvUsage>("least_kv_usage", "Lowest KV cache usage.");
+    r.add<PowerOfTwo>("power_of_two", "Two replicas at random; the one with fewer outstanding.");
+    r.add<SessionAffinity>("session_affinity",
+                           "Sticky sessions: a session stays on the replica of its first request.");
+    r.add<BoundedConsistentHash>(
+        "consistent_hash",
+        "Consistent hashing of sessions with bounded loads: walk the ring past full replicas.");
     return r;
   }();
   return reg;

@@ -1,0 +1,95 @@
+#include "sim/fleet/router.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace kvfleet::sim {
+namespace {
+
+std::unique_ptr<Router> make(const std::string& yaml, std::uint64_t seed = 1) {
+  const YAML::Node n = YAML::Load(yaml);
+  config::ImplSpec s;
+  s.impl = n["impl"].as<std::string>();
+  s.params = router_registry().find(s.impl)->resolve(n, "router", config::Source{});
+  return router_registry().make(s, seed);
+}
+
+std::vector<ReplicaLoad> loads(std::vector<int> outstanding, std::vector<double> kv = {}) {
+  std::vector<ReplicaLoad> v;
+  for (std::size_t i = 0; i < outstanding.size(); ++i)
+    v.push_back({outstanding[i], 0, kv.empty() ? 0.0 : kv[i]});
+  return v;
+}
+
+RequestSpec session(std::uint64_t s) {
+  RequestSpec r;
+  r.session = s;
+  return r;
+}
+
+TEST(Router, RoundRobinCycles) {
+  auto r = make("{impl: round_robin}");
+  const auto l = loads({9, 0, 5});
+  std::vector<std::size_t> got;
+  for (int i = 0; i < 6; ++i) got.push_back(r->pick({}, l));
+  EXPECT_EQ(got, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(Router, LeastOutstandingAndLeastKv) {
+  EXPECT_EQ(make("{impl: least_outstanding}")->pick({}, loads({3, 1, 1, 4})), 1u);
+  EXPECT_EQ(make("{impl: least_kv_usage}")->pick({}, loads({0, 0, 0}, {0.5, 0.9, 0.2})), 2u);
+}
+
+TEST(Router, PowerOfTwoNeverPicksTheUniqueMostLoaded) {
+  auto r = make("{impl: power_of_two}");
+  const auto l = loads({5, 5, 5, 9});
+  int zero = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const auto k = r->pick({}, l);
+    ASSERT_NE(k, 3u);
+    zero += k == 0;
+  }
+  // Replica 0 wins whenever it is drawn first among equals: about 1/3 of picks.
+  EXPECT_NEAR(zero / 4000.0, 1.0 / 3, 0.03);
+  const auto skew = loads({0, 10, 10, 10});
+  int best = 0;
+  for (int i = 0; i < 4000; ++i) best += r->pick({}, skew) == 0;
+  EXPECT_NEAR(best / 4000.0, 0.5, 0.03);  // chosen whenever it is one of the two drawn
+}
+
+TEST(Router, SessionAffinityIsSticky) {
+  auto r = make("{impl: session_affinity}");
+  EXPECT_EQ(r->pick(session(7), loads({2, 0, 1})), 1u);  // first request: least loaded
+  EXPECT_EQ(r->pick(session(7), loads({0, 9, 0})), 1u);  // later: stays, however loaded
+  EXPECT_EQ(r->pick(session(8), loads({0, 9, 0})), 0u);
+}
+
+// With c = 1.25, placing requests one by one never puts a replica above ceil(c × the mean load)
+// while others have room, and with equal loads a session always maps to the same replica.
+TEST(Router, ConsistentHashRespectsTheLoadBound) {
+  auto r = make("{impl: consistent_hash, load_factor: 1.25}");
+  std::vector<ReplicaLoad> l = loads({0, 0, 0, 0, 0, 0, 0, 0});
+  int total = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const auto k = r->pick(session(1 + i % 37), l);  // few hot sessions: hashing alone would skew
+    ++l[k].running;
+    ++total;
+    const double bound = std::ceil(1.25 * total / 8.0);  // capacity ceil(c × mean)
+    ASSERT_LE(l[k].outstanding(), bound + 1e-9) << "placement " << i;
+  }
+  auto s = make("{impl: consistent_hash}");
+  const auto even = loads({3, 3, 3, 3});
+  const auto home = s->pick(session(42), even);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(s->pick(session(42), even), home);
+}
+
+TEST(Router, BadLoadFactorIsRejected) {
+  const YAML::Node n = YAML::Load("{impl: consistent_hash, load_factor: 0.5}");
+  EXPECT_THROW(router_registry().find("consistent_hash")->resolve(n, "router", config::Source{}),
+               InputError);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
