@@ -139,7 +139,7 @@ TEST(Conservation, HoldsOnAFleetUnderEveryRouter) {
   for (const char* router :
        {"{impl: round_robin}", "{impl: random}", "{impl: least_outstanding}",
         "{impl: least_kv_usage}", "{impl: power_of_two}", "{impl: session_affinity}",
-        "{impl: consistent_hash, load_factor: 1.25}"}) {
+        "{impl: consistent_hash, load_factor: 1.25}", "{impl: prefix_aware}"}) {
     const auto r = testing::run_yaml(
         kChats, {std::string("router=") + router, "pools[0].replicas=4",
                  "pools[0].engine.num_gpu_blocks_override=400", "workload.num_sessions=100"});
@@ -150,6 +150,22 @@ TEST(Conservation, HoldsOnAFleetUnderEveryRouter) {
     for (const auto& rep : r.result.replicas) served += rep.stats.generation_tokens > 0;
     EXPECT_EQ(served, 4) << router << ": every replica should get work";
   }
+}
+
+// Prefix-aware routing keeps a tenant's system prompt and a session's history where they are
+// cached: a higher prefix-cache hit rate than spreading requests round robin.
+TEST(Conservation, PrefixAwareRoutingHitsMoreThanRoundRobin) {
+  const std::vector<std::string> fleet = {"pools[0].replicas=4",
+                                          "pools[0].engine.num_gpu_blocks_override=1500",
+                                          "workload.num_sessions=100"};
+  auto with = fleet, rr = fleet;
+  with.push_back("router={impl: prefix_aware}");
+  rr.push_back("router={impl: round_robin}");
+  const auto a = testing::run_yaml(kChats, with);
+  const auto b = testing::run_yaml(kChats, rr);
+  std::printf("4 replicas: prefix hit rate %.1f%% prefix_aware, %.1f%% round_robin\n",
+              100 * a.summary.prefix_cache_hit_rate(), 100 * b.summary.prefix_cache_hit_rate());
+  EXPECT_GT(a.summary.prefix_cache_hit_rate(), b.summary.prefix_cache_hit_rate() + 0.1);
 }
 
 TEST(Conservation, StoppingEarlyMarksRequestsUnfinished) {

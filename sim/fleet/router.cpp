@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <list>
 #include <map>
 #include <vector>
 
@@ -156,6 +158,91 @@ class BoundedConsistentHash final : public Router {
   std::uint64_t next_anon_ = 0;
 };
 
+// Prefix-cache-aware weighted scoring, as the Kubernetes Gateway API Inference Extension's
+// default scorers: queue score (maxQ − q) / (maxQ − minQ) × 2, KV score (1 − usage) × 2, prefix
+// score matched blocks / prompt blocks × 3; the highest total wins, ties at random. The prefix
+// index is the router's own (approximate): for each replica, an LRU of the block hashes it sent
+// there, of bounded capacity, as the extension's approximate prefix cache plugin keeps.
+class PrefixAware final : public Router {
+ public:
+  struct Config {
+    double queue_weight = 2, kv_weight = 2, prefix_weight = 3;
+    std::int64_t index_blocks = 100000;
+    int block_size = 16;
+    template <class V>
+    void visit(V& v) {
+      v.param("queue_weight", queue_weight, {.desc = "weight of the queue score", .min = 0});
+      v.param("kv_weight", kv_weight, {.desc = "weight of the KV-usage score", .min = 0});
+      v.param("prefix_weight", prefix_weight,
+              {.desc = "weight of the prefix-match score", .min = 0});
+      v.param("index_blocks", index_blocks,
+              {.unit = "blocks", .desc = "prefix index capacity per replica (LRU)", .min = 1});
+      v.param("block_size", block_size,
+              {.unit = "tokens", .desc = "tokens per hashed block (match the engines')", .min = 1});
+    }
+  };
+  PrefixAware(const Config& c, std::uint64_t seed) : c_(c), rng_(seed, "router.prefix_aware") {}
+
+  std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
+    if (index_.size() != r.size()) index_.resize(r.size());
+    hashes_.clear();
+    if (!req.segments.empty() && req.segments.front().content != 0) {
+      BlockHasher h;
+      h.reset(req.segments, 0, req.tenant, c_.block_size);
+      h.extend(hashes_, req.input_tokens / c_.block_size, req.input_tokens);
+    }
+    const double total_blocks = std::max<double>(1.0, req.input_tokens / c_.block_size);
+    std::int32_t qmin = INT32_MAX, qmax = 0;
+    for (const auto& x : r)
+      qmin = std::min(qmin, x.outstanding()), qmax = std::max(qmax, x.outstanding());
+    double best = -1;
+    std::vector<std::size_t>& ties = ties_;
+    ties.clear();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const double q =
+          qmax > qmin ? static_cast<double>(qmax - r[i].outstanding()) / (qmax - qmin) : 1.0;
+      std::size_t matched = 0;
+      while (matched < hashes_.size() && index_[i].contains(hashes_[matched])) ++matched;
+      const double score = c_.queue_weight * q + c_.kv_weight * (1 - r[i].kv_usage) +
+                           c_.prefix_weight * static_cast<double>(matched) / total_blocks;
+      if (score > best + 1e-12) {
+        best = score;
+        ties.assign(1, i);
+      } else if (score > best - 1e-12) {
+        ties.push_back(i);
+      }
+    }
+    const std::size_t pick = ties.size() == 1 ? ties[0] : ties[rng_.below(ties.size())];
+    for (auto h : hashes_) index_[pick].touch(h, c_.index_blocks);
+    return pick;
+  }
+
+ private:
+  // An LRU set of block hashes.
+  struct Lru {
+    std::list<std::uint64_t> order;  // most recent at the back
+    absl::flat_hash_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
+    bool contains(std::uint64_t h) const { return where.contains(h); }
+    void touch(std::uint64_t h, std::int64_t capacity) {
+      if (auto it = where.find(h); it != where.end()) {
+        order.splice(order.end(), order, it->second);
+        return;
+      }
+      if (static_cast<std::int64_t>(order.size()) >= capacity) {
+        where.erase(order.front());
+        order.pop_front();
+      }
+      order.push_back(h);
+      where[h] = std::prev(order.end());
+    }
+  };
+  Config c_;
+  RngStream rng_;
+  std::vector<Lru> index_;
+  std::vector<std::uint64_t> hashes_;
+  std::vector<std::size_t> ties_;
+};
+
 }  // namespace
 
 const RouterRegistry& router_registry() {
@@ -171,6 +258,9 @@ const RouterRegistry& router_registry() {
     r.add<BoundedConsistentHash>(
         "consistent_hash",
         "Consistent hashing of sessions with bounded loads: walk the ring past full replicas.");
+    r.add<PrefixAware>("prefix_aware",
+                       "Weighted scores of queue, KV usage and prefix match (Gateway API Inference "
+                       "Extension), with a router-side approximate prefix index.");
     return r;
   }();
   return reg;

@@ -85,6 +85,31 @@ TEST(Router, ConsistentHashRespectsTheLoadBound) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(s->pick(session(42), even), home);
 }
 
+RequestSpec prompt(std::uint64_t content, std::int32_t tokens) {
+  RequestSpec r;
+  r.tenant = 1;
+  r.input_tokens = tokens;
+  r.segments = {{content, tokens, 1}};
+  return r;
+}
+
+TEST(Router, PrefixAwareFollowsThePrefixUnlessTheReplicaIsBusy) {
+  auto r = make("{impl: prefix_aware}");
+  const auto even = loads({2, 2, 2, 2}, {0.3, 0.3, 0.3, 0.3});
+  const auto first = r->pick(prompt(77, 320), even);
+  // The same document again: the prefix score (3 × 1) decides among equal loads.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(r->pick(prompt(77, 320), even), first);
+  // Now that replica is the busiest and fullest: queue 0 and KV 0.05 lose to 2 + 2 × 0.7 = 3.4.
+  std::vector<ReplicaLoad> busy = even;
+  busy[first] = {10, 0, 0.95};
+  const double with_prefix = 0 + 2 * 0.05 + 3 * 1.0;  // 3.1
+  const double elsewhere = 2 * 1.0 + 2 * 0.7;         // 3.4
+  ASSERT_LT(with_prefix, elsewhere);
+  EXPECT_NE(r->pick(prompt(77, 320), busy), first);
+  // A prompt nobody has seen spreads by load alone.
+  EXPECT_EQ(r->pick(prompt(99, 320), loads({5, 1, 5, 5}, {0.3, 0.3, 0.3, 0.3})), 1u);
+}
+
 TEST(Router, BadLoadFactorIsRejected) {
   const YAML::Node n = YAML::Load("{impl: consistent_hash, load_factor: 0.5}");
   EXPECT_THROW(router_registry().find("consistent_hash")->resolve(n, "router", config::Source{}),
