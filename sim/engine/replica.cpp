@@ -18,6 +18,12 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
       max_model_len_(setup_.max_model_len),
       waiting_(setup_.engine.scheduling_policy == "priority") {
+  // Policies chosen by name are decided here, once, not on the hot path.
+  swap_ = setup_.engine.preemption_mode == "swap";
+  const std::string& how = setup_.engine.contiguous_reservation;
+  reservation_ = how == "pow2"     ? Reservation::kPow2
+                 : how == "oracle" ? Reservation::kOracle
+                                   : Reservation::kMax;
   if (setup_.engine.kv_layout == "contiguous") {
     contiguous_ = true;
     ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
@@ -111,9 +117,8 @@ void Replica::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
 
 std::int64_t Replica::reservation_for(const Seq& q) const {
   const std::int64_t total = static_cast<std::int64_t>(q.prompt_tokens) + q.max_output;
-  const std::string& how = setup_.engine.contiguous_reservation;
-  if (how == "max") return max_model_len_;
-  if (how == "pow2") {
+  if (reservation_ == Reservation::kMax) return max_model_len_;
+  if (reservation_ == Reservation::kPow2) {
     // PagedAttention's Orca (Pow2): the output space over-reserved by at most 2x (25 -> 32).
     std::int64_t p = 1;
     while (p < q.max_output) p <<= 1;
@@ -124,7 +129,7 @@ std::int64_t Replica::reservation_for(const Seq& q) const {
 
 std::pair<std::uint32_t, std::size_t> Replica::pop_victim() {
   std::size_t idx = running_.size() - 1;
-  if (setup_.engine.scheduling_policy == "priority") {
+  if (waiting_.by_priority()) {
     // vLLM: max(self.running, key=lambda r: (r.priority, r.arrival_time)).
     auto key = [&](std::uint32_t s) {
       const RequestRecord& r = log_[seqs_[s].request];
@@ -145,7 +150,7 @@ void Replica::preempt(std::uint32_t slot) {
   // Swap: copy the computed KV to host memory if it fits there, else recompute (vLLM v0 swapped
   // whole sequences over PCIe; each GPU moves its own shard).
   const double bytes = static_cast<double>(q.num_computed) * setup_.memory.kv_bytes_per_token;
-  if (setup_.engine.preemption_mode == "swap" && q.num_computed > 0 && host_link_Bps_ > 0 &&
+  if (swap_ && q.num_computed > 0 && host_link_Bps_ > 0 &&
       swap_used_bytes_ + bytes <= swap_capacity_bytes_) {
     swap_used_bytes_ += bytes;
     transfer_s_ += bytes / host_link_Bps_;

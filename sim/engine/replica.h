@@ -214,6 +214,9 @@ class Replica final : public EventHandler, private VictimChooser {
   KvCacheManager kv_;
   bool contiguous_ = false;
   std::unique_ptr<ContiguousKv> ckv_;  // contiguous layout only
+  enum class Reservation : std::uint8_t { kMax, kPow2, kOracle };
+  Reservation reservation_ = Reservation::kMax;  // contiguous layout: what a request reserves
+  bool swap_ = false;                            // preemption swaps KV to the host
   std::vector<KvTier> tiers_;
   std::unique_ptr<RetentionPolicy> retention_;
   bool by_session_ = false;

@@ -15,6 +15,7 @@ class WaitQueue {
  public:
   explicit WaitQueue(bool by_priority = false) : by_priority_(by_priority) {}
 
+  bool by_priority() const { return by_priority_; }
   bool empty() const { return by_priority_ ? ordered_.empty() : fifo_.empty(); }
   std::size_t size() const { return by_priority_ ? ordered_.size() : fifo_.size(); }
   std::uint32_t front() const {

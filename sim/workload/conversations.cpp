@@ -233,7 +233,7 @@ class Conversations final : public Workload {
       // since it. The user's turn follows when it returns.
       r.purpose = kPurposeSummary;
       r.turn = s.turn;
-      append_stable(s, r.segments, false);
+      append_stable(s, r.segments);
       if (s.has_summary) r.segments.push_back(s.summary);
       for (std::size_t i = s.summarized_turns; i < choice.summarize_upto; ++i) {
         r.segments.push_back(s.history[i].user);
@@ -268,7 +268,7 @@ class Conversations final : public Workload {
     const auto header = Segment{0, static_cast<std::int32_t>(cfg_.dynamic_header_tokens), s.tenant};
     const bool header_on = cfg_.dynamic_header_tokens > 0;
     if (header_on && cfg_.dynamic_header_position == "first") r.segments.push_back(header);
-    append_stable(s, r.segments, true);
+    append_stable(s, r.segments);
     if (header_on && cfg_.dynamic_header_position == "after_system") r.segments.push_back(header);
     for (const auto& g : r.segments) r.stable_tokens += g.tokens;
     if (use_summary) r.segments.push_back(s.summary);
@@ -356,7 +356,7 @@ class Conversations final : public Workload {
     Segment pending_user;
     std::int32_t pending_reply_tokens = 0;
     bool has_pending_user = false;
-    bool in_flight = false, done = false;
+    bool in_flight = false;
   };
   struct Pending {
     SimTime time;
@@ -381,7 +381,7 @@ class Conversations final : public Workload {
     return cfg_.system_prompt_tokens + s.document.tokens;
   }
   // The system prompt and the session's document.
-  void append_stable(const Session& s, std::vector<Segment>& out, bool) const {
+  void append_stable(const Session& s, std::vector<Segment>& out) const {
     if (cfg_.system_prompt_tokens > 0)
       out.push_back({content_id(0, s.tenant, 0),
                      static_cast<std::int32_t>(cfg_.system_prompt_tokens), s.tenant});
@@ -413,7 +413,6 @@ class Conversations final : public Workload {
   }
 
   void end_session(Session& s, SimTime now) {
-    s.done = true;
     s.history.clear();
     s.history.shrink_to_fit();
     if (cfg_.users > 0 && started_ < cfg_.num_sessions)
