@@ -25,6 +25,20 @@ void PoolConfig::visit(V& v) {
           {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
   v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});
   v.impl("cost_model", cost_model, cost_model_registry(), {.desc = "step-time model"});
+  v.param("admission", admission, {.desc = "admission control and backpressure at the gateway"});
+  v.param("startup_s", startup_s,
+          {.unit = "s",
+           .desc = "provisioning delay of a replica that starts (scale-up, deploy, repair), "
+                   "before it loads its weights",
+           .min = 0});
+  v.param("weight_load_GBps", weight_load_GBps,
+          {.unit = "GB/s",
+           .desc = "bandwidth at which each GPU of a starting replica loads its weights shard; "
+                   "0 = instant",
+           .min = 0});
+  v.param("failures", failures, {.desc = "replica failures"});
+  v.param("deploy", deploy, {.desc = "a rolling deploy"});
+  v.param("autoscale", autoscale, {.desc = "autoscaling of this pool"});
 }
 
 template <class V>
@@ -34,6 +48,8 @@ void ScenarioConfig::visit(V& v) {
   v.param("seed", seed, {.desc = "seed of every random stream in the run", .min = 0});
   v.impl("workload", workload, workload_registry(), {.desc = "where requests come from"});
   v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
+  v.param("client", client, {.desc = "clients: timeouts, retries, backoff and retry budget"});
+  v.param("gateway", gateway, {.desc = "fleet-wide gateway rules"});
   v.param("pools", pools,
           {.desc = "the fleet: pools of identical replicas; requests go to the first pool unless "
                    "they name another (routing across pools arrives with the fleet issue)",
@@ -48,15 +64,44 @@ void ScenarioConfig::check(config::Reader& r) const {
     for (std::size_t j = 0; j < i; ++j)
       if (pools[i].name == pools[j].name)
         r.fail_key("pools", "two pools are named '" + pools[i].name + "'");
+  const auto pool_named = [&](const std::string& n) {
+    for (const auto& p : pools)
+      if (p.name == n) return true;
+    return false;
+  };
+  if (gateway.long_prompt_tokens > 0 && !pool_named(gateway.long_prompt_pool)) {
+    config::Reader g(r.node()["gateway"], "gateway", r.source());
+    g.fail_key("long_prompt_pool", "no pool is named '" + gateway.long_prompt_pool + "'");
+  }
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    const PoolConfig& p = pools[i];
+    const std::string path = "pools[" + std::to_string(i) + "]";
+    const YAML::Node pn = r.node()["pools"][i];
+    const AutoscaleConfig& a = p.autoscale;
+    if (a.enabled && a.max_replicas > 0 && a.max_replicas < p.replicas) {
+      config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
+      ar.fail_key("max_replicas",
+                  "is below the pool's " + std::to_string(p.replicas) + " starting replicas");
+    }
+    if (a.enabled && a.min_replicas > p.max_replicas()) {
+      config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
+      ar.fail_key("min_replicas", "exceeds max_replicas");
+    }
+    for (std::size_t k = 0; k < p.failures.at.size(); ++k) {
+      if (p.failures.at[k].replica >= p.max_replicas()) {
+        config::Reader fr(pn["failures"]["at"][k], path + ".failures.at[" + std::to_string(k) + "]",
+                          r.source());
+        fr.fail_key("replica", "the pool has " + std::to_string(p.max_replicas()) + " replicas");
+      }
+    }
+  }
   // A workload may send some requests to a named pool (conversations: summaries).
   const YAML::Node& w = workload.params;
   if (w.IsMap() && w["summary_pool"].IsDefined()) {
-    const std::string name = w["summary_pool"].as<std::string>();
-    bool found = name.empty();
-    for (const auto& p : pools) found |= p.name == name;
-    if (!found) {
+    const std::string pool = w["summary_pool"].as<std::string>();
+    if (!pool.empty() && !pool_named(pool)) {
       throw InputError(r.source().where(w["summary_pool"], "workload.summary_pool"),
-                       "workload.summary_pool", "no pool is named '" + name + "'");
+                       "workload.summary_pool", "no pool is named '" + pool + "'");
     }
   }
 }

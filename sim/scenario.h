@@ -9,6 +9,9 @@
 #include "sim/config/params.h"
 #include "sim/engine/engine_config.h"
 #include "sim/engine/memory.h"
+#include "sim/fleet/client.h"
+#include "sim/fleet/gateway.h"
+#include "sim/fleet/lifecycle.h"
 #include "sim/model/presets.h"
 
 namespace kvfleet::sim {
@@ -23,6 +26,16 @@ struct PoolConfig {
   double price_per_hour = 0;
   EngineConfig engine;
   config::ImplSpec cost_model;
+  AdmissionConfig admission;
+  double startup_s = 0;
+  double weight_load_GBps = 0;
+  FailureConfig failures;
+  DeployConfig deploy;
+  AutoscaleConfig autoscale;
+  // Replicas built: max_replicas when autoscaling, else replicas.
+  int max_replicas() const {
+    return autoscale.enabled ? std::max(replicas, autoscale.max_replicas) : replicas;
+  }
 
   template <class V>
   void visit(V& v);
@@ -65,6 +78,8 @@ struct ScenarioConfig {
   std::int64_t seed = 1;
   config::ImplSpec workload;
   config::ImplSpec router;
+  ClientConfig client;
+  GatewayConfig gateway;
   std::vector<PoolConfig> pools;
   std::vector<ModelSpec> models;
   std::vector<GpuSpec> gpus;

@@ -3,62 +3,132 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sim/engine/block_hash.h"
+#include "sim/fleet/lifecycle.h"
+
 namespace kvfleet::sim {
+
+// The replicas' true prefix caches, for routers with an exact index.
+class Simulation::Probe final : public CacheProbe {
+ public:
+  Probe(const Simulation& sim, std::size_t pool, int block_size)
+      : sim_(sim), pool_(pool), block_size_(block_size) {}
+  int block_size() const override { return block_size_; }
+  std::int64_t cached_blocks(std::size_t i, std::span<const std::uint64_t> hashes) const override {
+    return sim_.replicas_[sim_.pools_[pool_].nodes[i]]->kv().match_prefix(hashes);
+  }
+
+ private:
+  const Simulation& sim_;
+  std::size_t pool_;
+  int block_size_;
+};
+
+namespace {
+constexpr std::uint64_t pack(std::size_t node, std::uint32_t gen, std::uint64_t action) {
+  return action | (static_cast<std::uint64_t>(node) << 4) | (static_cast<std::uint64_t>(gen) << 32);
+}
+}  // namespace
 
 Simulation::Simulation(const Scenario& sc)
     : scenario_(sc),
+      budget_(sc.config.client.retry_budget_ratio, sc.config.client.retry_budget_reserve),
+      backoff_rng_(static_cast<std::uint64_t>(sc.config.seed), "client.backoff"),
       sample_interval_(
           std::max<SimTime>(1, from_seconds(sc.config.simulation.timeseries_interval_s))) {
   const auto seed = static_cast<std::uint64_t>(sc.config.seed);
   scrape_interval_ = from_seconds(sc.config.simulation.scrape_interval_s);
+  keep_specs_ = sc.config.client.max_attempts > 1;
   std::vector<std::string> pool_names;
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
-  int index = 0;
   for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
     const PoolConfig& pc = sc.config.pools[p];
-    routers_.push_back(router_registry().make(sc.config.router, seed + p));
-    pool_replicas_.emplace_back();
+    if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
+      long_pool_ = static_cast<std::int32_t>(p);
+    pools_.emplace_back(RngStream(seed + p, "fleet.failures"));
+    Pool& pool = pools_.back();
+    pool.router = router_registry().make(sc.config.router, seed + p);
     const Scenario::PoolInfo& info = sc.pools[p];
+    pool.gateway = std::make_unique<PoolGateway>(
+        pc.admission, static_cast<double>(info.memory.num_blocks) * pc.engine.block_size);
+    pool.result.name = pc.name;
+    pool.result.price_per_hour = pc.price_per_hour;
     const CostContext ctx{info.model, info.gpu, pc.tensor_parallel, dtype_bytes(info.weight_dtype),
                           dtype_bytes(info.memory.kv_dtype)};
-    for (int r = 0; r < pc.replicas; ++r) {
+    const int n = pc.max_replicas();
+    for (int r = 0; r < n; ++r) {
       ReplicaSetup setup;
-      setup.name = pc.replicas == 1 ? pc.name : pc.name + "/" + std::to_string(r);
+      setup.name = n == 1 ? pc.name : pc.name + "/" + std::to_string(r);
       setup.engine = pc.engine;
       setup.memory = info.memory;
       setup.max_model_len = info.max_model_len;
       setup.host_link_Bps = info.gpu.host_link_Bps;
+      setup.gpus = pc.tensor_parallel;
       setup.check_invariants = sc.config.simulation.check_invariants;
+      const int index = static_cast<int>(replicas_.size());
       replicas_.push_back(std::make_unique<Replica>(std::move(setup),
                                                     cost_model_registry().make(pc.cost_model, ctx),
-                                                    log_, queue_, index++, this));
-      replica_ptrs_.push_back(replicas_.back().get());
-      pool_replicas_.back().push_back(replicas_.back().get());
-      replica_pool_.push_back(pc.name);
+                                                    log_, queue_, index, this));
+      pool.nodes.push_back(replicas_.size() - 1);
+      Node node;
+      node.pool = p;
+      node.local = static_cast<std::size_t>(r);
+      node.life = r < pc.replicas ? Life::kUp : Life::kOff;
+      nodes_.push_back(node);
       TimeSeries ts;
       ts.replica = replicas_.back()->name();
       series_.push_back(std::move(ts));
     }
+    probes_.push_back(std::make_unique<Probe>(*this, p, pc.engine.block_size));
+    pool.router->attach(probes_.back().get());
   }
 }
 
 Simulation::~Simulation() = default;
 
 bool Simulation::active() const {
-  if (!workload_->finished()) return true;
-  for (const auto* r : replica_ptrs_)
+  if (!workload_->finished() || !retries_.empty()) return true;
+  for (const auto& r : replicas_)
     if (!r->idle()) return true;
+  for (const auto& p : pools_)
+    if (p.gateway->queued() > 0) return true;
   return false;
 }
 
-void Simulation::deliver(RequestSpec& spec, SimTime now) {
+double Simulation::start_delay_s(std::size_t pool) const {
+  const PoolConfig& pc = scenario_.config.pools[pool];
+  double s = pc.startup_s;
+  if (pc.weight_load_GBps > 0)
+    s += scenario_.pools[pool].memory.weights_bytes / (pc.weight_load_GBps * 1e9);
+  return s;
+}
+
+std::span<const ReplicaLoad> Simulation::signals(std::size_t pool) {
+  if (scrape_interval_ == 0 || pools_[pool].signals.empty()) scrape(pool);
+  return pools_[pool].signals;
+}
+
+void Simulation::scrape(std::size_t pool) {
+  Pool& p = pools_[pool];
+  p.signals.resize(p.nodes.size());
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const Replica& r = *replicas_[p.nodes[i]];
+    p.signals[i] = {r.num_requests_running(), r.num_requests_waiting(), r.kv_cache_usage(),
+                    nodes_[p.nodes[i]].life == Life::kUp};
+  }
+}
+
+void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
+                         std::int16_t attempt) {
   if (spec.purpose == kPurposeRelease) {
-    for (auto* r : replica_ptrs_) released_blocks_ += r->release_session(spec.session);
+    for (auto& r : replicas_) released_blocks_ += r->release_session(spec.session);
     return;
   }
   RequestRecord rec;
   rec.id = log_.size();
+  rec.origin = attempt == 0 ? rec.id : origin;
+  rec.attempt = attempt;
   rec.arrival = now;
   rec.input_tokens = spec.input_tokens;
   rec.output_tokens = spec.output_tokens;
@@ -69,38 +139,147 @@ void Simulation::deliver(RequestSpec& spec, SimTime now) {
   rec.turn = spec.turn;
   rec.truncated_tokens = spec.truncated_tokens;
   rec.stable_tokens = spec.stable_tokens;
+  const auto id = static_cast<std::uint32_t>(rec.id);
+  if (spec.pool < 0 && long_pool_ >= 0 &&
+      spec.input_tokens >= scenario_.config.gateway.long_prompt_tokens)
+    spec.pool = long_pool_;
+  const std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
+  rec.pool = static_cast<std::int16_t>(pool);
   log_.push_back(rec);
+  if (attempt == 0) budget_.on_first_attempt();
   if (spec.context_overflow) {
     // Refused by the application before reaching the fleet: counted, never silent.
     RequestRecord& r = log_.back();
     r.outcome = Outcome::kRejected;
     r.reject_reason = RejectReason::kContextOverflow;
     r.finish = now;
-    on_request_end(static_cast<std::uint32_t>(rec.id), now);
+    client_end(id, now);
     return;
   }
   if (spec.cancel_at != kTimeNever) {
     log_.back().cancel_propagates = spec.cancel_propagates;
+    // A retry keeps the user's patience, counted from the first attempt.
     queue_.push(std::max(spec.cancel_at, now), this, kCancel, rec.id);
   }
-  const std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
-  if (scrape_interval_ == 0) scrape(pool);  // signals always current
-  const std::size_t r = routers_[pool]->pick(spec, signals_[pool]);
-  pool_replicas_[pool][r]->submit(static_cast<std::uint32_t>(rec.id), std::move(spec), now);
+  const ClientConfig& cc = scenario_.config.client;
+  if (cc.timeout_s > 0) queue_.push(now + from_seconds(cc.timeout_s), this, kTimeout, rec.id);
+  if (keep_specs_) kept_.emplace(id, spec);
+  Pool& p = pools_[pool];
+  RejectReason why = RejectReason::kNone;
+  const std::int64_t total = static_cast<std::int64_t>(spec.input_tokens) + spec.output_tokens;
+  switch (p.gateway->arrive(id, spec.priority, spec.input_tokens, total, signals(pool), why)) {
+    case PoolGateway::Verdict::kDispatch:
+      dispatch(id, std::move(spec), pool, now);
+      break;
+    case PoolGateway::Verdict::kQueue:
+      ++p.result.gateway_queued;
+      parked_.emplace(id, std::move(spec));
+      break;
+    case PoolGateway::Verdict::kReject: {
+      ++p.result.gateway_rejected;
+      RequestRecord& r = log_.back();
+      r.outcome = Outcome::kRejected;
+      r.reject_reason = why;
+      r.finish = now;
+      client_end(id, now);
+      break;
+    }
+  }
 }
 
-void Simulation::scrape(std::size_t pool) {
-  auto& sig = signals_[pool];
-  sig.resize(pool_replicas_[pool].size());
-  for (std::size_t i = 0; i < sig.size(); ++i) {
-    const Replica& r = *pool_replicas_[pool][i];
-    sig[i] = {r.num_requests_running(), r.num_requests_waiting(), r.kv_cache_usage()};
+void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
+  Pool& p = pools_[pool];
+  const std::size_t r = p.router->pick(spec, signals(pool));
+  p.gateway->on_dispatch(spec.input_tokens,
+                         static_cast<std::int64_t>(spec.input_tokens) + spec.output_tokens);
+  replicas_[p.nodes[r]]->submit(id, std::move(spec), now);
+}
+
+void Simulation::drain_gateway(std::size_t pool, SimTime now) {
+  Pool& p = pools_[pool];
+  const double max_wait = p.gateway->config().max_queue_wait_s;
+  std::uint32_t id;
+  while (p.gateway->front(id)) {
+    RequestRecord& r = log_[id];
+    if (r.outcome != Outcome::kPending) {  // left while queued
+      p.gateway->pop_front();
+      parked_.erase(id);
+      continue;
+    }
+    if (max_wait > 0 && to_seconds(now - r.arrival) > max_wait) {
+      p.gateway->pop_front();
+      parked_.erase(id);
+      ++p.result.gateway_rejected;
+      r.outcome = Outcome::kRejected;
+      r.reject_reason = RejectReason::kQueueTimeout;
+      r.finish = now;
+      client_end(id, now);
+      continue;
+    }
+    const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
+    if (!p.gateway->admits(r.input_tokens, total, signals(pool))) break;
+    p.gateway->pop_front();
+    auto it = parked_.find(id);
+    RequestSpec spec = std::move(it->second);
+    parked_.erase(it);
+    dispatch(id, std::move(spec), pool, now);
   }
+}
+
+void Simulation::client_leave(std::uint32_t id, SimTime now, Outcome as, bool propagate) {
+  RequestRecord& r = log_[id];
+  if (r.outcome != Outcome::kPending || r.client_gone) return;  // already over
+  r.client_gone = true;
+  r.gone_as = as;
+  if (r.replica < 0) {
+    // Still at the gateway: it never reaches a replica (the queue drops it lazily).
+    r.outcome = as;
+    r.finish = now;
+  } else if (propagate) {
+    replicas_[static_cast<std::size_t>(r.replica)]->cancel(id, now);
+  }
+  // Else the engine goes on and the work is wasted when it ends.
+  client_end(id, now);
+}
+
+void Simulation::client_end(std::uint32_t id, SimTime now) {
+  RequestRecord& r = log_[id];
+  const Outcome o = r.client_gone ? r.gone_as : r.outcome;
+  const ClientConfig& c = scenario_.config.client;
+  bool retry = false;
+  if (r.attempt + 1 < c.max_attempts) {
+    retry = (o == Outcome::kRejected && c.retry_rejected && retryable(r.reject_reason)) ||
+            (o == Outcome::kTimedOut && c.retry_timed_out) ||
+            (o == Outcome::kFailed && c.retry_failed);
+    retry = retry && budget_.try_withdraw();
+  }
+  auto kept = kept_.find(id);
+  if (retry && kept != kept_.end()) {
+    r.retried = true;
+    const double after =
+        o == Outcome::kRejected
+            ? pools_[static_cast<std::size_t>(r.pool)].gateway->config().retry_after_s
+            : 0;
+    const double delay = backoff_delay_s(c, r.attempt + 1, after, backoff_rng_);
+    PendingRetry pr{std::move(kept->second), r.origin, static_cast<std::int16_t>(r.attempt + 1),
+                    id};
+    kept_.erase(kept);
+    const std::uint64_t token = next_retry_++;
+    retries_.emplace(token, std::move(pr));
+    queue_.push(now + std::max<SimTime>(0, from_seconds(delay)), this, kRetry, token);
+    return;
+  }
+  if (kept != kept_.end()) kept_.erase(kept);
+  RequestRecord seen = r;
+  seen.outcome = o;
+  if (seen.finish < 0) seen.finish = now;
+  workload_->on_request_end(seen, now);
+  arm_arrival();
 }
 
 void Simulation::sample(SimTime now) {
-  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {
-    const Replica& r = *replica_ptrs_[i];
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    const Replica& r = *replicas_[i];
     TimeSeries& ts = series_[i];
     ts.t_s.push_back(to_seconds(now));
     ts.num_requests_running.push_back(r.num_requests_running());
@@ -111,34 +290,203 @@ void Simulation::sample(SimTime now) {
     ts.num_preemptions.push_back(r.stats().num_preemptions);
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);
+    ts.available.push_back(nodes_[i].life == Life::kUp);
   }
 }
 
-void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
-  if (kind == kCancel) {
-    RequestRecord& r = log_[arg];
-    if (r.outcome != Outcome::kPending || r.replica < 0) return;  // already over
-    r.client_gone = true;
-    if (r.cancel_propagates) {
-      replica_ptrs_[r.replica]->cancel(static_cast<std::uint32_t>(arg), now);
+// ---- lifecycle -------------------------------------------------------------------------------
+
+void Simulation::set_life(std::size_t n, Life l, SimTime now) {
+  Node& node = nodes_[n];
+  if (node.life != Life::kOff) node.paid_s += to_seconds(now - node.since);
+  node.since = now;
+  node.life = l;
+  ++node.gen;
+  Pool& p = pools_[node.pool];
+  int active = 0;
+  for (auto k : p.nodes) active += nodes_[k].life == Life::kUp || nodes_[k].life == Life::kStarting;
+  p.result.peak_replicas = std::max(p.result.peak_replicas, active);
+  scrape(node.pool);  // the gateway learns of membership changes at once
+}
+
+void Simulation::push_life(std::size_t n, Action a, SimTime at) {
+  queue_.push(at, this, kLifecycle, pack(n, nodes_[n].gen, a));
+}
+
+void Simulation::start_node(std::size_t n, SimTime now) {
+  set_life(n, Life::kStarting, now);
+  ++nodes_[n].restarts;
+  push_life(n, kReady, now + from_seconds(start_delay_s(nodes_[n].pool)));
+}
+
+void Simulation::begin_drain(std::size_t n, SimTime now, bool restart) {
+  set_life(n, Life::kDraining, now);
+  nodes_[n].restart_after_drain = restart;
+  const double timeout = scenario_.config.pools[nodes_[n].pool].deploy.drain_timeout_s;
+  if (restart) push_life(n, kDrainDeadline, now + from_seconds(timeout));
+  push_life(n, kDrainCheck, now);
+}
+
+void Simulation::end_drain(std::size_t n, SimTime now) {
+  replicas_[n]->stop(now);  // requests still there (deadline) fail
+  if (nodes_[n].restart_after_drain) {
+    start_node(n, now);
+  } else {
+    set_life(n, Life::kOff, now);
+  }
+}
+
+void Simulation::lifecycle(std::size_t n, Action a, SimTime now) {
+  Node& node = nodes_[n];
+  const std::size_t pool = node.pool;
+  switch (a) {
+    case kReady: {
+      if (node.life != Life::kStarting) return;
+      set_life(n, Life::kUp, now);
+      const double mtbf = scenario_.config.pools[pool].failures.mtbf_s;
+      if (mtbf > 0)
+        push_life(n, kRandomFail, now + from_seconds(pools_[pool].failure_rng.exponential(mtbf)));
+      if (node.deploying) {
+        node.deploying = false;
+        queue_.push(now, this, kDeploy, pool);
+      }
+      drain_gateway(pool, now);
+      return;
+    }
+    case kRandomFail:
+      if (!active()) return;  // the run is over: no more failures
+      [[fallthrough]];
+    case kFailNow: {
+      if (node.life != Life::kUp && node.life != Life::kDraining) return;
+      ++node.failures;
+      set_life(n, Life::kDown, now);
+      replicas_[n]->stop(now);  // its requests fail; clients may retry them elsewhere
+      push_life(n, kRestart, now + from_seconds(scenario_.config.pools[pool].failures.repair_s));
+      return;
+    }
+    case kRestart:
+      if (node.life == Life::kDown) start_node(n, now);
+      return;
+    case kDrainCheck:
+      if (node.life == Life::kDraining && replicas_[n]->idle()) end_drain(n, now);
+      return;
+    case kDrainDeadline:
+      if (node.life == Life::kDraining) end_drain(n, now);
+      return;
+  }
+}
+
+void Simulation::deploy_next(std::size_t pool, SimTime now) {
+  Pool& p = pools_[pool];
+  const DeployConfig& d = scenario_.config.pools[pool].deploy;
+  while (p.deploy_next < p.nodes.size()) {
+    const std::size_t n = p.nodes[p.deploy_next++];
+    if (nodes_[n].life != Life::kUp) continue;  // off, failed or starting: gets the new version
+    nodes_[n].deploying = true;
+    if (d.drain) {
+      begin_drain(n, now, true);
     } else {
-      // The client leaves; the engine goes on and the work is wasted when it ends.
-      RequestRecord seen = r;
-      seen.outcome = Outcome::kCancelled;
-      workload_->on_request_end(seen, now);
-      arm_arrival();
+      replicas_[n]->stop(now);  // in-flight requests fail at once
+      start_node(n, now);
     }
     return;
   }
-  if (kind == kScrape) {
-    for (std::size_t p = 0; p < signals_.size(); ++p) scrape(p);
-    if (active()) queue_.push(now + scrape_interval_, this, kScrape);
-    return;
+}
+
+void Simulation::autoscale(std::size_t pool, SimTime now) {
+  Pool& p = pools_[pool];
+  const PoolConfig& pc = scenario_.config.pools[pool];
+  const AutoscaleConfig& a = pc.autoscale;
+  const auto sig = signals(pool);
+  int ready = 0, starting = 0;
+  double waiting = p.gateway->queued(), kv = 0;
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const Life l = nodes_[p.nodes[i]].life;
+    if (l == Life::kStarting) ++starting;
+    if (l != Life::kUp) continue;
+    ++ready;
+    waiting += sig[i].waiting;
+    kv += sig[i].kv_usage;
   }
-  if (kind == kSample) {
-    sample(now);
-    if (active()) queue_.push(now + sample_interval_, this, kSample);
-    return;
+  const double metric = a.metric == "kv" ? (ready ? kv / ready : 0) : waiting / std::max(ready, 1);
+  const int current = ready + starting;
+  const int desired = autoscale_desired(a, ready, current, metric, pc.max_replicas());
+  if (desired > current &&
+      (p.last_scale_up < 0 || to_seconds(now - p.last_scale_up) >= a.scale_up_cooldown_s)) {
+    for (std::size_t k = 0, added = 0;
+         k < p.nodes.size() && current + static_cast<int>(added) < desired; ++k) {
+      const std::size_t n = p.nodes[k];
+      if (nodes_[n].life != Life::kOff) continue;
+      start_node(n, now);
+      ++added;
+      ++p.result.scale_ups;
+    }
+    p.last_scale_up = p.last_change = now;
+  } else if (desired < current && starting == 0 &&
+             (p.last_change < 0 || to_seconds(now - p.last_change) >= a.scale_down_cooldown_s)) {
+    for (int k = current - desired; k > 0; --k) {
+      // The up replica with the least outstanding work, newest first among equals.
+      std::size_t best = p.nodes.size();
+      for (std::size_t i = p.nodes.size(); i-- > 0;) {
+        if (nodes_[p.nodes[i]].life != Life::kUp) continue;
+        if (best == p.nodes.size() || sig[i].outstanding() < sig[best].outstanding()) best = i;
+      }
+      if (best == p.nodes.size()) break;
+      begin_drain(p.nodes[best], now, false);
+      ++p.result.scale_downs;
+    }
+    p.last_change = now;
+  }
+}
+
+// ---- events ----------------------------------------------------------------------------------
+
+void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
+  switch (kind) {
+    case kCancel: {
+      const RequestRecord& r = log_[arg];
+      client_leave(static_cast<std::uint32_t>(arg), now, Outcome::kCancelled, r.cancel_propagates);
+      return;
+    }
+    case kTimeout:
+      client_leave(static_cast<std::uint32_t>(arg), now, Outcome::kTimedOut,
+                   scenario_.config.client.timeout_cancels);
+      return;
+    case kRetry: {
+      auto it = retries_.find(arg);
+      PendingRetry pr = std::move(it->second);
+      retries_.erase(it);
+      deliver(pr.spec, now, pr.origin, pr.attempt);
+      return;
+    }
+    case kScrape:
+      for (std::size_t p = 0; p < pools_.size(); ++p) {
+        scrape(p);
+        drain_gateway(p, now);
+      }
+      if (active()) queue_.push(now + scrape_interval_, this, kScrape);
+      return;
+    case kSample:
+      sample(now);
+      if (active()) queue_.push(now + sample_interval_, this, kSample);
+      return;
+    case kLifecycle: {
+      const std::size_t n = (arg >> 4) & 0xFFFFFFF;
+      if (static_cast<std::uint32_t>(arg >> 32) != nodes_[n].gen) return;  // superseded
+      lifecycle(n, static_cast<Action>(arg & 0xF), now);
+      return;
+    }
+    case kDeploy:
+      deploy_next(arg, now);
+      return;
+    case kAutoscale: {
+      autoscale(arg, now);
+      const double dt = scenario_.config.pools[arg].autoscale.interval_s;
+      if (active()) queue_.push(now + from_seconds(dt), this, kAutoscale, arg);
+      return;
+    }
+    default:
+      break;
   }
   if (arg != arrival_generation_) return;  // superseded by an earlier arrival
   armed_at_ = kTimeNever;
@@ -146,7 +494,7 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
   SimTime t;
   while (workload_->peek(t) && t <= now) {
     RequestSpec spec = workload_->pop();
-    deliver(spec, now);
+    deliver(spec, now, 0, 0);
   }
   arm_arrival();
 }
@@ -158,14 +506,42 @@ void Simulation::arm_arrival() {
   queue_.push(std::max(t, queue_.now()), this, kArrival, ++arrival_generation_);
 }
 
+void Simulation::on_first_token(std::uint32_t request, SimTime) {
+  const RequestRecord& r = log_[request];
+  pools_[static_cast<std::size_t>(r.pool)].gateway->on_first_token(r.input_tokens);
+}
+
 void Simulation::on_request_end(std::uint32_t request, SimTime now) {
-  workload_->on_request_end(log_[request], now);
-  arm_arrival();
+  const RequestRecord& r = log_[request];
+  const auto pool = static_cast<std::size_t>(r.pool);
+  pools_[pool].gateway->on_end(r.input_tokens,
+                               static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,
+                               r.first_token >= 0);
+  if (r.replica >= 0 && nodes_[static_cast<std::size_t>(r.replica)].life == Life::kDraining)
+    push_life(static_cast<std::size_t>(r.replica), kDrainCheck, now);
+  if (!r.client_gone) client_end(request, now);
+  drain_gateway(pool, now);
 }
 
 RunResult Simulation::run() {
-  signals_.resize(pool_replicas_.size());
-  for (std::size_t p = 0; p < signals_.size(); ++p) scrape(p);
+  for (std::size_t p = 0; p < pools_.size(); ++p) {
+    scrape(p);
+    const PoolConfig& pc = scenario_.config.pools[p];
+    for (const auto& f : pc.failures.at)
+      push_life(pools_[p].nodes[static_cast<std::size_t>(f.replica)], kFailNow,
+                from_seconds(f.time_s));
+    if (pc.failures.mtbf_s > 0)
+      for (auto n : pools_[p].nodes)
+        if (nodes_[n].life == Life::kUp)
+          push_life(n, kRandomFail,
+                    from_seconds(pools_[p].failure_rng.exponential(pc.failures.mtbf_s)));
+    if (pc.deploy.enabled) queue_.push(from_seconds(pc.deploy.start_s), this, kDeploy, p);
+    if (pc.autoscale.enabled)
+      queue_.push(from_seconds(pc.autoscale.interval_s), this, kAutoscale, p);
+    int up = 0;
+    for (auto n : pools_[p].nodes) up += nodes_[n].life == Life::kUp;
+    pools_[p].result.peak_replicas = up;
+  }
   if (scrape_interval_ > 0) queue_.push(0, this, kScrape);
   arm_arrival();
   queue_.push(0, this, kSample);
@@ -176,7 +552,10 @@ RunResult Simulation::run() {
     queue_.run(stop);
     if (!queue_.empty()) {
       res.stopped_early = true;
-      for (auto* r : replica_ptrs_) r->abandon(stop);
+      for (auto& r : replicas_) r->abandon(stop);
+      for (auto& rec : log_)  // waiting at the gateway
+        if (rec.outcome == Outcome::kPending) rec.outcome = Outcome::kUnfinished, rec.finish = stop;
+      for (const auto& [token, pr] : retries_) log_[pr.previous].retried = false;
     }
     res.end_time = stop;
   } else {
@@ -188,9 +567,16 @@ RunResult Simulation::run() {
   res.workload_stats.emplace_back("released_blocks", static_cast<double>(released_blocks_));
   res.requests = std::move(log_);
   res.timeseries = std::move(series_);
-  for (std::size_t i = 0; i < replica_ptrs_.size(); ++i) {
-    const Replica& rep = *replica_ptrs_[i];
-    ReplicaResult rr{rep.name(), replica_pool_[i], rep.stats(), rep.memory(), {}, {}};
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    const Replica& rep = *replicas_[i];
+    Node& node = nodes_[i];
+    if (node.life != Life::kOff) node.paid_s += to_seconds(res.end_time - node.since);
+    ReplicaResult rr{
+        rep.name(), scenario_.config.pools[node.pool].name, rep.stats(), rep.memory(), {}, {}};
+    rr.gpus = scenario_.config.pools[node.pool].tensor_parallel;
+    rr.paid_s = node.paid_s;
+    rr.failures = node.failures;
+    rr.restarts = node.restarts;
     for (const auto& t : rep.tiers())
       rr.tiers.push_back({t.name(), t.size(), t.bytes_written(), t.bytes_read(), t.evictions()});
     for (const auto& [tenant, qh] : rep.tenant_prefix_stats())
@@ -198,6 +584,7 @@ RunResult Simulation::run() {
     std::sort(rr.tenant_prefix.begin(), rr.tenant_prefix.end());
     res.replicas.push_back(std::move(rr));
   }
+  for (auto& p : pools_) res.pools.push_back(p.result);
   return res;
 }
 

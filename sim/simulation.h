@@ -7,8 +7,13 @@
 #include <tuple>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "sim/core/event_queue.h"
+#include "sim/core/rng.h"
 #include "sim/engine/replica.h"
+#include "sim/fleet/client.h"
+#include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
 #include "sim/metrics/request_log.h"
 #include "sim/scenario.h"
@@ -28,6 +33,7 @@ struct TimeSeries {
   std::vector<std::int64_t> num_preemptions;
   std::vector<std::int64_t> prompt_tokens;
   std::vector<std::int64_t> generation_tokens;
+  std::vector<std::int32_t> available;  // 1 while it takes requests (up, not draining)
 };
 
 struct ReplicaResult {
@@ -44,12 +50,25 @@ struct ReplicaResult {
     std::int64_t evictions = 0;
   };
   std::vector<Tier> tiers;
+  int gpus = 1;
+  double paid_s = 0;  // time it held its GPUs (starting, up, draining, failed awaiting repair)
+  std::int64_t failures = 0, restarts = 0;
+};
+
+// One pool's gateway and fleet counters.
+struct PoolResult {
+  std::string name;
+  double price_per_hour = 0;  // per GPU
+  std::int64_t gateway_rejected = 0, gateway_queued = 0;
+  std::int64_t scale_ups = 0, scale_downs = 0;
+  int peak_replicas = 0;  // most replicas up or starting at once
 };
 
 struct RunResult {
   RequestLog requests;
   std::vector<TimeSeries> timeseries;
   std::vector<ReplicaResult> replicas;
+  std::vector<PoolResult> pools;
   SimTime end_time = 0;                                        // when the last event ran
   std::uint64_t events = 0;                                    // events processed
   bool stopped_early = false;                                  // simulation.max_time_s cut the run
@@ -64,11 +83,78 @@ class Simulation final : public EventHandler, public RequestObserver {
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
+  void on_first_token(std::uint32_t request, SimTime now) override;
 
  private:
-  enum Kind : std::uint32_t { kArrival = 0, kSample = 1, kCancel = 2, kScrape = 3 };
+  enum Kind : std::uint32_t {
+    kArrival = 0,
+    kSample,
+    kCancel,     // the user leaves (workload patience)
+    kScrape,     // routers' and gateways' signals refresh
+    kTimeout,    // a client's attempt times out
+    kRetry,      // a client sends its next attempt
+    kLifecycle,  // a replica changes state (arg: Lifecycle packed with node and generation)
+    kDeploy,     // the next replica of a rolling deploy (arg: pool)
+    kAutoscale,  // the autoscaler decides (arg: pool)
+  };
+  enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
+  enum Action : std::uint64_t {
+    kReady = 0,
+    kRestart,
+    kFailNow,
+    kRandomFail,
+    kDrainCheck,
+    kDrainDeadline
+  };
+  struct Node {  // one replica's place in the fleet
+    std::size_t pool = 0, local = 0;
+    Life life = Life::kUp;
+    std::uint32_t gen = 0;  // bumped at every state change: older lifecycle events are void
+    SimTime since = 0;      // paid time accounted up to here
+    double paid_s = 0;
+    bool restart_after_drain = false;  // deploy: restart; scale-in: switch off
+    bool deploying = false;
+    std::int64_t failures = 0, restarts = 0;
+  };
+  struct Pool {
+    std::unique_ptr<Router> router;
+    std::unique_ptr<PoolGateway> gateway;
+    std::vector<std::size_t> nodes;  // global replica indices
+    std::vector<ReplicaLoad> signals;
+    RngStream failure_rng;
+    std::size_t deploy_next = 0;
+    SimTime last_scale_up = -1, last_change = -1;
+    PoolResult result;
+    explicit Pool(RngStream r) : failure_rng(std::move(r)) {}
+  };
+  struct PendingRetry {
+    RequestSpec spec;
+    std::uint64_t origin = 0;
+    std::int16_t attempt = 0;
+    std::uint32_t previous = 0;
+  };
+  class Probe;
+
   void scrape(std::size_t pool);  // refreshes the load signals routers see
-  void deliver(RequestSpec& spec, SimTime now);
+  std::span<const ReplicaLoad> signals(std::size_t pool);
+  // A request (first attempt or retry) reaches the gateway.
+  void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt);
+  void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
+  void drain_gateway(std::size_t pool, SimTime now);
+  // The client learns how attempt `id` ended: it retries or hands the result to the workload.
+  void client_end(std::uint32_t id, SimTime now);
+  // The client stops waiting for `id` (cancelled or timed out).
+  void client_leave(std::uint32_t id, SimTime now, Outcome as, bool propagate);
+  // Lifecycle.
+  void lifecycle(std::size_t node, Action a, SimTime now);
+  void set_life(std::size_t node, Life l, SimTime now);
+  void push_life(std::size_t node, Action a, SimTime at);
+  void start_node(std::size_t node, SimTime now);  // starting -> up after startup + weights
+  void begin_drain(std::size_t node, SimTime now, bool restart);
+  void end_drain(std::size_t node, SimTime now);
+  void deploy_next(std::size_t pool, SimTime now);
+  void autoscale(std::size_t pool, SimTime now);
+  double start_delay_s(std::size_t pool) const;
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
   void sample(SimTime now);
@@ -78,18 +164,25 @@ class Simulation final : public EventHandler, public RequestObserver {
   EventQueue queue_;
   RequestLog log_;
   std::unique_ptr<Workload> workload_;
-  std::vector<std::unique_ptr<Router>> routers_;      // one per pool
-  std::vector<std::vector<Replica*>> pool_replicas_;  // replicas of each pool
-  std::vector<std::vector<ReplicaLoad>> signals_;     // per pool: last scraped load signals
-  SimTime scrape_interval_ = 0;                       // 0: signals always current
+  std::vector<Pool> pools_;
+  std::vector<std::unique_ptr<Probe>> probes_;
+  std::vector<Node> nodes_;
+  SimTime scrape_interval_ = 0;  // 0: signals always current
   std::vector<std::unique_ptr<Replica>> replicas_;
-  std::vector<Replica*> replica_ptrs_;
-  std::vector<std::string> replica_pool_;
   std::vector<TimeSeries> series_;
+  // Clients.
+  RetryBudget budget_;
+  RngStream backoff_rng_;
+  bool keep_specs_ = false;                                   // retries need each attempt's content
+  absl::flat_hash_map<std::uint32_t, RequestSpec> kept_;      // by attempt: for a retry
+  absl::flat_hash_map<std::uint32_t, RequestSpec> parked_;    // by attempt: at the gateway
+  absl::flat_hash_map<std::uint64_t, PendingRetry> retries_;  // by token
+  std::uint64_t next_retry_ = 0;
   std::int64_t released_blocks_ = 0;      // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
+  std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
 };
 
 }  // namespace kvfleet::sim

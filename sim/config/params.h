@@ -130,6 +130,7 @@ class Reader {
   // Fails naming key `name` of this map (its line when present, else the map's).
   [[noreturn]] void fail_key(std::string_view name, const std::string& problem) const;
   const Source& source() const { return src_; }
+  const YAML::Node& node() const { return node_; }
   std::string child_path(std::string_view name) const;
 
  private:

@@ -104,11 +104,12 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
     stepping_ = true;
-    queue_.push(now, this, kStepStart);
+    queue_.push(now, this, kStepStart, epoch_);
   }
 }
 
-void Replica::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
+void Replica::on_event(std::uint32_t kind, std::uint64_t epoch, SimTime now) {
+  if (epoch != epoch_) return;  // the engine stopped since
   if (kind == kStepStart)
     start_step(now);
   else
@@ -484,7 +485,9 @@ void Replica::start_step(SimTime now) {
   step_start_ = now;
   stepping_ = true;
   if (setup_.check_invariants) verify();
-  queue_.push(now + dur, this, kStepEnd);
+  gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
+                     std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
+  queue_.push(now + dur, this, kStepEnd, epoch_);
 }
 
 void Replica::end_step(SimTime now) {
@@ -500,13 +503,17 @@ void Replica::end_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
+    q.gpu_s += static_cast<float>(gpu_s_per_token_ * sc.tokens);
     held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {
       ++q.num_output;
       ++stats_.generation_tokens;
       // A request's record is touched only at its first token and when it ends.
-      if (q.num_output == 1 && log_[q.request].first_token < 0) log_[q.request].first_token = now;
+      if (q.num_output == 1 && log_[q.request].first_token < 0) {
+        log_[q.request].first_token = now;
+        if (observer_) observer_->on_first_token(q.request, now);
+      }
       if (q.num_output >= q.max_output) {
         finish(sc.slot, now, Outcome::kOk);
         any_finished = true;
@@ -526,8 +533,9 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   Seq& q = seqs_[slot];
   RequestRecord& r = log_[q.request];
   // A reply the client no longer waits for is wasted work, not a completion.
-  r.outcome = o == Outcome::kOk && r.client_gone ? Outcome::kCancelled : o;
+  r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
   r.finish = now;
+  r.gpu_s += q.gpu_s;
   r.generated_tokens = q.num_output;
   // Positions the engine computed: prefill, every decode step, and recomputation.
   r.work_tokens = (q.max_computed - r.cached_tokens - r.loaded_tokens) + r.recomputed_tokens;
@@ -574,7 +582,7 @@ void Replica::apply_cancels(SimTime now) {
       }
     }
     ++stats_.cancelled;
-    finish(slot, now, Outcome::kCancelled);
+    finish(slot, now, log_[request].gone_as);
   }
   pending_cancels_.clear();
 }
@@ -587,6 +595,31 @@ void Replica::abandon(SimTime now) {
   waiting_.for_each(drop);
   running_.clear();
   waiting_.clear();
+}
+
+void Replica::stop(SimTime now, Outcome outcome) {
+  ++epoch_;
+  stepping_ = false;
+  pending_cancels_.clear();
+  std::vector<std::uint32_t> slots(running_.begin(), running_.end());
+  waiting_.for_each([&](std::uint32_t s) { slots.push_back(s); });
+  running_.clear();
+  waiting_.clear();
+  for (auto s : slots)
+    if (seqs_[s].request != UINT32_MAX) finish(s, now, outcome);
+  // A new process: empty GPU cache, host swap and tiers, no session state.
+  kv_ = KvCacheManager(setup_.memory.num_blocks, setup_.engine.block_size,
+                       setup_.engine.enable_prefix_caching);
+  kv_.record_evictions(!tiers_.empty());
+  if (by_session_) kv_.set_session_mode(this);
+  if (contiguous_)
+    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
+                                          setup_.engine.contiguous_allocator == "buddy");
+  tiers_.clear();
+  for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
+  sessions_.clear();
+  swap_used_bytes_ = 0;
+  held_tokens_ = 0;
 }
 
 void Replica::verify() {

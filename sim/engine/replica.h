@@ -36,6 +36,8 @@ class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
   virtual void on_request_end(std::uint32_t request, SimTime now) = 0;
+  // Its first token was emitted.
+  virtual void on_first_token(std::uint32_t request, SimTime now) {}
 };
 
 // Cumulative counters of one replica.
@@ -68,6 +70,7 @@ struct ReplicaSetup {
   MemoryBudget memory;
   int max_model_len = 0;
   double host_link_Bps = 0;  // per GPU, for swapping KV
+  int gpus = 1;              // GPUs of the replica (tensor parallelism), for GPU-seconds
   bool check_invariants = false;
 };
 
@@ -117,6 +120,10 @@ class Replica final : public EventHandler, private VictimChooser {
   // The application says a session went idle: drop the KV its free cached blocks hold (only
   // session-based retention keeps the per-session index this needs). Returns blocks dropped.
   std::int64_t release_session(std::uint64_t session);
+  // The engine stops (failure, or a restart for a deploy): every request still here ends with
+  // `outcome` (failed), the step in flight never ends, and its KV (GPU, host swap, tiers) is gone:
+  // it starts again empty.
+  void stop(SimTime now, Outcome outcome = Outcome::kFailed);
 
  private:
   enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
@@ -132,6 +139,7 @@ class Replica final : public EventHandler, private VictimChooser {
     bool hashable = false;          // more blocks may still be hashed (see Content)
     bool hashed = false;            // some of its blocks have hashes
     bool all_cached = false;        // hashing ended and every hash is in the index
+    float gpu_s = 0;                // GPU-seconds of its share of the steps so far
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
@@ -241,6 +249,8 @@ class Replica final : public EventHandler, private VictimChooser {
   double swap_capacity_bytes_ = 0;
   double host_link_Bps_ = 0;
   SimTime step_start_ = 0;
+  double gpu_s_per_token_ = 0;  // the step in flight's GPU-seconds per scheduled token
+  std::uint64_t epoch_ = 0;     // bumped by stop(): step events of older epochs are void
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;
   Batch batch_;

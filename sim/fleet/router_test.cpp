@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <vector>
 
 namespace kvfleet::sim {
@@ -110,6 +111,66 @@ TEST(Router, PrefixAwareFollowsThePrefixUnlessTheReplicaIsBusy) {
   EXPECT_EQ(r->pick(prompt(99, 320), loads({5, 1, 5, 5}, {0.3, 0.3, 0.3, 0.3})), 1u);
 }
 
+// Every policy skips replicas that take no requests (starting, draining, failed, scaled in).
+TEST(Router, EveryPolicySkipsUnavailableReplicas) {
+  for (const char* impl :
+       {"round_robin", "random", "least_outstanding", "least_kv_usage", "power_of_two",
+        "session_affinity", "consistent_hash", "prefix_aware", "cache_aware"}) {
+    auto r = make(std::string("{impl: ") + impl + "}");
+    auto l = loads({0, 0, 0, 0}, {0, 0, 0, 0});
+    l[0].available = l[2].available = false;
+    for (int i = 0; i < 200; ++i) {
+      const auto k = r->pick(i % 2 ? session(1 + i % 5) : prompt(5, 64), l);
+      ASSERT_TRUE(k == 1 || k == 3) << impl << " picked " << k;
+    }
+    // A session's home goes away: it moves.
+    auto home = r->pick(session(99), l);
+    l[home].available = false;
+    l[home == 1 ? 3 : 1].available = true;
+    EXPECT_EQ(r->pick(session(99), l), home == 1 ? 3u : 1u) << impl;
+  }
+}
+
+// A probe that says replica 2 holds the first 10 blocks of every prompt.
+struct FakeProbe final : CacheProbe {
+  int block_size() const override { return 16; }
+  std::int64_t cached_blocks(std::size_t i, std::span<const std::uint64_t> h) const override {
+    return i == 2 ? std::min<std::int64_t>(10, static_cast<std::int64_t>(h.size())) : 0;
+  }
+};
+
+TEST(Router, ExactIndexFollowsTheReplicasTrueCaches) {
+  FakeProbe probe;
+  auto exact = make("{impl: prefix_aware, index: exact}");
+  exact->attach(&probe);
+  const auto even = loads({2, 2, 2, 2}, {0.3, 0.3, 0.3, 0.3});
+  // Never sent anywhere before, yet replica 2 holds it: 3 × 10/20 beats equal loads.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(exact->pick(prompt(5, 320), even), 2u);
+  // The approximate index knows nothing of it: first pick is a tie among all four.
+  auto approx = make("{impl: prefix_aware}");
+  approx->attach(&probe);
+  std::set<std::size_t> seen;
+  for (int k = 0; k < 40; ++k) seen.insert(approx->pick(prompt(1000 + k, 320), even));
+  EXPECT_GT(seen.size(), 1u);
+}
+
+TEST(Router, CacheAwareBalancesOnlyWhenImbalancedByBothThresholds) {
+  auto r = make("{impl: cache_aware, balance_abs_threshold: 4, balance_rel_threshold: 1.5}");
+  const auto even = loads({3, 3, 3, 3});
+  const auto home = r->pick(prompt(7, 320), even);
+  // Balanced: the same prompt follows its match (> 50% of the prompt).
+  EXPECT_EQ(r->pick(prompt(7, 320), even), home);
+  std::vector<ReplicaLoad> skew = even;
+  skew[home].running = 6;  // max − min = 3 <= 4: still balanced
+  EXPECT_EQ(r->pick(prompt(7, 320), skew), home);
+  skew[home].running = 10;  // max − min = 7 > 4 and 10 > 1.5 × 3: least loaded instead
+  EXPECT_NE(r->pick(prompt(7, 320), skew), home);
+  // A new prompt goes to the replica whose index holds least: not `home`, whose index is full.
+  auto fresh = make("{impl: cache_aware}");
+  const auto a = fresh->pick(prompt(1, 320), even);
+  const auto b = fresh->pick(prompt(2, 320), even);
+  EXPECT_NE(a, b);
+}
 TEST(Router, BadLoadFactorIsRejected) {
   const YAML::Node n = YAML::Load("{impl: consistent_hash, load_factor: 0.5}");
   EXPECT_THROW(router_registry().find("consistent_hash")->resolve(n, "router", config::Source{}),

@@ -153,6 +153,11 @@ Table requests_table(const RequestLog& log) {
   auto& ttft = t.f64("ttft_s");
   auto& tpot = t.f64("tpot_s");
   auto& e2e = t.f64("e2e_s");
+  auto& pool = t.i64("pool");
+  auto& origin = t.i64("origin");
+  auto& attempt = t.i64("attempt");
+  auto& retried = t.i64("retried");
+  auto& gpu_s = t.f64("gpu_s");
   const double nan = std::nan("");
   auto sec = [&](SimTime x) { return x >= 0 ? to_seconds(x) : nan; };
   auto pos = [&](double x) { return x >= 0 ? x : nan; };
@@ -183,6 +188,11 @@ Table requests_table(const RequestLog& log) {
     ttft.push_back(ok ? pos(r.ttft_s()) : nan);
     tpot.push_back(ok ? pos(r.tpot_s()) : nan);
     e2e.push_back(ok ? pos(r.e2e_s()) : nan);
+    pool.push_back(r.pool);
+    origin.push_back(static_cast<std::int64_t>(r.origin));
+    attempt.push_back(r.attempt);
+    retried.push_back(r.retried);
+    gpu_s.push_back(r.gpu_s);
   }
   return t;
 }
@@ -198,6 +208,8 @@ Table timeseries_table(const TimeSeries& ts) {
   t.i64("kv_tokens_held") = ts.kv_tokens_held;
   t.i64("kv_tokens_allocated") = ts.kv_tokens_allocated;
   t.i64("num_preemptions_total") = ts.num_preemptions;
+  auto& avail = t.i64("available");
+  for (auto x : ts.available) avail.push_back(x);
   t.i64("prompt_tokens_total") = ts.prompt_tokens;
   t.i64("generation_tokens_total") = ts.generation_tokens;
   return t;

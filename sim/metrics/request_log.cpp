@@ -31,9 +31,15 @@ std::string_view reject_reason_name(RejectReason r) {
     case RejectReason::kExceedsKvCapacity:
       return "exceeds_kv_capacity";
     case RejectReason::kExceedsBatchedTokens:
+      return "exceeds_max_num_batched_tokens";
     case RejectReason::kContextOverflow:
       return "context_overflow";
-      return "exceeds_max_num_batched_tokens";
+    case RejectReason::kShed:
+      return "shed";
+    case RejectReason::kQueueFull:
+      return "queue_full";
+    case RejectReason::kQueueTimeout:
+      return "queue_timeout";
   }
   return "?";
 }

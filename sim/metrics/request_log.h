@@ -25,7 +25,16 @@ enum class RejectReason : std::uint8_t {
   kExceedsKvCapacity,     // needs more KV blocks than the replica has
   kExceedsBatchedTokens,  // prompt > max_num_batched_tokens without chunked prefill
   kContextOverflow,       // the application's context did not fit its limit (not sent)
+  // The gateway (admission control; the client gets a 429 with a retry-after):
+  kShed,          // the pool was saturated and the request's priority band is shed
+  kQueueFull,     // the gateway queue of its pool was full
+  kQueueTimeout,  // waited at the gateway longer than its limit
 };
+// Rejections a client may retry (the gateway's; the others would fail again).
+inline bool retryable(RejectReason r) {
+  return r == RejectReason::kShed || r == RejectReason::kQueueFull ||
+         r == RejectReason::kQueueTimeout;
+}
 std::string_view reject_reason_name(RejectReason r);
 
 struct RequestRecord {
@@ -52,6 +61,14 @@ struct RequestRecord {
   bool client_gone = false;           // the client cancelled; the server may still be working on it
   bool cancel_propagates = true;      // a cancellation stops the engine's work on it
   std::int64_t work_tokens = 0;       // token positions the engine computed for it (all steps)
+  double gpu_s = 0;  // GPU-seconds of the steps it took part in, shared by tokens (× GPUs)
+  // Clients: an attempt of a logical request. Retries are new records; `origin` is the id of
+  // the first attempt, and `retried` says a later attempt followed this one.
+  std::uint64_t origin = 0;
+  std::int16_t attempt = 0;  // 0 = first
+  std::int16_t pool = 0;     // pool that served (or refused) it
+  bool retried = false;
+  Outcome gone_as = Outcome::kCancelled;  // outcome when the client left: cancelled or timed out
   Outcome outcome = Outcome::kPending;
   RejectReason reject_reason = RejectReason::kNone;
 
