@@ -328,12 +328,12 @@ void Simulation::begin_drain(std::size_t n, SimTime now, bool restart) {
 }
 
 void Simulation::end_drain(std::size_t n, SimTime now) {
-  replicas_[n]->stop(now);  // requests still there (deadline) fail
   if (nodes_[n].restart_after_drain) {
     start_node(n, now);
   } else {
     set_life(n, Life::kOff, now);
   }
+  replicas_[n]->stop(now);  // requests still there (deadline) fail
 }
 
 void Simulation::lifecycle(std::size_t n, Action a, SimTime now) {
@@ -386,8 +386,8 @@ void Simulation::deploy_next(std::size_t pool, SimTime now) {
     if (d.drain) {
       begin_drain(n, now, true);
     } else {
-      replicas_[n]->stop(now);  // in-flight requests fail at once
-      start_node(n, now);
+      start_node(n, now);       // takes no more requests ...
+      replicas_[n]->stop(now);  // ... and those in flight fail at once
     }
     return;
   }

@@ -492,6 +492,7 @@ void Replica::start_step(SimTime now) {
 
 void Replica::end_step(SimTime now) {
   bool any_finished = false;
+  in_end_step_ = true;
   for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
     if (!is_decode(q, sc.tokens)) stats_.prompt_tokens += sc.tokens;
@@ -523,6 +524,11 @@ void Replica::end_step(SimTime now) {
   if (any_finished) {
     std::erase_if(running_, [&](std::uint32_t s) { return seqs_[s].request == UINT32_MAX; });
   }
+  // Slots freed above become reusable only now that running_ no longer lists them: an observer
+  // may have submitted a new request to this replica from inside finish().
+  free_slots_.insert(free_slots_.end(), retired_slots_.begin(), retired_slots_.end());
+  retired_slots_.clear();
+  in_end_step_ = false;
   retain(now);
   stats_.cache_evictions = kv_.evictions();
   if (setup_.check_invariants) verify();
@@ -547,7 +553,7 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   if (by_session_) session_end(content_[slot].session, now);
   const std::uint32_t request = q.request;
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
-  free_slots_.push_back(slot);
+  (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
   if (observer_ && o != Outcome::kUnfinished) observer_->on_request_end(request, now);
 }
 

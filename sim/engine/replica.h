@@ -236,6 +236,8 @@ class Replica final : public EventHandler, private VictimChooser {
   std::vector<Seq> seqs_;         // by slot
   std::vector<Content> content_;  // by slot
   std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> retired_slots_;  // freed during end_step, reusable after it
+  bool in_end_step_ = false;
   std::vector<std::uint32_t> running_;  // slots, in admission order
   WaitQueue waiting_;                   // slots, FCFS or by priority
 

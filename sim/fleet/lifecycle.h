@@ -88,7 +88,8 @@ struct AutoscaleConfig {
                      "horizontal pod autoscaler",
              .positive = true});
     v.param("tolerance", tolerance,
-            {.unit = "fraction", .desc = "no change while metric / target is within 1 ± this",
+            {.unit = "fraction",
+             .desc = "no change while metric / target is within 1 ± this",
              .min = 0});
     v.param("interval_s", interval_s,
             {.unit = "s", .desc = "how often the autoscaler decides", .positive = true});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "sim/workload/trace.h"
 
@@ -212,6 +213,50 @@ class Constant final : public ArrivalProcess {
   double rate_;
 };
 
+// Tidal (diurnal) traffic: a Poisson process whose rate follows
+// rate × (1 + amplitude × sin(2π (t + phase_s) / period_s)), drawn by thinning (Lewis and
+// Shedler): candidates at the peak rate, each kept with probability rate(t) / peak.
+class Diurnal final : public ArrivalProcess {
+ public:
+  struct Config {
+    double rate_per_s = 10;
+    double amplitude = 0.5;
+    double period_s = 86400;
+    double phase_s = 0;
+    template <class V>
+    void visit(V& v) {
+      v.param("rate_per_s", rate_per_s,
+              {.unit = "requests/s", .desc = "mean arrival rate over a period", .positive = true});
+      v.param("amplitude", amplitude,
+              {.unit = "fraction",
+               .desc = "peak is rate × (1 + amplitude), trough rate × (1 − "
+                       "amplitude)",
+               .min = 0,
+               .max = 1});
+      v.param("period_s", period_s, {.unit = "s", .desc = "length of one cycle", .positive = true});
+      v.param("phase_s", phase_s,
+              {.unit = "s", .desc = "shift: the rate at t is the sine's value at t + phase_s"});
+    }
+  };
+  explicit Diurnal(const Config& c) : c_(c), peak_(c.rate_per_s * (1 + c.amplitude)) {}
+  double next_gap_s(RngStream& rng) override {
+    const double start = t_;
+    for (;;) {
+      t_ += rng.exponential(1.0 / peak_);
+      if (rng.uniform() * peak_ <= rate_at(t_)) return t_ - start;
+    }
+  }
+  double rate_per_s() const override { return c_.rate_per_s; }
+  double rate_at(double t) const {
+    return c_.rate_per_s *
+           (1 + c_.amplitude * std::sin(2 * std::numbers::pi * (t + c_.phase_s) / c_.period_s));
+  }
+
+ private:
+  Config c_;
+  double peak_;
+  double t_ = 0;  // time of the last arrival drawn
+};
 }  // namespace
 
 std::int32_t draw_weighted(const std::vector<double>& weights, RngStream& rng) {
@@ -248,6 +293,7 @@ const ArrivalRegistry& arrival_registry() {
     r.add<GammaArrivals>("gamma",
                          "Gamma-distributed gaps with a coefficient of variation (burstiness).");
     r.add<Constant>("constant", "Evenly spaced arrivals.");
+    r.add<Diurnal>("diurnal", "Tidal traffic: Poisson with a sinusoidal rate (thinning).");
     return r;
   }();
   return reg;

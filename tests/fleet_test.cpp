@@ -1,0 +1,218 @@
+// The fleet end to end: failures, deploys, autoscaling, gateway admission and client retries,
+// with block conservation checked after every step.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/support/run.h"
+
+namespace kvfleet {
+namespace {
+
+using sim::Outcome;
+
+// Four small replicas under a bursty load with shared prefixes and two priorities.
+const char* kFleet = R"(seed: 5
+workload:
+  impl: synthetic
+  num_requests: 4000
+  arrival: {impl: gamma, rate_per_s: 60, cv: 1.5}
+  input_tokens: {impl: lognormal, mean: 600, sigma: 0.8, max: 6000}
+  output_tokens: {impl: lognormal, mean: 150, sigma: 0.8, max: 1500}
+  tenants: 8
+  shared_prefix_tokens: 400
+  priority_weights: [1, 2]
+router: {impl: prefix_aware}
+pools:
+  - name: p
+    replicas: 4
+    model: Llama-3-8B
+    gpu: H100-SXM
+    price_per_hour: 2.5
+    engine: {max_num_seqs: 64, num_gpu_blocks_override: 2000}
+simulation: {check_invariants: true}
+)";
+
+// Checks the outcome invariants of a run with retries: every attempt ends in exactly one
+// outcome; every logical request has attempts 0..k, all but the last retried after a retryable
+// outcome, and exactly one final attempt. Returns the number of logical requests.
+std::int64_t check_attempts(const sim::RunResult& r) {
+  std::map<std::uint64_t, std::vector<const sim::RequestRecord*>> by_origin;
+  for (const auto& q : r.requests) {
+    EXPECT_NE(q.outcome, Outcome::kPending) << "request " << q.id;
+    EXPECT_NE(q.outcome, Outcome::kUnfinished) << "request " << q.id;
+    by_origin[q.origin].push_back(&q);
+  }
+  for (const auto& [origin, attempts] : by_origin) {
+    int finals = 0;
+    for (std::size_t k = 0; k < attempts.size(); ++k) {
+      const auto& q = *attempts[k];
+      EXPECT_EQ(q.attempt, static_cast<int>(k)) << "origin " << origin;
+      if (q.retried) {
+        const bool retryable = q.outcome == Outcome::kFailed || q.outcome == Outcome::kTimedOut ||
+                               q.client_gone ||
+                               (q.outcome == Outcome::kRejected && sim::retryable(q.reject_reason));
+        EXPECT_TRUE(retryable) << "request " << q.id << " retried after "
+                               << sim::outcome_name(q.outcome);
+      } else {
+        ++finals;
+      }
+    }
+    EXPECT_EQ(finals, 1) << "origin " << origin;
+    EXPECT_FALSE(attempts.back()->retried) << "origin " << origin;
+  }
+  return static_cast<std::int64_t>(by_origin.size());
+}
+
+TEST(Fleet, EveryRequestEndsInOneOutcomeThroughFailuresDeploysAndRetries) {
+  const auto r = testing::run_yaml(
+      kFleet, {"client.max_attempts=3", "client.timeout_s=20", "client.timeout_cancels=false",
+               "pools[0].failures.at=[{time_s: 10, replica: 1}, {time_s: 25, replica: 1}]",
+               "pools[0].failures.mtbf_s=120", "pools[0].failures.repair_s=5",
+               "pools[0].startup_s=3", "pools[0].deploy={enabled: true, start_s: 30, drain: false}",
+               "pools[0].admission={enabled: true, max_queue: 50, kv_demand_limit: 1.5}"});
+  EXPECT_EQ(check_attempts(r.result), 4000);
+  // The run must exercise what it claims to.
+  EXPECT_GT(r.summary.failed, 0);
+  std::int64_t retries = 0, failures = 0;
+  for (const auto& q : r.result.requests) retries += q.attempt > 0;
+  for (const auto& rep : r.result.replicas) failures += rep.failures;
+  EXPECT_GE(failures, 2);
+  EXPECT_GT(retries, 0);
+  // Emitted tokens all belong to some attempt.
+  std::int64_t gen = 0, emitted = 0;
+  for (const auto& q : r.result.requests) gen += q.generated_tokens;
+  for (const auto& rep : r.result.replicas) emitted += rep.stats.generation_tokens;
+  EXPECT_EQ(gen, emitted);
+}
+
+TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
+  const auto r = testing::run_yaml(
+      kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]", "pools[0].failures.repair_s=10",
+               "pools[0].startup_s=5"});
+  std::int64_t failed = 0;
+  for (const auto& q : r.result.requests) {
+    if (q.outcome != Outcome::kFailed) continue;
+    ++failed;
+    EXPECT_EQ(q.replica, 2);
+    EXPECT_EQ(q.finish, sim::from_seconds(20));
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(r.result.replicas[2].failures, 1);
+  // Down for repair + startup: nothing reaches it from 20 s to 35 s.
+  for (const auto& q : r.result.requests) {
+    if (q.replica == 2) {
+      EXPECT_FALSE(q.arrival > sim::from_seconds(20) && q.arrival < sim::from_seconds(35));
+    }
+  }
+  // Without retries the client sees the failures.
+  EXPECT_EQ(r.summary.failed, failed);
+}
+
+TEST(Fleet, DrainingDeployLosesNothingAndAbruptOneFailsRequests) {
+  const std::vector<std::string> base = {"pools[0].startup_s=2",
+                                         "pools[0].deploy={enabled: true, start_s: 5}"};
+  auto drained = base;
+  drained.push_back("pools[0].deploy.drain_timeout_s=600");
+  const auto d = testing::run_yaml(kFleet, drained);
+  auto abrupt = base;
+  abrupt.push_back("pools[0].deploy.drain=false");
+  const auto a = testing::run_yaml(kFleet, abrupt);
+  for (const auto* run : {&d, &a}) {
+    std::int64_t restarts = 0;
+    for (const auto& rep : run->result.replicas) restarts += rep.restarts;
+    EXPECT_EQ(restarts, 4);  // every replica replaced once
+  }
+  EXPECT_EQ(d.summary.failed, 0);
+  EXPECT_GT(a.summary.failed, 0);
+}
+
+// Aggressive clients whose timeout is shorter than the overloaded fleet's latency, and whose
+// timeouts leave the work running: without a budget every request tries max_attempts times; a
+// budget caps retries at reserve + ratio × first attempts.
+TEST(Fleet, RetryBudgetCapsTotalAttempts) {
+  const std::vector<std::string> storm = {
+      "workload.arrival.rate_per_s=150", "workload.num_requests=3000", "client.max_attempts=5",
+      "client.timeout_s=4", "client.timeout_cancels=false", "client.backoff_initial_s=0.2"};
+  const auto free_for_all = testing::run_yaml(kFleet, storm);
+  auto budgeted = storm;
+  budgeted.push_back("client.retry_budget_ratio=0.1");
+  budgeted.push_back("client.retry_budget_reserve=20");
+  const auto capped = testing::run_yaml(kFleet, budgeted);
+  EXPECT_EQ(check_attempts(free_for_all.result), 3000);
+  EXPECT_EQ(check_attempts(capped.result), 3000);
+  const auto attempts = [](const testing::Run& r) {
+    return static_cast<std::int64_t>(r.result.requests.size());
+  };
+  EXPECT_LE(attempts(capped) - 3000, 20 + 0.1 * 3000);
+  EXPECT_GT(attempts(free_for_all) - 3000, 2 * (20 + 0.1 * 3000));  // the storm is real
+}
+
+TEST(Fleet, GatewayShedsOnlyTheLowPriorityBandWhenSaturated) {
+  const auto r = testing::run_yaml(
+      kFleet, {"workload.arrival.rate_per_s=150",
+               "pools[0].admission={enabled: true, queue_threshold: 4, shed_priority: 1, "
+               "max_queue: 100000}"});
+  std::int64_t shed = 0;
+  for (const auto& q : r.result.requests) {
+    if (q.reject_reason != sim::RejectReason::kShed) continue;
+    ++shed;
+    EXPECT_GE(q.priority, 1);
+  }
+  EXPECT_GT(shed, 0);
+}
+
+TEST(Fleet, LongPromptsGoToTheirOwnPool) {
+  std::string yaml = kFleet;
+  yaml.insert(yaml.find("simulation:"), R"(  - name: docs
+    replicas: 1
+    model: Llama-3-8B
+    gpu: H100-SXM
+gateway: {long_prompt_tokens: 2000, long_prompt_pool: docs}
+)");
+  const auto r = testing::run_yaml(yaml);
+  std::int64_t to_docs = 0;
+  for (const auto& q : r.result.requests) {
+    EXPECT_EQ(q.pool, q.input_tokens >= 2000 ? 1 : 0) << "request " << q.id;
+    to_docs += q.pool == 1;
+  }
+  EXPECT_GT(to_docs, 0);
+  EXPECT_EQ(r.result.replicas.back().pool, "docs");
+}
+
+TEST(Fleet, AutoscalerFollowsTidalTraffic) {
+  const auto r = testing::run_yaml(
+      kFleet, {"workload.num_requests=0", "workload.duration_s=1200",
+               "workload.arrival={impl: diurnal, rate_per_s: 40, amplitude: 0.9, period_s: 1200, "
+               "phase_s: 900}",
+               "pools[0].replicas=1",
+               "pools[0].autoscale={enabled: true, min_replicas: 1, max_replicas: 6, target: 2, "
+               "interval_s: 10, scale_down_cooldown_s: 60}",
+               "pools[0].startup_s=20", "simulation.check_invariants=false"});
+  const auto& pool = r.result.pools.at(0);
+  EXPECT_GT(pool.scale_ups, 0);
+  EXPECT_GT(pool.scale_downs, 0);
+  EXPECT_GT(pool.peak_replicas, 2);
+  EXPECT_LE(pool.peak_replicas, 6);
+  check_attempts(r.result);
+  // Paid time: at least one replica at all times, never all six.
+  double paid = 0;
+  for (const auto& rep : r.result.replicas) paid += rep.paid_s;
+  const double end = sim::to_seconds(r.result.end_time);
+  EXPECT_GE(paid, end - 1e-6);
+  EXPECT_LT(paid, 6 * end);
+}
+
+TEST(Fleet, BadFleetSettingsNameTheKey) {
+  EXPECT_THROW(testing::scenario_from(kFleet, {"pools[0].failures.at=[{time_s: 1, replica: 9}]"}),
+               sim::InputError);
+  EXPECT_THROW(testing::scenario_from(kFleet, {"gateway.long_prompt_tokens=10",
+                                               "gateway.long_prompt_pool=nowhere"}),
+               sim::InputError);
+  EXPECT_THROW(testing::scenario_from(kFleet, {"pools[0].autoscale={enabled: true, "
+                                               "max_replicas: 2}"}),
+               sim::InputError);
+}
+
+}  // namespace
+}  // namespace kvfleet
