@@ -399,18 +399,31 @@ void Simulation::autoscale(std::size_t pool, SimTime now) {
   const AutoscaleConfig& a = pc.autoscale;
   const auto sig = signals(pool);
   int ready = 0, starting = 0;
-  double waiting = p.gateway->queued(), kv = 0;
+  double waiting = p.gateway->queued(), running = 0, kv = 0;
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const Life l = nodes_[p.nodes[i]].life;
     if (l == Life::kStarting) ++starting;
     if (l != Life::kUp) continue;
     ++ready;
     waiting += sig[i].waiting;
+    running += sig[i].running;
     kv += sig[i].kv_usage;
   }
-  const double metric = a.metric == "kv" ? (ready ? kv / ready : 0) : waiting / std::max(ready, 1);
+  const double metric = a.metric == "kv"            ? (ready ? kv / ready : 0)
+                        : a.metric == "outstanding" ? (running + waiting) / std::max(ready, 1)
+                                                    : waiting / std::max(ready, 1);
   const int current = ready + starting;
-  const int desired = autoscale_desired(a, ready, current, metric, pc.max_replicas());
+  const int raw = autoscale_desired(a, ready, current, metric, pc.max_replicas());
+  // Scale-down stabilisation (HPA's stabilizationWindowSeconds): shrink only to the highest
+  // recommendation of the window, so that a queue that empties for a moment does not flap.
+  p.recommendations.emplace_back(now, raw);
+  const SimTime window = from_seconds(a.scale_down_cooldown_s);
+  while (!p.recommendations.empty() && p.recommendations.front().first < now - window)
+    p.recommendations.pop_front();
+  int desired = raw;
+  if (raw < current)
+    for (const auto& [t, d] : p.recommendations) desired = std::max(desired, d);
+  desired = std::min(desired, std::max(current, raw));
   if (desired > current &&
       (p.last_scale_up < 0 || to_seconds(now - p.last_scale_up) >= a.scale_up_cooldown_s)) {
     for (std::size_t k = 0, added = 0;
@@ -421,9 +434,8 @@ void Simulation::autoscale(std::size_t pool, SimTime now) {
       ++added;
       ++p.result.scale_ups;
     }
-    p.last_scale_up = p.last_change = now;
-  } else if (desired < current && starting == 0 &&
-             (p.last_change < 0 || to_seconds(now - p.last_change) >= a.scale_down_cooldown_s)) {
+    p.last_scale_up = now;
+  } else if (desired < current && starting == 0) {
     for (int k = current - desired; k > 0; --k) {
       // The up replica with the least outstanding work, newest first among equals.
       std::size_t best = p.nodes.size();
@@ -435,7 +447,6 @@ void Simulation::autoscale(std::size_t pool, SimTime now) {
       begin_drain(p.nodes[best], now, false);
       ++p.result.scale_downs;
     }
-    p.last_change = now;
   }
 }
 

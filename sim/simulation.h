@@ -2,6 +2,7 @@
 // Runs one scenario: the arrival source feeds the router, the router picks replicas, replicas
 // step through their batches, and a sampler records each replica's state at fixed intervals.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -123,7 +124,8 @@ class Simulation final : public EventHandler, public RequestObserver {
     std::vector<ReplicaLoad> signals;
     RngStream failure_rng;
     std::size_t deploy_next = 0;
-    SimTime last_scale_up = -1, last_change = -1;
+    SimTime last_scale_up = -1;
+    std::deque<std::pair<SimTime, int>> recommendations;  // autoscaler: (time, desired)
     PoolResult result;
     explicit Pool(RngStream r) : failure_rng(std::move(r)) {}
   };

@@ -86,10 +86,32 @@ TEST(Fleet, EveryRequestEndsInOneOutcomeThroughFailuresDeploysAndRetries) {
   EXPECT_EQ(gen, emitted);
 }
 
+// GPU-seconds: every step's time × GPUs is shared out to the requests in it, so the requests'
+// shares add up to the replicas' busy time; wasted work is the share of requests that ended
+// cancelled, timed out or failed.
+TEST(Fleet, GpuSecondsAddUpAndWasteIsTheAbandonedShare) {
+  const auto r =
+      testing::run_yaml(kFleet, {"workload.arrival.rate_per_s=150", "client.timeout_s=5",
+                                 "client.timeout_cancels=false", "pools[0].tensor_parallel=2"});
+  double shares = 0, busy = 0, wasted = 0;
+  for (const auto& q : r.result.requests) {
+    shares += q.gpu_s;
+    if (q.outcome == Outcome::kTimedOut) wasted += q.gpu_s;
+  }
+  for (const auto& rep : r.result.replicas) busy += rep.stats.busy_s * rep.gpus;
+  EXPECT_NEAR(shares, busy, 1e-4 * busy);
+  EXPECT_GT(wasted, 0);
+  EXPECT_NEAR(r.summary.wasted_gpu_s, wasted, 1e-9 * busy);
+  EXPECT_LT(r.summary.wasted_gpu_s, busy);
+  // Cost: paid GPU-hours × price.
+  EXPECT_NEAR(r.summary.cost, r.summary.gpu_hours * 2.5, 1e-9);
+  EXPECT_NEAR(r.summary.gpu_hours, 4 * 2 * sim::to_seconds(r.result.end_time) / 3600, 1e-9);
+}
+
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
-  const auto r = testing::run_yaml(
-      kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]", "pools[0].failures.repair_s=10",
-               "pools[0].startup_s=5"});
+  const auto r =
+      testing::run_yaml(kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]",
+                                 "pools[0].failures.repair_s=10", "pools[0].startup_s=5"});
   std::int64_t failed = 0;
   for (const auto& q : r.result.requests) {
     if (q.outcome != Outcome::kFailed) continue;
@@ -132,8 +154,9 @@ TEST(Fleet, DrainingDeployLosesNothingAndAbruptOneFailsRequests) {
 // budget caps retries at reserve + ratio × first attempts.
 TEST(Fleet, RetryBudgetCapsTotalAttempts) {
   const std::vector<std::string> storm = {
-      "workload.arrival.rate_per_s=150", "workload.num_requests=3000", "client.max_attempts=5",
-      "client.timeout_s=4", "client.timeout_cancels=false", "client.backoff_initial_s=0.2"};
+      "workload.arrival.rate_per_s=150", "workload.num_requests=3000",
+      "client.max_attempts=5",           "client.timeout_s=4",
+      "client.timeout_cancels=false",    "client.backoff_initial_s=0.2"};
   const auto free_for_all = testing::run_yaml(kFleet, storm);
   auto budgeted = storm;
   budgeted.push_back("client.retry_budget_ratio=0.1");
@@ -206,8 +229,8 @@ TEST(Fleet, AutoscalerFollowsTidalTraffic) {
 TEST(Fleet, BadFleetSettingsNameTheKey) {
   EXPECT_THROW(testing::scenario_from(kFleet, {"pools[0].failures.at=[{time_s: 1, replica: 9}]"}),
                sim::InputError);
-  EXPECT_THROW(testing::scenario_from(kFleet, {"gateway.long_prompt_tokens=10",
-                                               "gateway.long_prompt_pool=nowhere"}),
+  EXPECT_THROW(testing::scenario_from(
+                   kFleet, {"gateway.long_prompt_tokens=10", "gateway.long_prompt_pool=nowhere"}),
                sim::InputError);
   EXPECT_THROW(testing::scenario_from(kFleet, {"pools[0].autoscale={enabled: true, "
                                                "max_replicas: 2}"}),

@@ -365,8 +365,12 @@ void Documenter::impl(std::string_view name, const ImplSpec& v, const RegistryBa
   Attr ca = a;
   add(name, "map: impl = " + join(reg.names(), " | "), ca,
       "impl: " + (v.impl.empty() ? reg.default_impl() : v.impl));
+  for (const Documenter* d = this; d; d = d->parent_)
+    if (d->expanding_ == &reg) return;  // documented where it first appears
   for (const auto& e : reg.entries()) {
     Documenter sub(key(name) + ".");
+    sub.parent_ = this;
+    sub.expanding_ = &reg;
     e.document(sub);
     Section s;
     s.title = key(name) + " — impl: " + e.name;

@@ -230,6 +230,11 @@ class Documenter {
   std::string prefix_;
   std::vector<Row> rows_;
   std::vector<Section> sections_;
+  // The documenter whose impl() made this one, and the registry it was expanding: a registry
+  // whose implementations take one of its own kind (a mix of length distributions) is expanded
+  // once, not forever.
+  const Documenter* parent_ = nullptr;
+  const RegistryBase* expanding_ = nullptr;
 };
 
 // Markdown for a struct's documentation (the scenario reference).

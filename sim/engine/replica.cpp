@@ -87,6 +87,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.prompt_tokens = r.input_tokens;
   q.max_output = r.output_tokens;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
+  q.gpu_s = 0;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content_[s];

@@ -81,8 +81,9 @@ struct AutoscaleConfig {
             {.unit = "replicas", .desc = "upper bound; 0 = replicas", .min = 0});
     v.param("metric", metric,
             {.desc = "queue = waiting requests per ready replica (engines' and the gateway's); "
-                     "kv = mean KV usage of ready replicas",
-             .choices = {"queue", "kv"}});
+                     "outstanding = running + waiting per ready replica (concurrency); kv = mean "
+                     "KV usage of ready replicas",
+             .choices = {"queue", "outstanding", "kv"}});
     v.param("target", target,
             {.desc = "desired replicas = ceil(ready × metric / target), as Kubernetes' "
                      "horizontal pod autoscaler",
@@ -97,7 +98,8 @@ struct AutoscaleConfig {
             {.unit = "s", .desc = "no scale-up sooner than this after the last one", .min = 0});
     v.param("scale_down_cooldown_s", scale_down_cooldown_s,
             {.unit = "s",
-             .desc = "no scale-down sooner than this after the last change (stabilisation)",
+             .desc = "scale-down stabilisation window: shrink only to the highest "
+                     "recommendation of this window (HPA's stabilizationWindowSeconds)",
              .min = 0});
   }
 };

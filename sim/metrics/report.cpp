@@ -28,6 +28,43 @@ std::string pad(const std::string& s, std::size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }
 
+void fleet_line(std::ostream& o, const char* label, const Summary& s) {
+  o << label << fmt("%.2f", s.gpu_hours) << " GPU-hours";
+  if (s.cost > 0)
+    o << ", $" << fmt("%.2f", s.cost) << " ($"
+      << (std::isnan(s.cost_per_million_output_tokens)
+              ? std::string("-")
+              : fmt("%.2f", s.cost_per_million_output_tokens))
+      << " per million output tokens)";
+  o << "; " << fmt("%.1f", s.wasted_gpu_s)
+    << " GPU-s wasted on cancelled, timed-out and failed work";
+  if (s.hotspot_mean > 0)
+    o << "; hotspot (max/mean load) mean " << fmt("%.2f", s.hotspot_mean) << ", max "
+      << fmt("%.2f", s.hotspot_max);
+  o << "\n";
+  if (s.replica_failures || s.replica_restarts || s.scale_ups || s.scale_downs)
+    o << "    replicas: " << s.replica_failures << " failures, " << s.replica_restarts
+      << " starts (repairs, deploys, scale-ups), " << s.scale_ups << " scaled up, " << s.scale_downs
+      << " scaled down, at most " << s.peak_replicas << " up or starting\n";
+  if (s.gateway_rejected || s.gateway_queued)
+    o << "    gateway: " << s.gateway_queued << " queued, " << s.gateway_rejected
+      << " rejected with retry-after\n";
+}
+
+void print_fleet(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+  o << "\n";
+  fleet_line(o, "Fleet: ", s);
+  if (r.pools.size() < 2) return;
+  for (std::size_t p = 0; p < r.pools.size(); ++p) {
+    const Summary ps = summarize(r, static_cast<int>(p));
+    o << "  pool " << r.pools[p].name << ": " << ps.requests << " requests, " << ps.ok
+      << " completed; TTFT p50 " << lat(ps.ttft.p50) << ", p99 " << lat(ps.ttft.p99)
+      << "; TPOT p99 " << lat(ps.tpot.p99) << "; E2E p99 " << lat(ps.e2e.p99) << "\n";
+    fleet_line(o, "    ", ps);
+  }
+  (void)sc;
+}
+
 }  // namespace
 
 void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
@@ -74,19 +111,20 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     << " rejected";
   if (s.unfinished) o << ", " << s.unfinished << " unfinished (stopped at max_time_s)";
   if (s.timed_out) o << ", " << s.timed_out << " timed out";
-  if (s.cancelled)
-    o << ", " << s.cancelled << " cancelled (" << s.wasted_tokens << " tokens of work wasted)";
+  if (s.cancelled) o << ", " << s.cancelled << " cancelled";
   if (s.failed) o << ", " << s.failed << " failed";
+  if (s.wasted_tokens) o << " (" << s.wasted_tokens << " tokens of work wasted)";
   o << "\n  preempted: " << s.preempted_requests << " requests (" << s.num_preemptions
     << " preemptions";
   if (s.num_swaps) o << ", " << s.num_swaps << " of them swapped to host memory";
   o << ", " << s.recomputed_tokens << " tokens recomputed)\n";
   if (s.rejected) {
-    std::int64_t by[5] = {0, 0, 0, 0, 0};
+    constexpr int kReasons = static_cast<int>(RejectReason::kQueueTimeout) + 1;
+    std::int64_t by[kReasons] = {};
     for (const auto& q : r.requests)
       if (q.outcome == Outcome::kRejected) ++by[static_cast<int>(q.reject_reason)];
     o << "  rejected because:";
-    for (int i = 1; i < 5; ++i)
+    for (int i = 1; i < kReasons; ++i)
       if (by[i]) o << " " << reject_reason_name(static_cast<RejectReason>(i)) << " " << by[i];
     o << "\n";
   }
@@ -101,6 +139,15 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   row("TPOT (time per output token)  ", s.tpot);
   row("E2E (end-to-end)              ", s.e2e);
   row("queue (arrival to scheduled)  ", s.queue);
+  if (s.retries > 0) {
+    o << "Clients: " << s.logical_requests << " requests, " << s.retries << " retries ("
+      << fmt("%.2f",
+             static_cast<double>(s.requests) / std::max<std::int64_t>(1, s.logical_requests))
+      << " attempts per request); " << s.logical_ok << " succeeded in the end ("
+      << fmt("%.1f%%", 100.0 * s.logical_ok / std::max<std::int64_t>(1, s.logical_requests))
+      << ")\n";
+    row("E2E seen by clients (retries) ", s.client_e2e);
+  }
   {
     // TTFT by priority class, when there is more than one.
     std::vector<std::vector<double>> by(1);
@@ -200,6 +247,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << fmt("%.0f%%", 100 * sum.overhead_s / tot) << ", KV transfers "
       << fmt("%.0f%%", 100 * sum.kv_transfer_s / tot);
   o << "\n";
+  print_fleet(o, sc, r, s);
 }
 
 }  // namespace kvfleet::sim

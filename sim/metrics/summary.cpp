@@ -33,14 +33,31 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
-Summary summarize(const RunResult& r) {
+Summary summarize(const RunResult& r, int pool) {
   Summary s;
+  const std::string pool_name = pool >= 0 ? r.pools.at(static_cast<std::size_t>(pool)).name : "";
+  const auto mine = [&](const ReplicaResult& rep) { return pool < 0 || rep.pool == pool_name; };
+  std::vector<double> client_e2e;
+  double out_ok = 0;
   std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
   std::set<std::uint64_t> sessions;
   SimTime first_arrival = kTimeNever, last_end = 0;
   double in_tokens = 0, out_tokens = 0;
   for (const auto& q : r.requests) {
+    if (pool >= 0 && q.pool != pool) continue;
     ++s.requests;
+    if (q.attempt == 0)
+      ++s.logical_requests;
+    else
+      ++s.retries;
+    if (!q.retried && q.outcome == Outcome::kOk) {
+      ++s.logical_ok;
+      client_e2e.push_back(to_seconds(q.finish - r.requests[q.origin].arrival));
+    }
+    if (q.outcome == Outcome::kOk) out_ok += q.generated_tokens;
+    if (q.outcome == Outcome::kCancelled || q.outcome == Outcome::kTimedOut ||
+        q.outcome == Outcome::kFailed)
+      s.wasted_gpu_s += q.gpu_s;
     first_arrival = std::min(first_arrival, q.arrival);
     if (q.finish >= 0) last_end = std::max(last_end, q.finish);
     if (q.num_preemptions > 0) ++s.preempted_requests;
@@ -74,6 +91,7 @@ Summary summarize(const RunResult& r) {
         break;
       case Outcome::kTimedOut:
         ++s.timed_out;
+        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kCancelled:
         ++s.cancelled;
@@ -81,6 +99,7 @@ Summary summarize(const RunResult& r) {
         break;
       case Outcome::kFailed:
         ++s.failed;
+        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kUnfinished:
       case Outcome::kPending:
@@ -94,6 +113,7 @@ Summary summarize(const RunResult& r) {
   s.ttft_cold = latency_stats(std::move(cold));
   s.sessions = static_cast<std::int64_t>(sessions.size());
   s.workload_stats = r.workload_stats;
+  s.client_e2e = latency_stats(std::move(client_e2e));
   s.tpot = latency_stats(std::move(tpot));
   s.e2e = latency_stats(std::move(e2e));
   s.queue = latency_stats(std::move(queue));
@@ -106,7 +126,15 @@ Summary summarize(const RunResult& r) {
   }
   // Time-weighted means run from time 0 to the last completion (or the stop time).
   const double span_s = to_seconds(last_end);
+  std::size_t num_replicas = 0;
   for (const auto& rep : r.replicas) {
+    if (!mine(rep)) continue;
+    ++num_replicas;
+    s.gpu_hours += rep.paid_s * rep.gpus / 3600;
+    s.replica_failures += rep.failures;
+    s.replica_restarts += rep.restarts;
+    for (const auto& pr : r.pools)
+      if (pr.name == rep.pool) s.cost += rep.paid_s * rep.gpus / 3600 * pr.price_per_hour;
     s.num_preemptions += rep.stats.num_preemptions;
     s.prefix_cache_queries += rep.stats.prefix_cache_queries;
     s.prefix_cache_hits += rep.stats.prefix_cache_hits;
@@ -121,15 +149,60 @@ Summary summarize(const RunResult& r) {
       s.busy_fraction += rep.stats.busy_s / span_s;
     }
   }
+  s.cost_per_million_output_tokens =
+      out_ok > 0 ? s.cost / out_ok * 1e6 : std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t p = 0; p < r.pools.size(); ++p) {
+    if (pool >= 0 && static_cast<int>(p) != pool) continue;
+    const PoolResult& pr = r.pools[p];
+    s.gateway_rejected += pr.gateway_rejected;
+    s.gateway_queued += pr.gateway_queued;
+    s.scale_ups += pr.scale_ups;
+    s.scale_downs += pr.scale_downs;
+    s.peak_replicas += pr.peak_replicas;
+  }
+  // Hotspots: at each sample, max / mean outstanding over the replicas of a pool taking
+  // requests (pools apart: their replicas differ); samples where the pool is idle are skipped.
+  {
+    double sum_max = 0, sum_mean = 0;
+    for (std::size_t p = 0; p < r.pools.size(); ++p) {
+      if (pool >= 0 && static_cast<int>(p) != pool) continue;
+      std::vector<std::size_t> members;
+      for (std::size_t i = 0; i < r.replicas.size() && i < r.timeseries.size(); ++i)
+        if (r.replicas[i].pool == r.pools[p].name) members.push_back(i);
+      if (members.size() < 2) continue;
+      const std::size_t samples = r.timeseries[members[0]].t_s.size();
+      for (std::size_t k = 0; k < samples; ++k) {
+        double mx = 0, total = 0;
+        int up = 0;
+        for (auto i : members) {
+          const TimeSeries& ts = r.timeseries[i];
+          if (k >= ts.t_s.size() || (k < ts.available.size() && !ts.available[k])) continue;
+          const double load = ts.num_requests_running[k] + ts.num_requests_waiting[k];
+          mx = std::max(mx, load);
+          total += load;
+          ++up;
+        }
+        // Below one request per replica, max / mean says more about chance than routing.
+        if (up < 2 || total < up) continue;
+        sum_max += mx;
+        sum_mean += total / up;
+        s.hotspot_max = std::max(s.hotspot_max, mx / (total / up));
+      }
+    }
+    // Load-weighted: mean of the max over mean of the mean, so that nearly idle moments (one
+    // request on one replica reads as max/mean = N) do not dominate.
+    s.hotspot_mean = sum_mean > 0 ? sum_max / sum_mean : 0;
+  }
   double held = 0, allocated = 0;
   for (const auto& rep : r.replicas) {
+    if (!mine(rep)) continue;
     held += rep.stats.kv_held_token_seconds;
     allocated += rep.stats.kv_allocated_token_seconds;
   }
   s.kv_token_utilization = allocated > 0 ? held / allocated : 0;
-  if (!r.replicas.empty()) {
-    s.kv_usage_mean /= static_cast<double>(r.replicas.size());
-    s.busy_fraction /= static_cast<double>(r.replicas.size());
+  if (num_replicas > 0) {
+    s.kv_usage_mean /= static_cast<double>(num_replicas);
+    s.busy_fraction /= static_cast<double>(num_replicas);
   }
   return s;
 }
@@ -186,6 +259,23 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   add("time_to_first_token_cold", ttft_cold);
   v.push_back({"tier_hit_tokens", double(tier_hit_tokens)});
   v.push_back({"tier_recomputed_tokens", double(tier_recomputed_tokens)});
+  v.push_back({"logical_requests", double(logical_requests)});
+  v.push_back({"logical_ok", double(logical_ok)});
+  v.push_back({"retries", double(retries)});
+  add("client_e2e_latency", client_e2e);
+  v.push_back({"gpu_hours", gpu_hours});
+  v.push_back({"cost", cost});
+  v.push_back({"cost_per_million_output_tokens", cost_per_million_output_tokens});
+  v.push_back({"wasted_gpu_s", wasted_gpu_s});
+  v.push_back({"hotspot_mean", hotspot_mean});
+  v.push_back({"hotspot_max", hotspot_max});
+  v.push_back({"replica_failures", double(replica_failures)});
+  v.push_back({"replica_restarts", double(replica_restarts)});
+  v.push_back({"gateway_rejected", double(gateway_rejected)});
+  v.push_back({"gateway_queued", double(gateway_queued)});
+  v.push_back({"scale_ups", double(scale_ups)});
+  v.push_back({"scale_downs", double(scale_downs)});
+  v.push_back({"peak_replicas", double(peak_replicas)});
   return v;
 }
 

@@ -44,7 +44,7 @@ struct Summary {
   std::int64_t truncated_tokens = 0;
   LatencyStats ttft_first, ttft_warm, ttft_cold;  // first turns; later turns with / without reuse
   std::int64_t sessions = 0;
-  std::int64_t wasted_tokens = 0;  // tokens computed for requests that ended cancelled
+  std::int64_t wasted_tokens = 0;  // tokens computed for requests cancelled, timed out or failed
   std::vector<std::pair<std::string, double>> workload_stats;  // counters the workload keeps
   double workload_stat(const std::string& name) const {
     for (const auto& [k, v] : workload_stats)
@@ -60,11 +60,26 @@ struct Summary {
     return prefix_cache_queries ? static_cast<double>(prefix_cache_hits) / prefix_cache_queries : 0;
   }
   std::int64_t steps = 0;
+  // Fleet. Clients: logical requests (first attempts) and their retries; a logical request
+  // succeeds when its last attempt completes; client latency runs from its first attempt.
+  std::int64_t logical_requests = 0, logical_ok = 0, retries = 0;
+  LatencyStats client_e2e;
+  double gpu_hours = 0;  // GPUs held (starting, up, draining, awaiting repair) × time
+  double cost = 0;       // gpu_hours × price_per_hour
+  double cost_per_million_output_tokens = 0;  // of completed requests; NaN when none
+  double wasted_gpu_s = 0;  // GPU-seconds spent on cancelled, timed-out and failed work
+  // Hotspots: max / mean outstanding requests across replicas taking requests, sampled over
+  // time (1 = perfectly even): load-weighted mean (Σ max / Σ mean) and the worst sample.
+  double hotspot_mean = 0, hotspot_max = 0;
+  std::int64_t replica_failures = 0, replica_restarts = 0;
+  std::int64_t gateway_rejected = 0, gateway_queued = 0, scale_ups = 0, scale_downs = 0;
+  int peak_replicas = 0;
 
   // Flat (name, value) pairs: the /summary table. Units in names (_s, _per_s, fraction).
   std::vector<std::pair<std::string, double>> flatten() const;
 };
 
-Summary summarize(const RunResult& r);
+// The whole fleet, or one pool (index into r.pools) when `pool` >= 0.
+Summary summarize(const RunResult& r, int pool = -1);
 
 }  // namespace kvfleet::sim

@@ -97,6 +97,36 @@ class LogNormal final : public LengthDist {
   double mu_;
 };
 
+// Two populations of lengths: with probability long_fraction from `long`, else from `short`
+// (short questions among long document jobs, say).
+class Mix final : public LengthDist {
+ public:
+  struct Config {
+    double long_fraction = 0.05;
+    config::ImplSpec short_dist, long_dist;
+    template <class V>
+    void visit(V& v) {
+      v.param("long_fraction", long_fraction,
+              {.unit = "probability", .desc = "share drawn from `long`", .min = 0, .max = 1});
+      v.impl("short", short_dist, length_dist_registry(),
+             {.desc = "the common lengths", .required = true});
+      v.impl("long", long_dist, length_dist_registry(),
+             {.desc = "the rare long ones", .required = true});
+    }
+  };
+  explicit Mix(const Config& c)
+      : p_(c.long_fraction),
+        short_(length_dist_registry().make(c.short_dist)),
+        long_(length_dist_registry().make(c.long_dist)) {}
+  std::int32_t sample(RngStream& rng) const override {
+    return rng.uniform() < p_ ? long_->sample(rng) : short_->sample(rng);
+  }
+  double mean() const override { return p_ * long_->mean() + (1 - p_) * short_->mean(); }
+
+ private:
+  double p_;
+  std::unique_ptr<LengthDist> short_, long_;
+};
 // ceil(Exponential(mean)): a geometric distribution on {1, 2, ...}, clamped to [min, max].
 class Exponential final : public LengthDist {
  public:
@@ -281,6 +311,7 @@ const LengthDistRegistry& length_dist_registry() {
     r.add<LogNormal>("lognormal", "Lognormal with a given arithmetic mean, rounded and clamped.");
     r.add<Exponential>("exponential", "ceil of an exponential (geometric on 1, 2, ...), clamped.");
     r.add<Empirical>("empirical", "Drawn with replacement from a trace's input or output lengths.");
+    r.add<Mix>("mix", "Two populations: `long` with probability long_fraction, else `short`.");
     return r;
   }();
   return reg;
