@@ -50,6 +50,7 @@ void ScenarioConfig::visit(V& v) {
   v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
   v.param("client", client, {.desc = "clients: timeouts, retries, backoff and retry budget"});
   v.param("gateway", gateway, {.desc = "fleet-wide gateway rules"});
+  v.param("disaggregation", disaggregation, {.desc = "disaggregated prefill and decode pools"});
   v.param("pools", pools,
           {.desc = "the fleet: pools of identical replicas; requests go to the first pool unless "
                    "they name another (routing across pools arrives with the fleet issue)",
@@ -72,6 +73,15 @@ void ScenarioConfig::check(config::Reader& r) const {
   if (gateway.long_prompt_tokens > 0 && !pool_named(gateway.long_prompt_pool)) {
     config::Reader g(r.node()["gateway"], "gateway", r.source());
     g.fail_key("long_prompt_pool", "no pool is named '" + gateway.long_prompt_pool + "'");
+  }
+  if (disaggregation.enabled) {
+    config::Reader d(r.node()["disaggregation"], "disaggregation", r.source());
+    if (!pool_named(disaggregation.prefill_pool))
+      d.fail_key("prefill_pool", "no pool is named '" + disaggregation.prefill_pool + "'");
+    if (!pool_named(disaggregation.decode_pool))
+      d.fail_key("decode_pool", "no pool is named '" + disaggregation.decode_pool + "'");
+    if (disaggregation.prefill_pool == disaggregation.decode_pool)
+      d.fail_key("decode_pool", "must differ from prefill_pool");
   }
   for (std::size_t i = 0; i < pools.size(); ++i) {
     const PoolConfig& p = pools[i];

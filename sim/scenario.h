@@ -80,6 +80,7 @@ struct ScenarioConfig {
   config::ImplSpec router;
   ClientConfig client;
   GatewayConfig gateway;
+  DisaggregationConfig disaggregation;
   std::vector<PoolConfig> pools;
   std::vector<ModelSpec> models;
   std::vector<GpuSpec> gpus;

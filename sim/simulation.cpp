@@ -46,6 +46,12 @@ Simulation::Simulation(const Scenario& sc)
     const PoolConfig& pc = sc.config.pools[p];
     if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
       long_pool_ = static_cast<std::int32_t>(p);
+    if (sc.config.disaggregation.enabled) {
+      if (pc.name == sc.config.disaggregation.prefill_pool)
+        prefill_pool_ = static_cast<std::int32_t>(p);
+      if (pc.name == sc.config.disaggregation.decode_pool)
+        decode_pool_ = static_cast<std::int32_t>(p);
+    }
     pools_.emplace_back(RngStream(seed + p, "fleet.failures"));
     Pool& pool = pools_.back();
     pool.router = router_registry().make(sc.config.router, seed + p);
@@ -88,7 +94,7 @@ Simulation::Simulation(const Scenario& sc)
 Simulation::~Simulation() = default;
 
 bool Simulation::active() const {
-  if (!workload_->finished() || !retries_.empty()) return true;
+  if (!workload_->finished() || !retries_.empty() || !handoffs_.empty()) return true;
   for (const auto& r : replicas_)
     if (!r->idle()) return true;
   for (const auto& p : pools_)
@@ -143,7 +149,31 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   if (spec.pool < 0 && long_pool_ >= 0 &&
       spec.input_tokens >= scenario_.config.gateway.long_prompt_tokens)
     spec.pool = long_pool_;
-  const std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
+  std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
+  bool handoff = false;
+  if (prefill_pool_ >= 0 && static_cast<std::int32_t>(pool) == prefill_pool_ &&
+      spec.output_tokens > 1 && !spec.context_overflow) {
+    // The decider: prefill remotely unless little of the prompt is uncached on the best decode
+    // replica (decode replicas then run it whole).
+    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    const int bs = scenario_.config.pools[static_cast<std::size_t>(decode_pool_)].engine.block_size;
+    std::int64_t cached = 0;
+    hash_scratch_.clear();
+    if (!spec.segments.empty() && spec.segments.front().content != 0) {
+      BlockHasher h;
+      h.reset(spec.segments, 0, spec.tenant, bs);
+      h.extend(hash_scratch_, spec.input_tokens / bs, spec.input_tokens);
+      for (std::size_t i = 0; i < dp.nodes.size(); ++i)
+        if (nodes_[dp.nodes[i]].life == Life::kUp)
+          cached = std::max(cached, probes_[static_cast<std::size_t>(decode_pool_)]->cached_blocks(
+                                        i, hash_scratch_) *
+                                        bs);
+    }
+    if (spec.input_tokens - cached < scenario_.config.disaggregation.direct_decode_tokens)
+      pool = static_cast<std::size_t>(decode_pool_);
+    else
+      handoff = true;
+  }
   rec.pool = static_cast<std::int16_t>(pool);
   log_.push_back(rec);
   if (attempt == 0) budget_.on_first_attempt();
@@ -164,10 +194,15 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   const ClientConfig& cc = scenario_.config.client;
   if (cc.timeout_s > 0) queue_.push(now + from_seconds(cc.timeout_s), this, kTimeout, rec.id);
   if (keep_specs_) kept_.emplace(id, spec);
+  if (handoff) {
+    handoffs_.emplace(id, Handoff{spec, 0});
+    spec.handoff = true;  // the prefill replica stops after the first token
+    spec.output_tokens = 1;
+  }
   Pool& p = pools_[pool];
   RejectReason why = RejectReason::kNone;
-  const std::int64_t total = static_cast<std::int64_t>(spec.input_tokens) + spec.output_tokens;
-  switch (p.gateway->arrive(id, spec.priority, spec.input_tokens, total, signals(pool), why)) {
+  const std::int64_t total = static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens;
+  switch (p.gateway->arrive(id, spec.priority, rec.input_tokens, total, signals(pool), why)) {
     case PoolGateway::Verdict::kDispatch:
       dispatch(id, std::move(spec), pool, now);
       break;
@@ -190,8 +225,9 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
 void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
   Pool& p = pools_[pool];
   const std::size_t r = p.router->pick(spec, signals(pool));
-  p.gateway->on_dispatch(spec.input_tokens,
-                         static_cast<std::int64_t>(spec.input_tokens) + spec.output_tokens);
+  const RequestRecord& rec = log_[id];
+  p.gateway->on_dispatch(rec.input_tokens,
+                         static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);
   replicas_[p.nodes[r]]->submit(id, std::move(spec), now);
 }
 
@@ -490,6 +526,9 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     case kDeploy:
       deploy_next(arg, now);
       return;
+    case kTransfer:
+      transfer_done(static_cast<std::uint32_t>(arg), now);
+      return;
     case kAutoscale: {
       autoscale(arg, now);
       const double dt = scenario_.config.pools[arg].autoscale.interval_s;
@@ -522,8 +561,68 @@ void Simulation::on_first_token(std::uint32_t request, SimTime) {
   pools_[static_cast<std::size_t>(r.pool)].gateway->on_first_token(r.input_tokens);
 }
 
+void Simulation::on_handoff(std::uint32_t request, SimTime now) {
+  RequestRecord& r = log_[request];
+  const auto pp = static_cast<std::size_t>(r.pool);
+  pools_[pp].gateway->on_end(r.input_tokens,
+                             static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, true);
+  if (nodes_[static_cast<std::size_t>(r.replica)].life == Life::kDraining)
+    push_life(static_cast<std::size_t>(r.replica), kDrainCheck, now);
+  r.prefill_replica = r.replica;
+  auto it = handoffs_.find(request);
+  const auto dp = static_cast<std::size_t>(decode_pool_);
+  const auto sig = signals(dp);
+  if (std::none_of(sig.begin(), sig.end(), [](const ReplicaLoad& x) { return x.available; })) {
+    handoffs_.erase(it);  // nowhere to decode
+    r.outcome = Outcome::kFailed;
+    r.finish = now;
+    if (!r.client_gone) client_end(request, now);
+  } else {
+    // The decode replica is chosen now and the KV pushed to it.
+    it->second.decode_local = pools_[dp].router->pick(it->second.spec, sig);
+    const Scenario::PoolInfo& info = scenario_.pools[dp];
+    const double bytes = static_cast<double>(r.input_tokens) *
+                         info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype));
+    const DisaggregationConfig& d = scenario_.config.disaggregation;
+    const double t = d.latency_s + bytes / (d.network_GBps * 1e9);
+    r.kv_transfer_s = static_cast<float>(t);
+    queue_.push(now + std::max<SimTime>(1, from_seconds(t)), this, kTransfer, request);
+  }
+  drain_gateway(pp, now);
+}
+
+void Simulation::transfer_done(std::uint32_t id, SimTime now) {
+  auto it = handoffs_.find(id);
+  Handoff h = std::move(it->second);
+  handoffs_.erase(it);
+  RequestRecord& r = log_[id];
+  if (r.client_gone) {  // the client left meanwhile (and was told then)
+    r.outcome = r.gone_as;
+    r.finish = now;
+    return;
+  }
+  const auto dp = static_cast<std::size_t>(decode_pool_);
+  const std::size_t node = pools_[dp].nodes[h.decode_local];
+  r.pool = static_cast<std::int16_t>(dp);
+  if (nodes_[node].life != Life::kUp) {  // it went away while the KV was on its way
+    r.outcome = Outcome::kFailed;
+    r.finish = now;
+    client_end(id, now);
+    return;
+  }
+  RequestSpec& spec = h.spec;
+  spec.preloaded_tokens = spec.input_tokens;
+  spec.input_tokens += 1;  // the first output token is part of the context now
+  spec.output_tokens -= 1;
+  spec.output_offset = 1;
+  spec.handoff = false;
+  pools_[dp].gateway->on_dispatch(0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
+  replicas_[node]->submit(id, std::move(spec), now);
+}
+
 void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   const RequestRecord& r = log_[request];
+  if (!handoffs_.empty()) handoffs_.erase(request);  // ended before its decode stage
   const auto pool = static_cast<std::size_t>(r.pool);
   pools_[pool].gateway->on_end(r.input_tokens,
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,

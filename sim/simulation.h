@@ -85,6 +85,9 @@ class Simulation final : public EventHandler, public RequestObserver {
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
   void on_first_token(std::uint32_t request, SimTime now) override;
+  void on_handoff(std::uint32_t request, SimTime now) override;
+  // A disaggregated request's KV arrived at its decode replica.
+  void transfer_done(std::uint32_t request, SimTime now);
 
  private:
   enum Kind : std::uint32_t {
@@ -97,6 +100,7 @@ class Simulation final : public EventHandler, public RequestObserver {
     kLifecycle,  // a replica changes state (arg: Lifecycle packed with node and generation)
     kDeploy,     // the next replica of a rolling deploy (arg: pool)
     kAutoscale,  // the autoscaler decides (arg: pool)
+    kTransfer,   // a disaggregated request's KV reaches its decode replica (arg: request)
   };
   enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
   enum Action : std::uint64_t {
@@ -185,6 +189,14 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
+  // Disaggregation: pools (-1: off) and, by request, the decode stage waiting for its prefill.
+  std::int32_t prefill_pool_ = -1, decode_pool_ = -1;
+  struct Handoff {
+    RequestSpec spec;              // the whole request, for its decode stage
+    std::size_t decode_local = 0;  // decode replica chosen when the transfer starts
+  };
+  absl::flat_hash_map<std::uint32_t, Handoff> handoffs_;
+  std::vector<std::uint64_t> hash_scratch_;
 };
 
 }  // namespace kvfleet::sim

@@ -226,6 +226,60 @@ TEST(Fleet, AutoscalerFollowsTidalTraffic) {
   EXPECT_LT(paid, 6 * end);
 }
 
+// Disaggregated prefill and decode: long prompts prefill in one pool and decode in the other
+// after their KV crossed the network; short ones go straight to decode.
+TEST(Fleet, DisaggregationPrefillsInOnePoolAndDecodesInTheOther) {
+  std::string yaml = kFleet;
+  const auto at = yaml.find("pools:");
+  yaml = yaml.substr(0, at) + R"(disaggregation: {enabled: true, network_GBps: 25, latency_s: 0.001,
+                 direct_decode_tokens: 700}
+pools:
+  - name: prefill
+    replicas: 2
+    model: Llama-3-8B
+    gpu: H100-SXM
+  - name: decode
+    replicas: 2
+    model: Llama-3-8B
+    gpu: H100-SXM
+simulation: {check_invariants: true}
+)";
+  const auto r = testing::run_yaml(yaml, {"workload.tenants=1"});
+  EXPECT_EQ(check_attempts(r.result), 4000);
+  std::int64_t remote = 0, direct = 0, gen = 0, emitted = 0;
+  const double kv_per_token = 131072;  // Llama-3-8B, bf16
+  for (const auto& q : r.result.requests) {
+    ASSERT_EQ(q.outcome, Outcome::kOk) << "request " << q.id;
+    EXPECT_EQ(q.generated_tokens, q.output_tokens);
+    EXPECT_GE(q.replica, 2);  // decode replicas are 2 and 3
+    EXPECT_EQ(q.pool, 1);
+    gen += q.generated_tokens;
+    if (q.prefill_replica >= 0) {
+      ++remote;
+      EXPECT_LT(q.prefill_replica, 2);
+      EXPECT_NEAR(q.kv_transfer_s, 0.001 + q.input_tokens * kv_per_token / 25e9, 1e-6);
+      EXPECT_GE(q.tpot_s() * (q.generated_tokens - 1), q.kv_transfer_s - 1e-6);
+    } else {
+      ++direct;
+    }
+  }
+  for (const auto& rep : r.result.replicas) emitted += rep.stats.generation_tokens;
+  EXPECT_EQ(gen, emitted);
+  EXPECT_GT(remote, 0);
+  EXPECT_GT(direct, 0);  // short prompts, or the shared prefix cached on a decode replica
+  // Prefill replicas emit exactly one token per remote request, and decode the rest nowhere.
+  EXPECT_EQ(
+      r.result.replicas[0].stats.generation_tokens + r.result.replicas[1].stats.generation_tokens,
+      remote);
+  // Failures on both sides, with retries and timeouts: still one outcome per attempt.
+  const auto f = testing::run_yaml(
+      yaml, {"workload.tenants=1", "workload.num_requests=1500", "client.max_attempts=3",
+             "client.timeout_s=8", "pools[0].failures.at=[{time_s: 5, replica: 0}]",
+             "pools[1].failures.at=[{time_s: 8, replica: 1}]", "pools[1].failures.repair_s=1",
+             "pools[0].failures.repair_s=1"});
+  EXPECT_EQ(check_attempts(f.result), 1500);
+  EXPECT_GT(f.summary.failed, 0);
+}
 TEST(Fleet, BadFleetSettingsNameTheKey) {
   EXPECT_THROW(testing::scenario_from(kFleet, {"pools[0].failures.at=[{time_s: 1, replica: 9}]"}),
                sim::InputError);

@@ -61,16 +61,17 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   RequestRecord& r = log_[request];
   r.replica = index_;
   RejectReason why = RejectReason::kNone;
-  const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
+  // Lengths of the work here (a disaggregated request's stage), not of the whole request.
+  const std::int32_t prompt = spec.input_tokens, output = spec.output_tokens;
+  const std::int64_t total = static_cast<std::int64_t>(prompt) + output;
   // vLLM refuses prompts whose prompt + max_tokens exceed max_model_len (input processor).
   if (total > max_model_len_) {
     why = RejectReason::kExceedsMaxModelLen;
-  } else if (contiguous_ ? reservation_for(Seq{0, r.input_tokens, r.output_tokens}) >
-                               ckv_->capacity_tokens()
+  } else if (contiguous_ ? reservation_for(Seq{0, prompt, output}) > ckv_->capacity_tokens()
                          : kv_.blocks_for(total - 1) > kv_.num_blocks()) {
     why = RejectReason::kExceedsKvCapacity;
   } else if (!setup_.engine.enable_chunked_prefill &&
-             r.input_tokens > setup_.engine.max_num_batched_tokens) {
+             prompt - spec.preloaded_tokens > setup_.engine.max_num_batched_tokens) {
     why = RejectReason::kExceedsBatchedTokens;
   }
   if (why != RejectReason::kNone) {
@@ -84,14 +85,20 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   const std::uint32_t s = new_slot();
   Seq& q = seqs_[s];
   q.request = request;
-  q.prompt_tokens = r.input_tokens;
-  q.max_output = r.output_tokens;
+  q.prompt_tokens = prompt;
+  q.max_output = output;
+  q.handoff = spec.handoff;
+  q.preload_pending = spec.preloaded_tokens > 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
   q.gpu_s = 0;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content_[s];
   c.swapped_tokens = 0;
+  c.preloaded = spec.preloaded_tokens;
+  c.output_offset = spec.output_offset;
+  c.free_base = static_cast<std::int64_t>(r.cached_tokens) + r.loaded_tokens;
+  c.recomputed_base = r.recomputed_tokens;
   c.session = spec.session != 0 ? spec.session : (1ull << 63) | request;
   if (by_session_) session_start(c.session, spec.priority, now);
   c.tenant = spec.tenant;
@@ -270,7 +277,8 @@ void Replica::schedule() {
         budget -= n;
         continue;
       }
-      if (kv_.caching() && q.num_computed == 0) {
+      const bool preload = q.preload_pending;
+      if (!preload && kv_.caching() && q.num_computed == 0) {
         hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
         hit_blocks = kv_.match_prefix(hit_hashes);
       }
@@ -278,7 +286,8 @@ void Replica::schedule() {
       // cheaper than recomputing them.
       std::int64_t tier_blocks = 0;
       double load_s = 0;
-      if (!tiers_.empty() && hit_blocks < static_cast<std::int64_t>(hit_hashes.size())) {
+      if (!preload && !tiers_.empty() &&
+          hit_blocks < static_cast<std::int64_t>(hit_hashes.size())) {
         const SimTime now = queue_.now();
         for (std::size_t b = hit_blocks; b < hit_hashes.size(); ++b) {
           const KvTier* from = nullptr;
@@ -298,7 +307,8 @@ void Replica::schedule() {
           load_s = 0;
         }
       }
-      const std::int64_t computed = (hit_blocks + tier_blocks) * kv_.block_size();
+      const std::int64_t computed =
+          preload ? content_[s].preloaded : (hit_blocks + tier_blocks) * kv_.block_size();
       std::int64_t n = q.num_tokens() - computed;
       if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
         n = e.long_prefill_token_threshold;
@@ -313,7 +323,7 @@ void Replica::schedule() {
       }
       RequestRecord& rec = log_[q.request];
       const std::int64_t gpu_hit = hit_blocks * kv_.block_size();
-      if (q.num_output == 0 && rec.num_preemptions == 0) {
+      if (!preload && q.num_output == 0 && rec.num_preemptions == 0) {
         // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
         stats_.prefix_cache_queries += q.num_tokens();
         stats_.prefix_cache_hits += gpu_hit;
@@ -335,6 +345,7 @@ void Replica::schedule() {
       }
       held_tokens_ += computed - q.num_computed;
       q.num_computed = static_cast<std::int32_t>(computed);
+      q.preload_pending = false;  // after a preemption it recomputes here
       q.max_computed = std::max(q.max_computed, q.num_computed);
       cache_full_blocks(s, q, computed + n);
       waiting_.pop_front();
@@ -517,7 +528,7 @@ void Replica::end_step(SimTime now) {
         if (observer_) observer_->on_first_token(q.request, now);
       }
       if (q.num_output >= q.max_output) {
-        finish(sc.slot, now, Outcome::kOk);
+        finish(sc.slot, now, q.handoff ? Outcome::kPending : Outcome::kOk);
         any_finished = true;
       }
     }
@@ -540,12 +551,18 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   Seq& q = seqs_[slot];
   RequestRecord& r = log_[q.request];
   // A reply the client no longer waits for is wasted work, not a completion.
-  r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
-  r.finish = now;
+  const Content& c = content_[slot];
+  if (o != Outcome::kPending) {  // kPending: handed over to a decode replica, not over
+    r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
+    r.finish = now;
+  }
   r.gpu_s += q.gpu_s;
-  r.generated_tokens = q.num_output;
-  // Positions the engine computed: prefill, every decode step, and recomputation.
-  r.work_tokens = (q.max_computed - r.cached_tokens - r.loaded_tokens) + r.recomputed_tokens;
+  r.generated_tokens = q.num_output + c.output_offset;
+  // Positions the engine computed here: prefill, every decode step, and recomputation; not
+  // those served from the prefix cache or a tier, nor KV that arrived with the request.
+  const std::int64_t got =
+      static_cast<std::int64_t>(r.cached_tokens) + r.loaded_tokens - c.free_base + c.preloaded;
+  r.work_tokens += (q.max_computed - got) + (r.recomputed_tokens - c.recomputed_base);
   held_tokens_ -= q.num_computed;
   if (contiguous_)
     ckv_->release(slot);
@@ -555,7 +572,10 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   const std::uint32_t request = q.request;
   q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
-  if (observer_ && o != Outcome::kUnfinished) observer_->on_request_end(request, now);
+  if (observer_ && o == Outcome::kPending)
+    observer_->on_handoff(request, now);
+  else if (observer_ && o != Outcome::kUnfinished)
+    observer_->on_request_end(request, now);
 }
 
 std::int64_t Replica::release_session(std::uint64_t session) {

@@ -38,6 +38,9 @@ class RequestObserver {
   virtual void on_request_end(std::uint32_t request, SimTime now) = 0;
   // Its first token was emitted.
   virtual void on_first_token(std::uint32_t request, SimTime now) {}
+  // A prefill-only request (RequestSpec::handoff) produced its first token and left this
+  // replica, its KV to be sent to a decode replica.
+  virtual void on_handoff(std::uint32_t request, SimTime now) {}
 };
 
 // Cumulative counters of one replica.
@@ -139,6 +142,8 @@ class Replica final : public EventHandler, private VictimChooser {
     bool hashable = false;          // more blocks may still be hashed (see Content)
     bool hashed = false;            // some of its blocks have hashes
     bool all_cached = false;        // hashing ended and every hash is in the index
+    bool handoff = false;           // prefill only: leaves after its first token
+    bool preload_pending = false;   // its prompt's KV arrives with it (first admission only)
     float gpu_s = 0;                // GPU-seconds of its share of the steps so far
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
@@ -146,8 +151,12 @@ class Replica final : public EventHandler, private VictimChooser {
   // stay within few cache lines. Capacity is reused across the requests a slot serves.
   struct Content {
     std::uint32_t tenant = 0;
-    std::uint64_t session = 0;        // retention key: the session, or the request alone
-    std::int32_t swapped_tokens = 0;  // KV tokens held in host swap space while waiting
+    std::uint64_t session = 0;         // retention key: the session, or the request alone
+    std::int32_t swapped_tokens = 0;   // KV tokens held in host swap space while waiting
+    std::int32_t preloaded = 0;        // prompt tokens whose KV arrived with the request
+    std::int32_t output_offset = 0;    // output tokens produced before it came here
+    std::int64_t free_base = 0;        // record's cached + loaded tokens when it came here
+    std::int64_t recomputed_base = 0;  // record's recomputed tokens when it came here
     std::vector<Segment> segments;
     std::uint64_t output_content = 0;
     std::vector<std::uint64_t> hashes;  // full-block hashes computed so far

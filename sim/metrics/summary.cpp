@@ -44,7 +44,11 @@ Summary summarize(const RunResult& r, int pool) {
   SimTime first_arrival = kTimeNever, last_end = 0;
   double in_tokens = 0, out_tokens = 0;
   for (const auto& q : r.requests) {
-    if (pool >= 0 && q.pool != pool) continue;
+    // A disaggregated request counts in its decode pool and in the pool of its prefill.
+    if (pool >= 0 && q.pool != pool &&
+        !(q.prefill_replica >= 0 &&
+          r.replicas[static_cast<std::size_t>(q.prefill_replica)].pool == pool_name))
+      continue;
     ++s.requests;
     if (q.attempt == 0)
       ++s.logical_requests;

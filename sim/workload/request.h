@@ -38,6 +38,13 @@ struct RequestSpec {
   // server stops working on it only if the cancellation propagates.
   SimTime cancel_at = kTimeNever;
   bool cancel_propagates = true;
+  // Disaggregated prefill and decode (set by the fleet, not by workloads): a prefill replica runs
+  // the prompt and hands the request over after its first token; a decode replica receives the
+  // first `preloaded_tokens` of its prompt as KV over the network and continues, its first
+  // `output_offset` output tokens already produced elsewhere.
+  bool handoff = false;
+  std::int32_t preloaded_tokens = 0;
+  std::int32_t output_offset = 0;
 };
 
 inline constexpr std::uint8_t kPurposeTurn = 0;
