@@ -87,6 +87,28 @@ BENCHMARK(BM_OneReplicaShareGPT80_PrefixTiers)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The fleet benchmark: scenarios/fleet/fleet-64-hour.yaml (64 H100 replicas, multi-turn chat at
+// 80% load, prefix-aware routing), cut at the given simulated seconds (3600 = the full hour).
+void BM_Fleet64Replicas(benchmark::State& state) {
+  const long seconds = state.range(0);
+  Scenario sc = load_scenario_file(KVFLEET_SOURCE_DIR "/scenarios/fleet/fleet-64-hour.yaml",
+                                   {"simulation.max_time_s=" + std::to_string(seconds)});
+  std::size_t requests = 0;
+  for (auto _ : state) {
+    Simulation s(sc);
+    RunResult r = s.run();
+    requests = r.requests.size();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * requests));
+  state.counters["requests"] = static_cast<double>(requests);
+}
+BENCHMARK(BM_Fleet64Replicas)
+    ->Arg(300)
+    ->Arg(3600)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();
