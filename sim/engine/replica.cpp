@@ -54,6 +54,7 @@ std::uint32_t Replica::new_slot() {
   }
   seqs_.emplace_back();
   content_.emplace_back();
+  gpu_s_.push_back(0);
   return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
@@ -87,10 +88,10 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.request = request;
   q.prompt_tokens = prompt;
   q.max_output = output;
-  q.handoff = spec.handoff;
-  q.preload_pending = spec.preloaded_tokens > 0;
+  content_[s].handoff = spec.handoff;
+  content_[s].preload_pending = spec.preloaded_tokens > 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
-  q.gpu_s = 0;
+  gpu_s_[s] = 0;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content_[s];
@@ -277,7 +278,7 @@ void Replica::schedule() {
         budget -= n;
         continue;
       }
-      const bool preload = q.preload_pending;
+      const bool preload = content_[s].preload_pending;
       if (!preload && kv_.caching() && q.num_computed == 0) {
         hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
         hit_blocks = kv_.match_prefix(hit_hashes);
@@ -345,7 +346,7 @@ void Replica::schedule() {
       }
       held_tokens_ += computed - q.num_computed;
       q.num_computed = static_cast<std::int32_t>(computed);
-      q.preload_pending = false;  // after a preemption it recomputes here
+      content_[s].preload_pending = false;  // after a preemption it recomputes here
       q.max_computed = std::max(q.max_computed, q.num_computed);
       cache_full_blocks(s, q, computed + n);
       waiting_.pop_front();
@@ -516,7 +517,7 @@ void Replica::end_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
-    q.gpu_s += static_cast<float>(gpu_s_per_token_ * sc.tokens);
+    gpu_s_[sc.slot] += static_cast<float>(gpu_s_per_token_ * sc.tokens);
     held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {
@@ -528,7 +529,7 @@ void Replica::end_step(SimTime now) {
         if (observer_) observer_->on_first_token(q.request, now);
       }
       if (q.num_output >= q.max_output) {
-        finish(sc.slot, now, q.handoff ? Outcome::kPending : Outcome::kOk);
+        finish(sc.slot, now, content_[sc.slot].handoff ? Outcome::kPending : Outcome::kOk);
         any_finished = true;
       }
     }
@@ -556,7 +557,7 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
     r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
     r.finish = now;
   }
-  r.gpu_s += q.gpu_s;
+  r.gpu_s += gpu_s_[slot];
   r.generated_tokens = q.num_output + c.output_offset;
   // Positions the engine computed here: prefill, every decode step, and recomputation; not
   // those served from the prefix cache or a tier, nor KV that arrived with the request.

@@ -142,9 +142,6 @@ class Replica final : public EventHandler, private VictimChooser {
     bool hashable = false;          // more blocks may still be hashed (see Content)
     bool hashed = false;            // some of its blocks have hashes
     bool all_cached = false;        // hashing ended and every hash is in the index
-    bool handoff = false;           // prefill only: leaves after its first token
-    bool preload_pending = false;   // its prompt's KV arrives with it (first admission only)
-    float gpu_s = 0;                // GPU-seconds of its share of the steps so far
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
@@ -154,6 +151,8 @@ class Replica final : public EventHandler, private VictimChooser {
     std::uint64_t session = 0;         // retention key: the session, or the request alone
     std::int32_t swapped_tokens = 0;   // KV tokens held in host swap space while waiting
     std::int32_t preloaded = 0;        // prompt tokens whose KV arrived with the request
+    bool handoff = false;              // prefill only: leaves after its first token
+    bool preload_pending = false;      // its prompt's KV arrives with it (first admission only)
     std::int32_t output_offset = 0;    // output tokens produced before it came here
     std::int64_t free_base = 0;        // record's cached + loaded tokens when it came here
     std::int64_t recomputed_base = 0;  // record's recomputed tokens when it came here
@@ -244,6 +243,7 @@ class Replica final : public EventHandler, private VictimChooser {
 
   std::vector<Seq> seqs_;         // by slot
   std::vector<Content> content_;  // by slot
+  std::vector<float> gpu_s_;      // by slot: GPU-seconds of its share of the steps so far
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> retired_slots_;  // freed during end_step, reusable after it
   bool in_end_step_ = false;
