@@ -86,8 +86,6 @@ class Simulation final : public EventHandler, public RequestObserver {
   void on_request_end(std::uint32_t request, SimTime now) override;
   void on_first_token(std::uint32_t request, SimTime now) override;
   void on_handoff(std::uint32_t request, SimTime now) override;
-  // A disaggregated request's KV arrived at its decode replica.
-  void transfer_done(std::uint32_t request, SimTime now);
 
  private:
   enum Kind : std::uint32_t {
@@ -147,6 +145,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt);
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
   void drain_gateway(std::size_t pool, SimTime now);
+  // A disaggregated request's KV arrived at its decode replica.
+  void transfer_done(std::uint32_t request, SimTime now);
   // The client learns how attempt `id` ended: it retries or hands the result to the workload.
   void client_end(std::uint32_t id, SimTime now);
   // The client stops waiting for `id` (cancelled or timed out).

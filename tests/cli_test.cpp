@@ -99,6 +99,17 @@ TEST_F(Cli, RunWritesReportHdf5AndCsv) {
   EXPECT_EQ(outputs({"s.yaml"}).size(), 2u);  // r.h5 and csv/, no temporaries
 }
 
+// A fleet scenario from the catalogue: the report ends with the fleet's cost, waste and hotspot
+// line and the client's view of retries.
+TEST_F(Cli, FleetScenarioReportsCostWasteAndRetries) {
+  const auto o = kvfleet("run " + std::string(KVFLEET_SOURCE_DIR) +
+                         "/scenarios/fleet/deploy-no-drain.yaml --set workload.num_requests=3000");
+  ASSERT_EQ(o.status, 0) << o.text;
+  for (const char* s :
+       {"Fleet: ", "GPU-hours", "per million output tokens", "GPU-s wasted",
+        "hotspot (max/mean load)", "4 starts", "Clients: ", "retries", "E2E seen by clients"})
+    EXPECT_THAT(o.text, HasSubstr(s));
+}
 TEST_F(Cli, BuiltInDefaultRunsWithoutAFile) {
   const auto o = kvfleet("run --quiet --set workload.num_requests=50");
   EXPECT_EQ(o.status, 0) << o.text;
