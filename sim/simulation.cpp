@@ -98,7 +98,7 @@ bool Simulation::active() const {
   for (const auto& r : replicas_)
     if (!r->idle()) return true;
   for (const auto& p : pools_)
-    if (p.gateway->queued() > 0) return true;
+    if (!p.gateway->empty()) return true;
   return false;
 }
 
@@ -237,8 +237,8 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
   std::uint32_t id;
   while (p.gateway->front(id)) {
     RequestRecord& r = log_[id];
-    if (r.outcome != Outcome::kPending) {  // left while queued
-      p.gateway->pop_front();
+    if (r.outcome != Outcome::kPending) {  // left while queued (forgotten then)
+      p.gateway->pop_front(false);
       parked_.erase(id);
       continue;
     }
@@ -271,6 +271,7 @@ void Simulation::client_leave(std::uint32_t id, SimTime now, Outcome as, bool pr
     // Still at the gateway: it never reaches a replica (the queue drops it lazily).
     r.outcome = as;
     r.finish = now;
+    pools_[static_cast<std::size_t>(r.pool)].gateway->forget();
   } else if (propagate) {
     replicas_[static_cast<std::size_t>(r.replica)]->cancel(id, now);
   }

@@ -71,7 +71,7 @@ class RetryBudget {
   // Takes one retry from the budget if there is one.
   bool try_withdraw() {
     if (!limited()) return true;
-    if (balance_ < 1.0) return false;
+    if (balance_ < 1.0 - 1e-9) return false;  // ten deposits of 0.1 make one retry
     balance_ -= 1.0;
     return true;
   }

@@ -188,13 +188,19 @@ class PoolGateway {
     id = queue_.begin()->second.front();
     return true;
   }
-  void pop_front() {
+  // Removes the front entry; `live` unless it left the queue earlier (forget()).
+  void pop_front(bool live = true) {
     auto it = queue_.begin();
     it->second.pop_front();
     if (it->second.empty()) queue_.erase(it);
-    --queued_;
+    if (live) --queued_;
   }
+  // A queued request left (its client gave up): it no longer counts against max_queue; its entry
+  // is dropped when it reaches the front.
+  void forget() { --queued_; }
+  // Requests waiting at the gateway.
   int queued() const { return queued_; }
+  bool empty() const { return queue_.empty(); }
 
   // Accounting of admitted requests.
   void on_dispatch(std::int64_t prompt, std::int64_t total) {
