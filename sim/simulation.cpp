@@ -571,10 +571,12 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
     push_life(static_cast<std::size_t>(r.replica), kDrainCheck, now);
   r.prefill_replica = r.replica;
   auto it = handoffs_.find(request);
+  it->second.prefill_node = static_cast<std::size_t>(r.replica);
   const auto dp = static_cast<std::size_t>(decode_pool_);
   const auto sig = signals(dp);
   if (std::none_of(sig.begin(), sig.end(), [](const ReplicaLoad& x) { return x.available; })) {
     handoffs_.erase(it);  // nowhere to decode
+    replicas_[static_cast<std::size_t>(r.replica)]->release_handoff(request, now);
     r.outcome = Outcome::kFailed;
     r.finish = now;
     if (!r.client_gone) client_end(request, now);
@@ -596,6 +598,7 @@ void Simulation::transfer_done(std::uint32_t id, SimTime now) {
   auto it = handoffs_.find(id);
   Handoff h = std::move(it->second);
   handoffs_.erase(it);
+  replicas_[h.prefill_node]->release_handoff(id, now);  // the KV has left the prefill replica
   RequestRecord& r = log_[id];
   if (r.client_gone) {  // the client left meanwhile (and was told then)
     r.outcome = r.gone_as;

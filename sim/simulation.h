@@ -194,6 +194,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   struct Handoff {
     RequestSpec spec;              // the whole request, for its decode stage
     std::size_t decode_local = 0;  // decode replica chosen when the transfer starts
+    std::size_t prefill_node = 0;  // holds the KV until the transfer completes
   };
   absl::flat_hash_map<std::uint32_t, Handoff> handoffs_;
   std::vector<std::uint64_t> hash_scratch_;

@@ -565,18 +565,35 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
       static_cast<std::int64_t>(r.cached_tokens) + r.loaded_tokens - c.free_base + c.preloaded;
   r.work_tokens += (q.max_computed - got) + (r.recomputed_tokens - c.recomputed_base);
   held_tokens_ -= q.num_computed;
+  const std::uint32_t request = q.request;
+  q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
+  if (o == Outcome::kPending) {
+    // Handed over: its KV stays here until the decode side has it (release_handoff).
+    handed_.emplace(request, slot);
+  } else {
+    release_slot(slot, now);
+  }
+  if (observer_ && o == Outcome::kPending)
+    observer_->on_handoff(request, now);
+  else if (observer_ && o != Outcome::kUnfinished)
+    observer_->on_request_end(request, now);
+}
+
+void Replica::release_slot(std::uint32_t slot, SimTime now) {
   if (contiguous_)
     ckv_->release(slot);
   else
     kv_.free(slot, content_[slot].session);
   if (by_session_) session_end(content_[slot].session, now);
-  const std::uint32_t request = q.request;
-  q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
   (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
-  if (observer_ && o == Outcome::kPending)
-    observer_->on_handoff(request, now);
-  else if (observer_ && o != Outcome::kUnfinished)
-    observer_->on_request_end(request, now);
+}
+
+void Replica::release_handoff(std::uint32_t request, SimTime now) {
+  const auto it = handed_.find(request);
+  if (it == handed_.end()) return;  // the replica stopped since: its KV is gone already
+  const std::uint32_t slot = it->second;
+  handed_.erase(it);
+  release_slot(slot, now);
 }
 
 std::int64_t Replica::release_session(std::uint64_t session) {
@@ -635,6 +652,8 @@ void Replica::stop(SimTime now, Outcome outcome) {
   waiting_.clear();
   for (auto s : slots)
     if (seqs_[s].request != UINT32_MAX) finish(s, now, outcome);
+  for (const auto& [request, slot] : handed_) free_slots_.push_back(slot);
+  handed_.clear();
   // A new process: empty GPU cache, host swap and tiers, no session state.
   kv_ = KvCacheManager(setup_.memory.num_blocks, setup_.engine.block_size,
                        setup_.engine.enable_prefix_caching);
@@ -667,6 +686,8 @@ void Replica::verify() {
   verify_marks_.assign(static_cast<std::size_t>(kv_.num_blocks()), 0);
   std::int64_t held = 0;
   for (auto s : running_)
+    for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
+  for (const auto& [request, s] : handed_)  // handed over, KV still on its way out
     for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
   waiting_.for_each([&](std::uint32_t s) {
     if (kv_.blocks_held(s) != 0)

@@ -127,6 +127,9 @@ class Replica final : public EventHandler, private VictimChooser {
   // `outcome` (failed), the step in flight never ends, and its KV (GPU, host swap, tiers) is gone:
   // it starts again empty.
   void stop(SimTime now, Outcome outcome = Outcome::kFailed);
+  // A request handed over to a decode replica (RequestSpec::handoff) keeps its KV here until
+  // the transfer completes; this frees it.
+  void release_handoff(std::uint32_t request, SimTime now);
 
  private:
   enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
@@ -207,6 +210,7 @@ class Replica final : public EventHandler, private VictimChooser {
   // largest (priority, arrival)). Returns its slot and its index in running_ before removal.
   std::pair<std::uint32_t, std::size_t> pop_victim();
   void finish(std::uint32_t slot, SimTime now, Outcome o);
+  void release_slot(std::uint32_t slot, SimTime now);  // frees its KV and the slot
   std::uint32_t new_slot();
   void verify();
   void apply_cancels(SimTime now);
@@ -246,6 +250,7 @@ class Replica final : public EventHandler, private VictimChooser {
   std::vector<float> gpu_s_;      // by slot: GPU-seconds of its share of the steps so far
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> retired_slots_;  // freed during end_step, reusable after it
+  absl::flat_hash_map<std::uint32_t, std::uint32_t> handed_;  // request -> slot, KV in transfer
   bool in_end_step_ = false;
   std::vector<std::uint32_t> running_;  // slots, in admission order
   WaitQueue waiting_;                   // slots, FCFS or by priority

@@ -65,8 +65,8 @@ TEST(Gateway, ShedsLowPriorityQueuesUrgentRejectsWhenFull) {
 
 TEST(Gateway, AdmitsOnKvDemandAndPendingPrefillTokens) {
   AdmissionConfig c = enabled();
-  c.kv_demand_limit = 0.5;      // of 2 × 1000 tokens: 1000 tokens in flight
-  c.max_prefill_tokens = 300;   // per replica: 600 tokens awaiting their first token
+  c.kv_demand_limit = 0.5;     // of 2 × 1000 tokens: 1000 tokens in flight
+  c.max_prefill_tokens = 300;  // per replica: 600 tokens awaiting their first token
   PoolGateway g(c, 1000);
   const auto calm = loads({0, 0}, {0.1, 0.1});
   EXPECT_TRUE(g.admits(500, 900, calm));
@@ -93,7 +93,7 @@ TEST(Client, BackoffGrowsCapsAndHonoursRetryAfter) {
   RngStream rng(1, "t");
   EXPECT_DOUBLE_EQ(backoff_delay_s(c, 1, 0, rng), 0.5);
   EXPECT_DOUBLE_EQ(backoff_delay_s(c, 2, 0, rng), 1.0);
-  EXPECT_DOUBLE_EQ(backoff_delay_s(c, 5, 0, rng), 3.0);  // capped
+  EXPECT_DOUBLE_EQ(backoff_delay_s(c, 5, 0, rng), 3.0);    // capped
   EXPECT_DOUBLE_EQ(backoff_delay_s(c, 1, 2.0, rng), 2.0);  // retry-after wins
   c.jitter = "full";
   for (int i = 0; i < 100; ++i) {
