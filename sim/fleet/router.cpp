@@ -244,7 +244,11 @@ class PrefixIndex {
   void record(std::size_t replica, std::size_t num_replicas) {
     if (probe_) return;
     if (lru_.size() < num_replicas) lru_.resize(num_replicas);
-    for (auto h : hashes_) lru_[replica].touch(h, capacity_);
+    // Last block first, so that a prompt's prefix is its most recently used part and the LRU
+    // forgets suffixes before the prefixes they hang from (vLLM frees blocks in reverse order
+    // for the same reason).
+    for (auto it = hashes_.rbegin(); it != hashes_.rend(); ++it)
+      lru_[replica].touch(*it, capacity_);
   }
 
  private:

@@ -171,6 +171,16 @@ TEST(Router, CacheAwareBalancesOnlyWhenImbalancedByBothThresholds) {
   const auto b = fresh->pick(prompt(2, 320), even);
   EXPECT_NE(a, b);
 }
+// The approximate index forgets suffixes before prefixes: a 20-block prompt recorded in a
+// 10-block index keeps its first 10 blocks, so a prompt sharing them still matches.
+TEST(Router, ApproximateIndexKeepsPrefixesWhenFull) {
+  const auto even = loads({2, 2, 2, 2}, {0.3, 0.3, 0.3, 0.3});
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {  // a miss would tie four ways at random
+    auto r = make("{impl: prefix_aware, index_blocks: 10}", seed);
+    const auto home = r->pick(prompt(77, 320), even);
+    EXPECT_EQ(r->pick(prompt(77, 160), even), home) << "seed " << seed;
+  }
+}
 TEST(Router, BadLoadFactorIsRejected) {
   const YAML::Node n = YAML::Load("{impl: consistent_hash, load_factor: 0.5}");
   EXPECT_THROW(router_registry().find("consistent_hash")->resolve(n, "router", config::Source{}),
