@@ -587,9 +587,21 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
     const double bytes = static_cast<double>(r.input_tokens) *
                          info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype));
     const DisaggregationConfig& d = scenario_.config.disaggregation;
-    const double t = d.latency_s + bytes / (d.network_GBps * 1e9);
-    r.kv_transfer_s = static_cast<float>(t);
-    queue_.push(now + std::max<SimTime>(1, from_seconds(t)), this, kTransfer, request);
+    // Each replica's link carries one transfer at a time, in each direction: the transfer
+    // starts when both the prefill replica's outbound and the decode replica's inbound link
+    // are free, takes bytes / bandwidth, and arrives a latency later.
+    const std::size_t src = static_cast<std::size_t>(r.replica);
+    const std::size_t dst = pools_[dp].nodes[it->second.decode_local];
+    if (link_out_free_.empty()) {
+      link_out_free_.assign(nodes_.size(), 0);
+      link_in_free_.assign(nodes_.size(), 0);
+    }
+    const SimTime start = std::max({now, link_out_free_[src], link_in_free_[dst]});
+    const SimTime sent = start + std::max<SimTime>(1, from_seconds(bytes / (d.network_GBps * 1e9)));
+    link_out_free_[src] = link_in_free_[dst] = sent;
+    const SimTime arrive = sent + from_seconds(d.latency_s);
+    r.kv_transfer_s = static_cast<float>(to_seconds(arrive - now));
+    queue_.push(arrive, this, kTransfer, request);
   }
   drain_gateway(pp, now);
 }

@@ -197,6 +197,7 @@ class Simulation final : public EventHandler, public RequestObserver {
     std::size_t prefill_node = 0;  // holds the KV until the transfer completes
   };
   absl::flat_hash_map<std::uint32_t, Handoff> handoffs_;
+  std::vector<SimTime> link_out_free_, link_in_free_;  // by replica: when its link is free
   std::vector<std::uint64_t> hash_scratch_;
 };
 

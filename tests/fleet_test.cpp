@@ -257,7 +257,8 @@ simulation: {check_invariants: true}
     if (q.prefill_replica >= 0) {
       ++remote;
       EXPECT_LT(q.prefill_replica, 2);
-      EXPECT_NEAR(q.kv_transfer_s, 0.001 + q.input_tokens * kv_per_token / 25e9, 1e-6);
+      // At least latency + bytes / bandwidth; more when its links were busy.
+      EXPECT_GE(q.kv_transfer_s, 0.001 + q.input_tokens * kv_per_token / 25e9 - 1e-6);
       EXPECT_GE(q.tpot_s() * (q.generated_tokens - 1), q.kv_transfer_s - 1e-6);
     } else {
       ++direct;
@@ -267,6 +268,12 @@ simulation: {check_invariants: true}
   EXPECT_EQ(gen, emitted);
   EXPECT_GT(remote, 0);
   EXPECT_GT(direct, 0);  // short prompts, or the shared prefix cached on a decode replica
+  // One link, one transfer at a time: some transfers waited for their links.
+  double waited = 0;
+  for (const auto& q : r.result.requests)
+    if (q.prefill_replica >= 0)
+      waited = std::max(waited, q.kv_transfer_s - (0.001 + q.input_tokens * kv_per_token / 25e9));
+  EXPECT_GT(waited, 1e-4);
   // Prefill replicas emit exactly one token per remote request, and decode the rest nowhere.
   EXPECT_EQ(
       r.result.replicas[0].stats.generation_tokens + r.result.replicas[1].stats.generation_tokens,

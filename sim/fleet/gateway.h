@@ -111,7 +111,8 @@ struct DisaggregationConfig {
     v.param("decode_pool", decode_pool, {.desc = "the pool that generates the rest"});
     v.param("network_GBps", network_GBps,
             {.unit = "GB/s",
-             .desc = "bandwidth of one KV transfer between replicas",
+             .desc = "link bandwidth of each replica, each way; a link carries one KV transfer "
+                     "at a time (others queue)",
              .positive = true});
     v.param("latency_s", latency_s, {.unit = "s", .desc = "fixed cost of a transfer", .min = 0});
     v.param("direct_decode_tokens", direct_decode_tokens,
