@@ -158,17 +158,13 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
     const int bs = scenario_.config.pools[static_cast<std::size_t>(decode_pool_)].engine.block_size;
     std::int64_t cached = 0;
-    hash_scratch_.clear();
-    if (!spec.segments.empty() && spec.segments.front().content != 0) {
-      BlockHasher h;
-      h.reset(spec.segments, 0, spec.tenant, bs);
-      h.extend(hash_scratch_, spec.input_tokens / bs, spec.input_tokens);
+    prompt_block_hashes(spec, bs, hash_scratch_);
+    if (!hash_scratch_.empty())
       for (std::size_t i = 0; i < dp.nodes.size(); ++i)
         if (nodes_[dp.nodes[i]].life == Life::kUp)
           cached = std::max(cached, probes_[static_cast<std::size_t>(decode_pool_)]->cached_blocks(
                                         i, hash_scratch_) *
                                         bs);
-    }
     if (spec.input_tokens - cached < scenario_.config.disaggregation.direct_decode_tokens)
       pool = static_cast<std::size_t>(decode_pool_);
     else

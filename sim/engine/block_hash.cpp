@@ -63,4 +63,12 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
   return !dead_;
 }
 
+void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out) {
+  out.clear();
+  if (req.segments.empty() || req.segments.front().content == 0) return;
+  BlockHasher h;
+  h.reset(req.segments, 0, req.tenant, block_size);
+  h.extend(out, req.input_tokens / block_size, req.input_tokens);
+}
+
 }  // namespace kvfleet::sim

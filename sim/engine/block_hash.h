@@ -43,4 +43,8 @@ class BlockHasher {
   bool dead_ = false;
 };
 
+// The full-block hashes of a request's prompt at `block_size` into `out` (empty when the prompt
+// starts with unique content): what a router or a decider matches against prefix caches.
+void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out);
+
 }  // namespace kvfleet::sim

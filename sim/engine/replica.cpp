@@ -24,14 +24,8 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   reservation_ = how == "pow2"     ? Reservation::kPow2
                  : how == "oracle" ? Reservation::kOracle
                                    : Reservation::kMax;
-  if (setup_.engine.kv_layout == "contiguous") {
-    contiguous_ = true;
-    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
-                                          setup_.engine.contiguous_allocator == "buddy");
-  }
+  contiguous_ = setup_.engine.kv_layout == "contiguous";
   swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
-  for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
-  kv_.record_evictions(!tiers_.empty());
   config::ImplSpec rs = setup_.engine.retention;
   if (rs.impl.empty()) {  // a setup built in code, not from a scenario: vLLM's default
     rs.impl = "lru";
@@ -39,7 +33,7 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   }
   retention_ = retention_registry().make(rs);
   by_session_ = retention_->by_session() && kv_.caching() && !contiguous_;
-  if (by_session_) kv_.set_session_mode(this);
+  empty_memory();
   host_link_Bps_ = setup_.host_link_Bps;
   scheduled_.reserve(setup_.engine.max_num_seqs);
   chunks_.reserve(setup_.engine.max_num_seqs);
@@ -657,16 +651,20 @@ void Replica::stop(SimTime now, Outcome outcome) {
   // A new process: empty GPU cache, host swap and tiers, no session state.
   kv_ = KvCacheManager(setup_.memory.num_blocks, setup_.engine.block_size,
                        setup_.engine.enable_prefix_caching);
-  kv_.record_evictions(!tiers_.empty());
-  if (by_session_) kv_.set_session_mode(this);
+  empty_memory();
+  sessions_.clear();
+  swap_used_bytes_ = 0;
+  held_tokens_ = 0;
+}
+
+void Replica::empty_memory() {
   if (contiguous_)
     ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
                                           setup_.engine.contiguous_allocator == "buddy");
   tiers_.clear();
   for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
-  sessions_.clear();
-  swap_used_bytes_ = 0;
-  held_tokens_ = 0;
+  kv_.record_evictions(!tiers_.empty());
+  if (by_session_) kv_.set_session_mode(this);
 }
 
 void Replica::verify() {

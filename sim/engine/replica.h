@@ -211,6 +211,8 @@ class Replica final : public EventHandler, private VictimChooser {
   std::pair<std::uint32_t, std::size_t> pop_victim();
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   void release_slot(std::uint32_t slot, SimTime now);  // frees its KV and the slot
+  // Builds the layout, tiers and session mode around a fresh kv_ (construction, stop()).
+  void empty_memory();
   std::uint32_t new_slot();
   void verify();
   void apply_cancels(SimTime now);

@@ -207,15 +207,6 @@ struct LruIndex {
   }
 };
 
-// The full-block hashes of a prompt, as the engines compute them (empty for unique content).
-void prompt_hashes(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out) {
-  out.clear();
-  if (req.segments.empty() || req.segments.front().content == 0) return;
-  BlockHasher h;
-  h.reset(req.segments, 0, req.tenant, block_size);
-  h.extend(out, req.input_tokens / block_size, req.input_tokens);
-}
-
 // Where a router learns what replicas cache: its own record of what it sent where (approximate,
 // bounded per replica, LRU), or the replicas' true caches (exact).
 class PrefixIndex {
@@ -228,7 +219,7 @@ class PrefixIndex {
   bool exact() const { return exact_; }
   // Hashes `req` (at the engines' block size when exact).
   std::span<const std::uint64_t> hash(const RequestSpec& req) {
-    prompt_hashes(req, probe_ ? probe_->block_size() : block_size_, hashes_);
+    prompt_block_hashes(req, probe_ ? probe_->block_size() : block_size_, hashes_);
     return hashes_;
   }
   int block_size() const { return probe_ ? probe_->block_size() : block_size_; }

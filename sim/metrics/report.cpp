@@ -51,7 +51,7 @@ void fleet_line(std::ostream& o, const char* label, const Summary& s) {
       << " rejected with retry-after\n";
 }
 
-void print_fleet(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+void print_fleet(std::ostream& o, const RunResult& r, const Summary& s) {
   o << "\n";
   fleet_line(o, "Fleet: ", s);
   if (r.pools.size() < 2) return;
@@ -62,7 +62,6 @@ void print_fleet(std::ostream& o, const Scenario& sc, const RunResult& r, const 
       << "; TPOT p99 " << lat(ps.tpot.p99) << "; E2E p99 " << lat(ps.e2e.p99) << "\n";
     fleet_line(o, "    ", ps);
   }
-  (void)sc;
 }
 
 }  // namespace
@@ -247,7 +246,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << fmt("%.0f%%", 100 * sum.overhead_s / tot) << ", KV transfers "
       << fmt("%.0f%%", 100 * sum.kv_transfer_s / tot);
   o << "\n";
-  print_fleet(o, sc, r, s);
+  print_fleet(o, r, s);
 }
 
 }  // namespace kvfleet::sim

@@ -60,8 +60,10 @@ Summary summarize(const RunResult& r, int pool) {
     }
     if (q.outcome == Outcome::kOk) out_ok += q.generated_tokens;
     if (q.outcome == Outcome::kCancelled || q.outcome == Outcome::kTimedOut ||
-        q.outcome == Outcome::kFailed)
+        q.outcome == Outcome::kFailed) {  // work nobody received
       s.wasted_gpu_s += q.gpu_s;
+      s.wasted_tokens += q.work_tokens;
+    }
     first_arrival = std::min(first_arrival, q.arrival);
     if (q.finish >= 0) last_end = std::max(last_end, q.finish);
     if (q.num_preemptions > 0) ++s.preempted_requests;
@@ -95,15 +97,12 @@ Summary summarize(const RunResult& r, int pool) {
         break;
       case Outcome::kTimedOut:
         ++s.timed_out;
-        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kCancelled:
         ++s.cancelled;
-        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kFailed:
         ++s.failed;
-        s.wasted_tokens += q.work_tokens;
         break;
       case Outcome::kUnfinished:
       case Outcome::kPending:
