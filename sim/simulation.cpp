@@ -512,6 +512,7 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       return;
     case kSample:
       sample(now);
+      if (progress_) progress_(now, log_.size());
       if (active()) queue_.push(now + sample_interval_, this, kSample);
       return;
     case kLifecycle: {

@@ -3,6 +3,7 @@
 // step through their batches, and a sampler records each replica's state at fixed intervals.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -81,6 +82,10 @@ class Simulation final : public EventHandler, public RequestObserver {
   explicit Simulation(const Scenario& scenario);
   ~Simulation() override;
   RunResult run();
+  // Called at every time-series sample with the simulated time and the attempts so far (the CLI
+  // shows progress with it).
+  using Progress = std::function<void(SimTime now, std::size_t requests)>;
+  void on_progress(Progress p) { progress_ = std::move(p); }
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
@@ -188,6 +193,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
+  Progress progress_;
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
   // Disaggregation: pools (-1: off) and, by request, the decode stage waiting for its prefill.
   std::int32_t prefill_pool_ = -1, decode_pool_ = -1;

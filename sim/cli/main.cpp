@@ -3,6 +3,7 @@
 //   kvfleet schema            (the scenario reference, Markdown)
 //   kvfleet presets           (model and GPU presets)
 // Exit status: 0 success, 1 internal failure, 2 bad input (scenario, trace or command line).
+#include <unistd.h>
 #include <boost/program_options.hpp>
 
 #include <chrono>
@@ -82,7 +83,23 @@ int cmd_run(const std::vector<std::string>& args) {
 
   const auto t0 = std::chrono::steady_clock::now();
   Simulation simulation(sc);
+  // Long runs say where they are on stderr: a line rewritten in place on a terminal (every
+  // 0.5 s), else a plain line every 30 s. Short runs print nothing.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  double shown_s = 0;
+  bool shown = false;
+  simulation.on_progress([&](SimTime now, std::size_t requests) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (wall < 2.0 || wall - shown_s < (tty ? 0.5 : 30.0)) return;
+    shown_s = wall;
+    shown = true;
+    std::fprintf(stderr, "%ssimulated %.0f s, %zu requests, %.0f s of wall time%s", tty ? "\r" : "",
+                 to_seconds(now), requests, wall, tty ? "   " : "\n");
+    std::fflush(stderr);
+  });
   RunResult r = simulation.run();
+  if (shown && tty) std::fputc('\n', stderr);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Summary s = summarize(r);
