@@ -1,0 +1,105 @@
+#pragma once
+// Device helpers shared by the kernels: dtype conversions, vector loads, warp reductions, and
+// the CUDA error check that turns a failed call into a Status naming the call, file and line.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/attention.h"
+
+namespace kvfleet::kernels::cuda {
+
+Status cuda_error(cudaError_t e, const char* expr, const char* file, int line);
+
+#define KVF_CUDA_TRY(expr)                                                              \
+  do {                                                                                  \
+    cudaError_t kvf_err_ = (expr);                                                      \
+    if (kvf_err_ != cudaSuccess) {                                                      \
+      return ::kvfleet::kernels::cuda::cuda_error(kvf_err_, #expr, __FILE__, __LINE__); \
+    }                                                                                   \
+  } while (0)
+
+using f16 = __half;
+using bf16 = __nv_bfloat16;
+using fp8 = __nv_fp8_e4m3;
+
+template <typename E>
+inline constexpr bool kIsFp8 = false;
+template <>
+inline constexpr bool kIsFp8<fp8> = true;
+
+__device__ __forceinline__ float to_float(f16 x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(fp8 x) { return static_cast<float>(x); }
+
+template <typename T>
+__device__ T from_float(float x);
+template <>
+__device__ __forceinline__ f16 from_float<f16>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ bf16 from_float<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// N consecutive elements, loaded in one aligned vector access.
+template <typename E, int N>
+struct alignas(sizeof(E) * N) Vec {
+  E v[N];
+};
+
+// N elements at p (aligned to N elements) as floats; fp8 values are multiplied by `scale`.
+template <int N, typename E>
+__device__ __forceinline__ void load_floats(const E* p, float (&out)[N], float scale) {
+  const Vec<E, N> x = *reinterpret_cast<const Vec<E, N>*>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if constexpr (kIsFp8<E>) {
+      out[i] = to_float(x.v[i]) * scale;
+    } else {
+      out[i] = to_float(x.v[i]);
+    }
+  }
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+  return x;
+}
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+  return x;
+}
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// Row addressing for the attention kernels: the element offset of (sequence s, token t, KV
+// head h, dim 0) in the K and V caches.
+template <int BS>
+struct PagedRows {
+  const std::int32_t* block_table;  // [num_seqs, max_blocks]
+  int max_blocks;
+  int row_stride;  // num_kv_heads × head_dim
+  __device__ __forceinline__ std::size_t offset(int s, int t, int h, int head_dim) const {
+    const unsigned ut = static_cast<unsigned>(t);
+    const std::int32_t b = block_table[static_cast<std::size_t>(s) * max_blocks + ut / BS];
+    return (static_cast<std::size_t>(b) * BS + ut % BS) * row_stride +
+           static_cast<std::size_t>(h) * head_dim;
+  }
+};
+struct ContiguousRows {
+  int max_context;
+  int row_stride;
+  __device__ __forceinline__ std::size_t offset(int s, int t, int h, int head_dim) const {
+    return (static_cast<std::size_t>(s) * max_context + t) * row_stride +
+           static_cast<std::size_t>(h) * head_dim;
+  }
+};
+
+}  // namespace kvfleet::kernels::cuda
