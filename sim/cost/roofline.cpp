@@ -1,5 +1,7 @@
 #include "sim/cost/roofline.h"
 
+#include "sim/cost/profile_cost.h"
+
 #include <algorithm>
 
 namespace kvfleet::sim {
@@ -86,6 +88,9 @@ const CostModelRegistry& cost_model_registry() {
                              "Datasheet roofline per kind of work (uncalibrated efficiencies).");
     r.add<LinearCostModel>("linear",
                            "Step time linear in the batch's sequences, tokens and context.");
+    r.add<ProfileCostModel>("profile",
+                            "Step time from a calibration profile (kvfleet-calibrate): measured "
+                            "per-operation curves and an attention grid.");
     return r;
   }();
   return reg;

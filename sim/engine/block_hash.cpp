@@ -5,7 +5,7 @@
 namespace kvfleet::sim {
 
 void BlockHasher::reset(std::span<const Segment> prompt, std::uint64_t output_content,
-                        std::uint32_t tenant, int block_size) {
+                        std::uint32_t tenant, int block_size, std::uint64_t unique_salt) {
   prompt_ = prompt;
   output_content_ = output_content;
   tenant_ = tenant;
@@ -14,7 +14,8 @@ void BlockHasher::reset(std::span<const Segment> prompt, std::uint64_t output_co
   seg_off_ = 0;
   out_off_ = 0;
   parent_ = 0x6B76666C656574ull;
-  dead_ = prompt.empty() || prompt.front().content == 0;
+  salt_ = unique_salt;
+  dead_ = salt_ == 0 && (prompt.empty() || prompt.front().content == 0);
 }
 
 bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
@@ -48,8 +49,11 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
         out_off_ += take;
       }
       if (content == 0) {
-        dead_ = true;
-        return false;
+        if (salt_ == 0) {
+          dead_ = true;
+          return false;
+        }
+        content = salt_;
       }
       h = mix64(h, content);
       h = mix64(h, (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset));

@@ -25,8 +25,10 @@ inline std::uint64_t mix64(std::uint64_t h, std::uint64_t x) {
 // Walks a request's tokens (prompt segments, then its output) block by block, hashing as it goes.
 class BlockHasher {
  public:
+  // `unique_salt` != 0 makes content 0 hashable as that salt: blocks of content unique to one
+  // request, which only that request can ever match (its own blocks after a preemption).
   void reset(std::span<const Segment> prompt, std::uint64_t output_content, std::uint32_t tenant,
-             int block_size);
+             int block_size, std::uint64_t unique_salt = 0);
   // Appends hashes to `out` until it holds `blocks` hashes or the content turns unique; returns
   // false once no further block can be hashed. `available_tokens` bounds what exists so far.
   bool extend(std::vector<std::uint64_t>& out, std::int64_t blocks, std::int64_t available_tokens);
@@ -41,6 +43,7 @@ class BlockHasher {
   std::int64_t out_off_ = 0;  // offset inside the output
   std::uint64_t parent_ = 0x6B76666C656574ull;  // root of the chain
   bool dead_ = false;
+  std::uint64_t salt_ = 0;
 };
 
 // The full-block hashes of a request's prompt at `block_size` into `out` (empty when the prompt

@@ -162,6 +162,7 @@ void Replica::preempt(std::uint32_t slot) {
     ++stats_.num_swaps;
     content_[slot].swapped_tokens = q.num_computed;
   }
+  keep_own_blocks(slot, q);
   kv_.free(slot, content_[slot].session);
   q.kv_room = 0;
   q.num_computed = 0;
@@ -170,6 +171,24 @@ void Replica::preempt(std::uint32_t slot) {
   ++stats_.num_preemptions;
   waiting_.push_preempted(slot, r.priority, r.arrival, r.id);
   preempted_this_step_ = true;
+}
+
+// vLLM caches every full block it computes, unique content included; only the request that
+// computed unique blocks can ever match them, which it does when it runs again after a
+// preemption if they have not been evicted meanwhile. The engine skips hashing unique content
+// while nothing can match it, so at a preemption it gives the victim's computed blocks hashes
+// salted with its request id (shared-prefix hashes are unchanged) and enters them in the index
+// before freeing them: the same hits and evictions as vLLM, at no cost for requests never
+// preempted.
+void Replica::keep_own_blocks(std::uint32_t slot, Seq& q) {
+  if (!kv_.caching() || q.hashable || q.num_computed < kv_.block_size()) return;
+  Content& c = content_[slot];
+  if (c.segments.empty()) c.segments.push_back({0, q.prompt_tokens, c.tenant});
+  const std::uint64_t salt = mix64(0x73656C66ull, log_[q.request].id + 1);
+  c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size(), salt);
+  c.hashes.clear();
+  q.hashable = true;
+  cache_new_blocks(slot, q, q.num_computed);
 }
 
 std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int64_t blocks) {

@@ -197,6 +197,7 @@ class Replica final : public EventHandler, private VictimChooser {
   void end_step(SimTime now);
   void schedule();
   void preempt(std::uint32_t slot);
+  void keep_own_blocks(std::uint32_t slot, Seq& q);
   // Session-based retention.
   std::uint64_t choose_victim() override;
   void session_start(std::uint64_t key, std::int32_t priority, SimTime now);

@@ -92,6 +92,25 @@ TEST(Replica, NewestRequestIsPreemptedAndRecomputed) {
   EXPECT_EQ(a.finish, from_seconds(0.040));
 }
 
+TEST(Replica, APreemptedRequestHitsItsOwnBlocksThatSurvived) {
+  // As above, with unique prompts. vLLM caches every full block, so the victim's blocks that
+  // the other request has not reused by the time it runs again are prefix hits for it alone:
+  // with caching on it recomputes less than with caching off.
+  const std::string t = trace("own", {{0, 16, 40}, {0.0001, 40, 40}});
+  const auto on = run_yaml(scenario(t, "{num_gpu_blocks_override: 6}"));
+  const auto off =
+      run_yaml(scenario(t, "{num_gpu_blocks_override: 6, enable_prefix_caching: false}"));
+  const auto& b_on = on.result.requests[1];
+  const auto& b_off = off.result.requests[1];
+  ASSERT_GE(b_on.num_preemptions, 1);
+  ASSERT_GE(b_off.num_preemptions, 1);
+  EXPECT_GT(b_off.recomputed_tokens, 0);
+  EXPECT_LT(b_on.recomputed_tokens, b_off.recomputed_tokens);
+  EXPECT_EQ(b_on.generated_tokens, 40);
+  // Nobody else can hit unique blocks: the first admission of each request hits nothing.
+  EXPECT_EQ(on.result.requests[0].cached_tokens, 0);
+}
+
 TEST(Replica, RequestsThatCanNeverFitAreRejectedWithAReason) {
   const auto r = run_yaml(scenario(trace("never", {{0, 100, 100}, {0, 9000, 10}, {0, 140000, 10}}),
                                    "{num_gpu_blocks_override: 500}"));

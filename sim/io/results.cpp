@@ -11,104 +11,10 @@
 #include <stdexcept>
 
 #include "sim/config/params.h"
+#include "sim/io/h5.h"
 
 namespace kvfleet::sim {
 namespace {
-
-std::string temp_name(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
-}
-
-void check(herr_t e, const char* what) {
-  if (e < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
-}
-hid_t check_id(hid_t id, const char* what) {
-  if (id < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
-  return id;
-}
-
-// Owns an HDF5 identifier (move-only).
-struct H5 {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  H5(hid_t i, herr_t (*c)(hid_t)) : id(i), close(c) {}
-  H5(H5&& o) noexcept : id(o.id), close(o.close) { o.id = -1; }
-  H5(const H5&) = delete;
-  H5& operator=(const H5&) = delete;
-  ~H5() {
-    if (id >= 0) close(id);
-  }
-};
-
-void write_string_dataset(hid_t loc, const char* name, const std::string& text) {
-  H5 type{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
-  check(H5Tset_size(type.id, H5T_VARIABLE), "string size");
-  check(H5Tset_cset(type.id, H5T_CSET_UTF8), "string charset");
-  H5 space{check_id(H5Screate(H5S_SCALAR), "scalar space"), H5Sclose};
-  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 name),
-        H5Dclose};
-  const char* p = text.c_str();
-  check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
-}
-
-// A table as one compound dataset: one member per column, one element per row. Strings are
-// fixed-length (the longest value), so h5py and pandas read them directly.
-void write_table(hid_t loc, const char* name, const Table& t) {
-  std::size_t row_bytes = 0;
-  std::vector<std::size_t> offsets, widths;
-  for (const auto& c : t.columns) {
-    std::size_t w = 8;
-    if (auto* s = std::get_if<std::vector<std::string>>(&c.data)) {
-      w = 1;
-      for (const auto& x : *s) w = std::max(w, x.size());
-    }
-    offsets.push_back(row_bytes);
-    widths.push_back(w);
-    row_bytes += w;
-  }
-  if (row_bytes == 0) row_bytes = 1;
-  H5 type{check_id(H5Tcreate(H5T_COMPOUND, row_bytes), "compound type"), H5Tclose};
-  std::vector<H5> str_types;
-  str_types.reserve(t.columns.size());
-  for (std::size_t i = 0; i < t.columns.size(); ++i) {
-    const auto& c = t.columns[i];
-    hid_t mt;
-    if (std::holds_alternative<std::vector<std::int64_t>>(c.data)) {
-      mt = H5T_NATIVE_INT64;
-    } else if (std::holds_alternative<std::vector<double>>(c.data)) {
-      mt = H5T_NATIVE_DOUBLE;
-    } else {
-      str_types.emplace_back(check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose);
-      check(H5Tset_size(str_types.back().id, widths[i]), "string size");
-      check(H5Tset_strpad(str_types.back().id, H5T_STR_NULLPAD), "string pad");
-      mt = str_types.back().id;
-    }
-    check(H5Tinsert(type.id, c.name.c_str(), offsets[i], mt), "compound member");
-  }
-  const std::size_t n = t.rows();
-  std::vector<unsigned char> buf(std::max<std::size_t>(1, n * row_bytes), 0);
-  for (std::size_t i = 0; i < t.columns.size(); ++i) {
-    const auto& c = t.columns[i];
-    for (std::size_t r = 0; r < n; ++r) {
-      unsigned char* dst = buf.data() + r * row_bytes + offsets[i];
-      if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data)) {
-        std::memcpy(dst, &(*v)[r], 8);
-      } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
-        std::memcpy(dst, &(*d)[r], 8);
-      } else {
-        const auto& s = std::get<std::vector<std::string>>(c.data)[r];
-        std::memcpy(dst, s.data(), s.size());
-      }
-    }
-  }
-  hsize_t dims[1] = {n};
-  H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
-  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 name),
-        H5Dclose};
-  if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
-}
 
 // A replica name usable as one HDF5 link or file name ("pool/3" -> "pool_3").
 std::string flat_name(std::string name) {
@@ -357,33 +263,24 @@ Table sessions_table(const RequestLog& log) {
 
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
                       const Summary& s) {
-  const std::string tmp = temp_name(path);
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  try {
-    H5 file{check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                     ("create " + tmp).c_str()),
-            H5Fclose};
-    write_string_dataset(file.id, "scenario", sc.resolved_yaml);
-    write_table(file.id, "requests", requests_table(r.requests));
-    write_table(file.id, "summary", summary_table(s));
-    write_table(file.id, "replicas", replicas_table(r));
-    write_table(file.id, "tenants", tenants_table(r));
-    write_table(file.id, "sessions", sessions_table(r.requests));
-    H5 group{check_id(H5Gcreate2(file.id, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  using namespace h5;
+  write_file_atomically(path, [&](hid_t file) {
+    write_string_dataset(file, "scenario", sc.resolved_yaml);
+    write_table(file, "requests", requests_table(r.requests));
+    write_table(file, "summary", summary_table(s));
+    write_table(file, "replicas", replicas_table(r));
+    write_table(file, "tenants", tenants_table(r));
+    write_table(file, "sessions", sessions_table(r.requests));
+    H5 group{check_id(H5Gcreate2(file, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "timeseries group"),
              H5Gclose};
     for (const auto& ts : r.timeseries)
       write_table(group.id, flat_name(ts.replica).c_str(), timeseries_table(ts));
-    check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
-  } catch (...) {
-    std::filesystem::remove(tmp);
-    throw;
-  }
-  std::filesystem::rename(tmp, path);
+  });
 }
 
 void write_csv(const std::string& path, const Table& t) {
-  const std::string tmp = temp_name(path);
+  const std::string tmp = h5::temp_name(path);
   {
     std::ofstream o(tmp);
     if (!o) throw std::runtime_error("cannot write " + tmp);

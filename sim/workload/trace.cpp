@@ -1,5 +1,7 @@
 #include "sim/workload/trace.h"
 
+#include "sim/io/csv.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -24,26 +26,6 @@ std::ifstream open_or_throw(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open trace file");
   return in;
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  for (auto& s : out) {
-    auto b = s.find_first_not_of(" \t\"");
-    auto e = s.find_last_not_of(" \t\"");
-    s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
-  }
-  return out;
 }
 
 std::int32_t parse_tokens(const std::string& s, const std::string& where, const std::string& col) {

@@ -1,0 +1,227 @@
+#include "calibration/import.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "sim/core/error.h"
+#include "sim/io/csv.h"
+
+namespace kvfleet::calibration {
+
+namespace fs = std::filesystem;
+using sim::InputError;
+using sim::Profile;
+using sim::ProfileCurve;
+
+std::string find_provenance(const std::string& dir) {
+  for (fs::path p = fs::absolute(dir); !p.empty(); p = p.parent_path()) {
+    for (const char* name : {"SNAPSHOT_COMMIT.txt", "SOURCE.txt"}) {
+      std::ifstream in(p / name);
+      std::string line;
+      if (in && std::getline(in, line)) return line + " (" + (p / name).string() + ")";
+    }
+    if (p == p.parent_path()) break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Points (x, t) of one op collected from rows, sorted by x, duplicates averaged.
+struct Points {
+  std::map<double, std::pair<double, int>> by_x;
+  std::map<double, double> spread;
+  void add(double x, double t, double s = 0) {
+    auto& e = by_x[x];
+    e.first += t;
+    e.second += 1;
+    spread[x] = std::max(spread[x], s);
+  }
+  ProfileCurve curve(std::string op, std::string scope, std::string axis, double count) const {
+    ProfileCurve c{std::move(op), std::move(scope), std::move(axis), count, {}, {}, {}};
+    for (const auto& [x, e] : by_x) {
+      c.x.push_back(x);
+      c.time_s.push_back(e.first / e.second);
+      c.spread_s.push_back(spread.at(x));
+    }
+    return c;
+  }
+};
+
+}  // namespace
+
+Profile import_llmservingsim(const std::string& dir, int tp) {
+  const fs::path root(dir);
+  const fs::path meta_path = root / "meta.yaml";
+  if (!fs::exists(meta_path)) {
+    throw InputError(dir, "meta.yaml",
+                     "not found: the path must be an LLMServingSim profile folder "
+                     "(…/<hardware>/<org>/<model>/<variant>)");
+  }
+  YAML::Node meta;
+  try {
+    meta = YAML::LoadFile(meta_path.string());
+  } catch (const YAML::Exception& e) {
+    throw InputError(meta_path.string(), "", e.what());
+  }
+  const fs::path tpdir = root / ("tp" + std::to_string(tp));
+  if (!fs::is_directory(tpdir)) {
+    throw InputError(
+        dir, "tp" + std::to_string(tp),
+        "folder not found (tensor parallelism " + std::to_string(tp) + " not profiled)");
+  }
+  Profile p;
+  p.set("format", "kvfleet-profile");
+  p.set("schema_version", "1");
+  p.set("source", "llmservingsim");
+  p.set("measured", "true");
+  p.set("gpu", meta["gpu"] ? meta["gpu"].as<std::string>() : "");
+  p.set("hardware", meta["hardware"] ? meta["hardware"].as<std::string>() : "");
+  p.set("model", meta["model"] ? meta["model"].as<std::string>() : "");
+  p.set("dtype", meta["variant"] ? meta["variant"].as<std::string>() : "");
+  p.set("tensor_parallel", std::to_string(tp));
+  p.set("engine", "vLLM " + (meta["vllm_version"] ? meta["vllm_version"].as<std::string>() : "?"));
+  p.set("cuda_version", meta["cuda_version"] ? meta["cuda_version"].as<std::string>() : "");
+  p.set("date", meta["profiled_at"] ? meta["profiled_at"].as<std::string>() : "");
+  p.set("provenance", find_provenance(dir));
+  p.set("imported_from", fs::absolute(root).string());
+  if (auto e = meta["engine_effective"]) {
+    if (e["enforce_eager"]) p.set("profiled_enforce_eager", e["enforce_eager"].as<std::string>());
+  }
+
+  // Per-layer and per-step token-wise operations. Llama runs two RMSNorms per layer (input and
+  // post-attention) while the bundle profiles one `layernorm` row per size.
+  const std::map<std::string, std::pair<std::string, double>> kDense = {
+      {"qkv_proj", {"layer", 1}},   {"o_proj", {"layer", 1}},   {"gate_up_proj", {"layer", 1}},
+      {"down_proj", {"layer", 1}},  {"act_fn", {"layer", 1}},   {"layernorm", {"layer", 2}},
+      {"rotary_emb", {"layer", 1}}, {"embedding", {"step", 1}}, {"final_layernorm", {"step", 1}}};
+  {
+    const sim::CsvFile f = sim::read_csv_file((tpdir / "dense.csv").string());
+    const long cl = f.require("layer"), ct = f.require("tokens"), cu = f.require("time_us");
+    std::map<std::string, Points> pts;
+    for (std::size_t r = 0; r < f.rows.size(); ++r) {
+      const std::string& op = f.text(r, cl);
+      if (!kDense.count(op)) {
+        throw InputError(f.path + ": row " + std::to_string(f.lines[r]), "layer",
+                         "unknown operation '" + op + "'");
+      }
+      pts[op].add(f.number(r, ct), f.number(r, cu) * 1e-6);
+    }
+    for (const auto& [op, pt] : pts) {
+      const auto& [scope, count] = kDense.at(op);
+      p.curves.push_back(pt.curve(op, scope, "tokens", count));
+    }
+  }
+  {
+    const sim::CsvFile f = sim::read_csv_file((tpdir / "per_sequence.csv").string());
+    const long cl = f.require("layer"), cs = f.require("sequences"), cu = f.require("time_us");
+    std::map<std::string, Points> pts;
+    for (std::size_t r = 0; r < f.rows.size(); ++r) {
+      pts[f.text(r, cl)].add(f.number(r, cs), f.number(r, cu) * 1e-6);
+    }
+    for (const auto& [op, pt] : pts) p.curves.push_back(pt.curve(op, "step", "sequences", 1));
+  }
+  {
+    const sim::CsvFile f = sim::read_csv_file((tpdir / "attention.csv").string());
+    const long cc = f.require("prefill_chunk"), cp = f.require("kv_prefill"),
+               cn = f.require("n_decode"), ck = f.require("kv_decode"), cu = f.require("time_us");
+    for (std::size_t r = 0; r < f.rows.size(); ++r) {
+      p.attention.push_back({f.number(r, cc), f.number(r, cp), f.number(r, cn), f.number(r, ck),
+                             f.number(r, cu) * 1e-6, 0.0});
+    }
+  }
+  sim::check_profile(p, dir);
+  return p;
+}
+
+Profile import_vidur(const std::string& dir, int tp, const std::string& network_dir) {
+  const fs::path root(dir);
+  const fs::path mlp = root / "mlp.csv";
+  if (!fs::exists(mlp)) {
+    throw InputError(dir, "mlp.csv",
+                     "not found: the path must be a Vidur compute/<gpu>/<org>/<model> folder");
+  }
+  // Vidur's operation names → kvfleet's, with scope and calls per layer (the residual add runs
+  // twice per layer).
+  const std::map<std::string, std::tuple<std::string, std::string, double>> kOps = {
+      {"emb", {"embedding", "step", 1}},
+      {"input_layernorm", {"input_layernorm", "layer", 1}},
+      {"attn_pre_proj", {"qkv_proj", "layer", 1}},
+      {"attn_rope", {"rotary_emb", "layer", 1}},
+      {"attn_post_proj", {"o_proj", "layer", 1}},
+      {"post_attention_layernorm", {"post_attention_layernorm", "layer", 1}},
+      {"mlp_up_proj", {"gate_up_proj", "layer", 1}},
+      {"mlp_act", {"act_fn", "layer", 1}},
+      {"mlp_down_proj", {"down_proj", "layer", 1}},
+      {"add", {"residual_add", "layer", 2}}};
+  const sim::CsvFile f = sim::read_csv_file(mlp.string());
+  const long ctok = f.require("num_tokens");
+  const long ctp = f.require("num_tensor_parallel_workers");
+  std::map<std::string, Points> pts;
+  std::set<int> tps;
+  for (std::size_t r = 0; r < f.rows.size(); ++r) {
+    const int row_tp = static_cast<int>(f.number(r, ctp));
+    tps.insert(row_tp);
+    if (row_tp != tp) continue;
+    const double tokens = f.number(r, ctok);
+    for (const auto& [vop, spec] : kOps) {
+      const long cm = f.column("time_stats." + vop + ".median");
+      if (cm < 0) continue;
+      const long cmin = f.column("time_stats." + vop + ".min");
+      const long cmax = f.column("time_stats." + vop + ".max");
+      const double spread =
+          cmin >= 0 && cmax >= 0 ? 0.5 * (f.number(r, cmax) - f.number(r, cmin)) * 1e-3 : 0.0;
+      pts[std::get<0>(spec)].add(tokens, f.number(r, cm) * 1e-3, spread);
+    }
+  }
+  if (pts.empty()) {
+    std::string have;
+    for (int t : tps) have += (have.empty() ? "" : ", ") + std::to_string(t);
+    throw InputError(
+        mlp.string(), "num_tensor_parallel_workers",
+        "no rows for tensor parallelism " + std::to_string(tp) + " (have " + have + ")");
+  }
+  Profile p;
+  p.set("format", "kvfleet-profile");
+  p.set("schema_version", "1");
+  p.set("source", "vidur");
+  p.set("measured", "true");
+  // compute/<gpu>/<org>/<model>
+  const fs::path abs = fs::absolute(root).lexically_normal();
+  const auto model = abs.filename().string();
+  const auto org = abs.parent_path().filename().string();
+  const auto gpu = abs.parent_path().parent_path().filename().string();
+  p.set("gpu", gpu);
+  p.set("model", org + "/" + model);
+  p.set("tensor_parallel", std::to_string(tp));
+  p.set("dtype", "fp16");  // Vidur profiles in fp16
+  p.set("provenance", find_provenance(dir));
+  p.set("imported_from", abs.string());
+  for (const auto& [op, pt] : pts) {
+    for (const auto& [vop, spec] : kOps) {
+      if (std::get<0>(spec) == op) {
+        p.curves.push_back(pt.curve(op, std::get<1>(spec), "tokens", std::get<2>(spec)));
+      }
+    }
+  }
+  if (!network_dir.empty()) {
+    const sim::CsvFile n = sim::read_csv_file((fs::path(network_dir) / "all_reduce.csv").string());
+    const long cw = n.require("num_workers"), cs = n.require("size"),
+               cm = n.require("time_stats.all_reduce.median");
+    Points ar;
+    for (std::size_t r = 0; r < n.rows.size(); ++r) {
+      if (static_cast<int>(n.number(r, cw)) == tp) ar.add(n.number(r, cs), n.number(r, cm) * 1e-3);
+    }
+    if (!ar.by_x.empty()) p.curves.push_back(ar.curve("all_reduce", "step", "bytes", 1));
+    p.set("network", fs::absolute(network_dir).lexically_normal().string());
+  }
+  sim::check_profile(p, dir);
+  return p;
+}
+
+}  // namespace kvfleet::calibration

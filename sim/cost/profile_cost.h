@@ -1,0 +1,109 @@
+#pragma once
+// The `profile` cost model: each step's time from a calibration profile (cost/profile_data.h),
+// measured by kvfleet-calibrate on the user's GPU or imported from another simulator's profile.
+//
+//   step = Σ layer ops(T) × count × layers + Σ step ops(T or S) × count
+//        + attention(prefill chunk, its prefix, decode sequences, their mean context) × layers
+//        + tensor-parallel all-reduces + configured overheads
+// with T the step's tokens (prefill chunk tokens plus decode sequences) and S the sequences that
+// sample a token. Curves are interpolated linearly and extrapolated linearly from their last two
+// points (a GEMM past the grid is compute bound, so time grows linearly in tokens). Attention
+// interpolates the profile's 4-D grid multilinearly when it holds mixed prefill+decode points
+// (one kernel serves both, as in vLLM's FlashAttention backend); otherwise the prefill and decode
+// parts are looked up separately and added (kvfleet's own kernels launch separately). Several
+// prefill chunks in one step count as one chunk of their total tokens over the prefix that gives
+// the same number of (query, key) pairs; decode sequences count at their mean context.
+#include <array>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/cost/cost_model.h"
+#include "sim/cost/profile_data.h"
+
+namespace kvfleet::sim {
+
+// A measured curve, interpolated linearly, extrapolated from its two end points, never negative.
+class PiecewiseLinear {
+ public:
+  PiecewiseLinear() = default;
+  PiecewiseLinear(std::vector<double> x, std::vector<double> y);
+  double at(double q) const;
+  bool empty() const { return x_.empty(); }
+
+ private:
+  std::vector<double> x_, y_;
+};
+
+// The per-layer attention grid of a profile (see the header comment).
+class AttentionGrid {
+ public:
+  explicit AttentionGrid(const std::vector<AttentionPoint>& points);
+  // Per-layer seconds for one prefill chunk of `chunk` tokens over `prefix` cached tokens and
+  // `n` decode sequences of mean context `kv`; prefill_s and decode_s split the total.
+  void at(double chunk, double prefix, double n, double kv, double* prefill_s,
+          double* decode_s) const;
+  bool mixed() const { return mixed_; }
+  bool empty() const { return map_.empty(); }
+
+ private:
+  double interp(double c, double p, double n, double k) const;
+  double point(int ci, int pi, int ni, int ki) const;
+  std::array<std::vector<double>, 4> axes_;
+  std::unordered_map<std::uint64_t, double> map_;
+  int zero_p_ = -1, zero_k_ = -1;
+  bool mixed_ = false;
+};
+
+class ProfileCostModel final : public CostModel {
+ public:
+  struct Config {
+    std::string path;
+    double step_overhead_s = 0;
+    double per_seq_overhead_s = 0;
+    bool pad_to_cuda_graph_sizes = false;
+
+    template <class V>
+    void visit(V& v) {
+      v.param("path", path,
+              {.desc = "calibration profile (HDF5) from kvfleet-calibrate or its import command",
+               .path = true,
+               .required = true});
+      v.param("step_overhead_s", step_overhead_s,
+              {.unit = "s",
+               .desc = "fixed time per step beyond the profiled GPU work (scheduling, launch)",
+               .min = 0});
+      v.param("per_seq_overhead_s", per_seq_overhead_s,
+              {.unit = "s", .desc = "extra time per sequence in the step", .min = 0});
+      v.param("pad_to_cuda_graph_sizes", pad_to_cuda_graph_sizes,
+              {.desc = "time token-wise operations at the step's token count rounded up to vLLM's "
+                       "CUDA-graph capture sizes (1, 2, 4, 8, then multiples of 8 to 256 and of "
+                       "16 to 512), as an engine with CUDA graphs runs them"});
+    }
+    void check(config::Reader& r) const;
+  };
+
+  ProfileCostModel(const Config& cfg, const CostContext& ctx);
+  StepCost cost(const Batch& batch) const override;
+
+  // Token count as vLLM pads it for CUDA graphs (unchanged above 512).
+  static double cuda_graph_size(double tokens);
+
+ private:
+  struct Op {
+    PiecewiseLinear curve;
+    double times_per_step;  // count × layers (layer scope) or count (step scope)
+    bool tokens_axis;       // false: sequences axis
+    bool gemm;              // linear layer (else norms, activations, rotary, sampling: overhead)
+  };
+  Config cfg_;
+  std::vector<Op> ops_;
+  AttentionGrid attention_;
+  PiecewiseLinear all_reduce_;  // seconds for one all-reduce of x bytes, if profiled
+  int layers_;
+  int tp_;
+  double allreduce_bytes_per_token_;
+  double link_bw_, link_lat_;
+};
+
+}  // namespace kvfleet::sim

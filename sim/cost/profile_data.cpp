@@ -1,0 +1,245 @@
+#include "sim/cost/profile_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "sim/core/error.h"
+#include "sim/io/h5.h"
+
+namespace kvfleet::sim {
+
+std::string Profile::get(const std::string& key, const std::string& fallback) const {
+  for (const auto& [k, v] : meta)
+    if (k == key) return v;
+  return fallback;
+}
+
+void Profile::set(const std::string& key, const std::string& value) {
+  for (auto& [k, v] : meta) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  meta.emplace_back(key, value);
+}
+
+const ProfileCurve* Profile::curve(const std::string& op) const {
+  for (const auto& c : curves)
+    if (c.op == op) return &c;
+  return nullptr;
+}
+
+void check_profile(const Profile& p, const std::string& where) {
+  for (const auto& c : p.curves) {
+    const std::string key = "curves[" + c.op + "]";
+    if (c.scope != "layer" && c.scope != "step") {
+      throw InputError(where, key, "scope '" + c.scope + "' is neither layer nor step");
+    }
+    if (c.axis != "tokens" && c.axis != "sequences" && c.axis != "bytes") {
+      throw InputError(where, key, "axis '" + c.axis + "' is not tokens, sequences or bytes");
+    }
+    if (c.x.empty() || c.x.size() != c.time_s.size()) {
+      throw InputError(where, key, "needs at least one point and as many times as sizes");
+    }
+    for (std::size_t i = 0; i < c.x.size(); ++i) {
+      if (!(c.time_s[i] >= 0) || !std::isfinite(c.time_s[i])) {
+        throw InputError(where, key,
+                         "time at x = " + std::to_string(c.x[i]) +
+                             " is not a finite "
+                             "non-negative number");
+      }
+      if (i > 0 && !(c.x[i] > c.x[i - 1])) {
+        throw InputError(where, key,
+                         "sizes must be strictly ascending (x = " + std::to_string(c.x[i]) +
+                             " after " + std::to_string(c.x[i - 1]) + ")");
+      }
+    }
+    if (!(c.count > 0)) throw InputError(where, key, "count must be positive");
+  }
+  for (std::size_t i = 0; i < p.attention.size(); ++i) {
+    const auto& a = p.attention[i];
+    if (!(a.prefill_chunk >= 0 && a.kv_prefill >= 0 && a.n_decode >= 0 && a.kv_decode >= 0 &&
+          a.time_s >= 0 && std::isfinite(a.time_s))) {
+      throw InputError(where, "attention row " + std::to_string(i),
+                       "sizes and time must be finite and non-negative");
+    }
+  }
+}
+
+namespace {
+
+std::vector<std::string>& strs(Table& t, const std::string& name) { return t.str(name); }
+
+template <typename V>
+const V& column(const Table& t, const std::string& name, const std::string& where,
+                const std::string& ds) {
+  for (const auto& c : t.columns) {
+    if (c.name != name) continue;
+    if (auto* v = std::get_if<V>(&c.data)) return *v;
+    throw InputError(where, ds + "." + name, "has the wrong type");
+  }
+  throw InputError(where, ds + "." + name, "column is missing");
+}
+
+// Numbers may be stored as integers or floats; both read as doubles.
+std::vector<double> numbers(const Table& t, const std::string& name, const std::string& where,
+                            const std::string& ds) {
+  for (const auto& c : t.columns) {
+    if (c.name != name) continue;
+    if (auto* v = std::get_if<std::vector<double>>(&c.data)) return *v;
+    if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data))
+      return std::vector<double>(v->begin(), v->end());
+    throw InputError(where, ds + "." + name, "is not numeric");
+  }
+  throw InputError(where, ds + "." + name, "column is missing");
+}
+
+}  // namespace
+
+void write_profile(const std::string& path, const Profile& p) {
+  check_profile(p, path);
+  h5::write_file_atomically(path, [&](hid_t file) {
+    Table meta;
+    auto& k = strs(meta, "key");
+    auto& v = strs(meta, "value");
+    for (const auto& [a, b] : p.meta) {
+      k.push_back(a);
+      v.push_back(b);
+    }
+    h5::write_table(file, "meta", meta);
+    Table curves;
+    auto& op = curves.str("op");
+    auto& scope = curves.str("scope");
+    auto& axis = curves.str("axis");
+    auto& count = curves.f64("count");
+    auto& x = curves.f64("x");
+    auto& t = curves.f64("time_s");
+    auto& sp = curves.f64("spread_s");
+    for (const auto& c : p.curves) {
+      for (std::size_t i = 0; i < c.x.size(); ++i) {
+        op.push_back(c.op);
+        scope.push_back(c.scope);
+        axis.push_back(c.axis);
+        count.push_back(c.count);
+        x.push_back(c.x[i]);
+        t.push_back(c.time_s[i]);
+        sp.push_back(i < c.spread_s.size() ? c.spread_s[i] : 0.0);
+      }
+    }
+    h5::write_table(file, "curves", curves);
+    Table att;
+    auto& ac = att.f64("prefill_chunk");
+    auto& ap = att.f64("kv_prefill");
+    auto& an = att.f64("n_decode");
+    auto& ak = att.f64("kv_decode");
+    auto& at = att.f64("time_s");
+    auto& as = att.f64("spread_s");
+    for (const auto& a : p.attention) {
+      ac.push_back(a.prefill_chunk);
+      ap.push_back(a.kv_prefill);
+      an.push_back(a.n_decode);
+      ak.push_back(a.kv_decode);
+      at.push_back(a.time_s);
+      as.push_back(a.spread_s);
+    }
+    h5::write_table(file, "attention", att);
+    Table fits;
+    auto& fo = fits.str("op");
+    auto& fm = fits.str("model");
+    auto& fp = fits.str("params");
+    auto& ftr = fits.i64("n_train");
+    auto& fte = fits.i64("n_test");
+    auto& fmed = fits.f64("median_ape");
+    auto& fp95 = fits.f64("p95_ape");
+    for (const auto& f : p.fits) {
+      fo.push_back(f.op);
+      fm.push_back(f.model);
+      fp.push_back(f.params);
+      ftr.push_back(f.n_train);
+      fte.push_back(f.n_test);
+      fmed.push_back(f.median_ape);
+      fp95.push_back(f.p95_ape);
+    }
+    h5::write_table(file, "fits", fits);
+  });
+}
+
+Profile read_profile(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw InputError(path, "", "profile file not found");
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) throw InputError(path, "", "not an HDF5 file");
+  h5::H5 file{fid, H5Fclose};
+  Profile p;
+  auto table = [&](const char* name) {
+    try {
+      return h5::read_table(file.id, name);
+    } catch (const std::runtime_error& e) {
+      throw InputError(path, name, e.what());
+    }
+  };
+  {
+    Table meta = table("meta");
+    const auto& k = column<std::vector<std::string>>(meta, "key", path, "meta");
+    const auto& v = column<std::vector<std::string>>(meta, "value", path, "meta");
+    for (std::size_t i = 0; i < k.size(); ++i) p.meta.emplace_back(k[i], v[i]);
+  }
+  if (p.get("format") != "kvfleet-profile") {
+    throw InputError(
+        path, "meta.format",
+        "is '" + p.get("format") +
+            "', not 'kvfleet-profile' (kvfleet-calibrate "
+            "writes profiles; `kvfleet-calibrate import` converts other simulators' ones)");
+  }
+  {
+    Table c = table("curves");
+    const auto& op = column<std::vector<std::string>>(c, "op", path, "curves");
+    const auto& scope = column<std::vector<std::string>>(c, "scope", path, "curves");
+    const auto& axis = column<std::vector<std::string>>(c, "axis", path, "curves");
+    auto count = numbers(c, "count", path, "curves");
+    auto x = numbers(c, "x", path, "curves");
+    auto t = numbers(c, "time_s", path, "curves");
+    auto sp = numbers(c, "spread_s", path, "curves");
+    for (std::size_t i = 0; i < op.size(); ++i) {
+      if (p.curves.empty() || p.curves.back().op != op[i]) {
+        p.curves.push_back({op[i], scope[i], axis[i], count[i], {}, {}, {}});
+      }
+      auto& cur = p.curves.back();
+      cur.x.push_back(x[i]);
+      cur.time_s.push_back(t[i]);
+      cur.spread_s.push_back(sp[i]);
+    }
+  }
+  {
+    Table a = table("attention");
+    auto c = numbers(a, "prefill_chunk", path, "attention");
+    auto kp = numbers(a, "kv_prefill", path, "attention");
+    auto n = numbers(a, "n_decode", path, "attention");
+    auto kd = numbers(a, "kv_decode", path, "attention");
+    auto t = numbers(a, "time_s", path, "attention");
+    auto s = numbers(a, "spread_s", path, "attention");
+    for (std::size_t i = 0; i < c.size(); ++i)
+      p.attention.push_back({c[i], kp[i], n[i], kd[i], t[i], s[i]});
+  }
+  if (h5::has_link(file.id, "fits")) {
+    Table f = table("fits");
+    const auto& op = column<std::vector<std::string>>(f, "op", path, "fits");
+    const auto& model = column<std::vector<std::string>>(f, "model", path, "fits");
+    const auto& params = column<std::vector<std::string>>(f, "params", path, "fits");
+    auto ntr = numbers(f, "n_train", path, "fits");
+    auto nte = numbers(f, "n_test", path, "fits");
+    auto med = numbers(f, "median_ape", path, "fits");
+    auto p95 = numbers(f, "p95_ape", path, "fits");
+    for (std::size_t i = 0; i < op.size(); ++i) {
+      p.fits.push_back({op[i], model[i], params[i], static_cast<long>(ntr[i]),
+                        static_cast<long>(nte[i]), med[i], p95[i]});
+    }
+  }
+  check_profile(p, path);
+  return p;
+}
+
+}  // namespace kvfleet::sim

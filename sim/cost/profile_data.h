@@ -1,0 +1,69 @@
+#pragma once
+// A calibration profile: the measured (or imported, or roofline-derived) times of the operations
+// of one model's engine step on one GPU type at one tensor-parallel degree. kvfleet-calibrate
+// writes it; the `profile` cost model reads it. HDF5 schema (docs/calibration.md), every dataset
+// a compound table that h5py and pandas read directly:
+//   /meta       key, value (strings): format = kvfleet-profile, schema_version, source, gpu, model,
+//               dtype, tensor_parallel, measured (true/false), provenance, date, ...
+//   /curves     op, scope (layer | step), axis (tokens | sequences | bytes), count, x, time_s,
+//               spread_s: one row per point; a `layer` op runs `count` times in each of the
+//               model's layers, a `step` op `count` times per step
+//   /attention  prefill_chunk, kv_prefill, n_decode, kv_decode, time_s, spread_s: attention of
+//               one layer for a batch of one prefill chunk (tokens over a cached prefix) and
+//               n_decode decode sequences of kv_decode cached tokens each
+//   /fits       op, model, params, n_train, n_test, median_ape, p95_ape (optional)
+#include <string>
+#include <vector>
+
+namespace kvfleet::sim {
+
+struct ProfileCurve {
+  std::string op;                // qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, ...
+  std::string scope = "layer";   // layer | step
+  std::string axis = "tokens";   // tokens | sequences | bytes
+  double count = 1;              // calls per layer (scope layer) or per step (scope step)
+  std::vector<double> x;         // ascending
+  std::vector<double> time_s;    // median per call
+  std::vector<double> spread_s;  // half the p10–p90 range (0 when unknown)
+};
+
+struct AttentionPoint {
+  double prefill_chunk = 0;
+  double kv_prefill = 0;
+  double n_decode = 0;
+  double kv_decode = 0;
+  double time_s = 0;
+  double spread_s = 0;
+};
+
+struct ProfileFit {
+  std::string op;
+  std::string model;   // the fitted form, e.g. "a + b*kv_bytes + c*batch"
+  std::string params;  // its coefficients, "name=value" separated by spaces
+  long n_train = 0;
+  long n_test = 0;
+  double median_ape = 0;  // held-out absolute percentage error, fraction
+  double p95_ape = 0;
+};
+
+struct Profile {
+  std::vector<std::pair<std::string, std::string>> meta;
+  std::vector<ProfileCurve> curves;
+  std::vector<AttentionPoint> attention;
+  std::vector<ProfileFit> fits;
+
+  // The value of a metadata key, or `fallback`.
+  std::string get(const std::string& key, const std::string& fallback = "") const;
+  void set(const std::string& key, const std::string& value);
+  const ProfileCurve* curve(const std::string& op) const;
+};
+
+// Reads a profile; throws InputError naming the file, the dataset or column, and the problem
+// (missing dataset, wrong format marker, unsorted or negative points, unknown scope or axis).
+Profile read_profile(const std::string& path);
+// Writes atomically (temporary name, then rename). Throws std::runtime_error on I/O failure.
+void write_profile(const std::string& path, const Profile& p);
+// The checks read_profile applies, for profiles built in memory; throws InputError with `where`.
+void check_profile(const Profile& p, const std::string& where);
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,28 @@
+#pragma once
+// Reading CSV files with a header row (traces, other simulators' profiles). Errors are InputErrors
+// naming the file, the row and the column.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvfleet::sim {
+
+// Splits one CSV line at commas, trimming spaces and quotes around each field.
+std::vector<std::string> split_csv(const std::string& line);
+
+struct CsvFile {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // each as long as the header
+  std::vector<std::size_t> lines;              // the file line of each row (1-based)
+
+  long column(std::string_view name) const;        // −1 when absent
+  long require(std::string_view name) const;       // throws naming the missing column
+  double number(std::size_t row, long col) const;  // throws naming row and column
+  const std::string& text(std::size_t row, long col) const { return rows[row][col]; }
+};
+
+// Throws InputError when the file cannot be opened, is empty, or a row has the wrong width.
+CsvFile read_csv_file(const std::string& path);
+
+}  // namespace kvfleet::sim

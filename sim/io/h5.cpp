@@ -1,0 +1,168 @@
+#include "sim/io/h5.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace kvfleet::sim::h5 {
+
+std::string temp_name(const std::string& path) {
+  return path + ".tmp-" + std::to_string(::getpid());
+}
+
+void check(herr_t e, const char* what) {
+  if (e < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
+}
+hid_t check_id(hid_t id, const char* what) {
+  if (id < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
+  return id;
+}
+
+void write_string_dataset(hid_t loc, const char* name, const std::string& text) {
+  H5 type{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_size(type.id, H5T_VARIABLE), "string size");
+  check(H5Tset_cset(type.id, H5T_CSET_UTF8), "string charset");
+  H5 space{check_id(H5Screate(H5S_SCALAR), "scalar space"), H5Sclose};
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 name),
+        H5Dclose};
+  const char* p = text.c_str();
+  check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+}
+
+void write_table(hid_t loc, const char* name, const Table& t) {
+  std::size_t row_bytes = 0;
+  std::vector<std::size_t> offsets, widths;
+  for (const auto& c : t.columns) {
+    std::size_t w = 8;
+    if (auto* s = std::get_if<std::vector<std::string>>(&c.data)) {
+      w = 1;
+      for (const auto& x : *s) w = std::max(w, x.size());
+    }
+    offsets.push_back(row_bytes);
+    widths.push_back(w);
+    row_bytes += w;
+  }
+  if (row_bytes == 0) row_bytes = 1;
+  H5 type{check_id(H5Tcreate(H5T_COMPOUND, row_bytes), "compound type"), H5Tclose};
+  std::vector<H5> str_types;
+  str_types.reserve(t.columns.size());
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    const auto& c = t.columns[i];
+    hid_t mt;
+    if (std::holds_alternative<std::vector<std::int64_t>>(c.data)) {
+      mt = H5T_NATIVE_INT64;
+    } else if (std::holds_alternative<std::vector<double>>(c.data)) {
+      mt = H5T_NATIVE_DOUBLE;
+    } else {
+      str_types.emplace_back(check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose);
+      check(H5Tset_size(str_types.back().id, widths[i]), "string size");
+      check(H5Tset_strpad(str_types.back().id, H5T_STR_NULLPAD), "string pad");
+      mt = str_types.back().id;
+    }
+    check(H5Tinsert(type.id, c.name.c_str(), offsets[i], mt), "compound member");
+  }
+  const std::size_t n = t.rows();
+  std::vector<unsigned char> buf(std::max<std::size_t>(1, n * row_bytes), 0);
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    const auto& c = t.columns[i];
+    for (std::size_t r = 0; r < n; ++r) {
+      unsigned char* dst = buf.data() + r * row_bytes + offsets[i];
+      if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data)) {
+        std::memcpy(dst, &(*v)[r], 8);
+      } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
+        std::memcpy(dst, &(*d)[r], 8);
+      } else {
+        const auto& s = std::get<std::vector<std::string>>(c.data)[r];
+        std::memcpy(dst, s.data(), s.size());
+      }
+    }
+  }
+  hsize_t dims[1] = {n};
+  H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 name),
+        H5Dclose};
+  if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
+}
+
+bool has_link(hid_t loc, const char* name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
+
+Table read_table(hid_t loc, const char* name) {
+  if (!has_link(loc, name))
+    throw std::runtime_error(std::string("dataset '") + name + "' is missing");
+  H5 ds{check_id(H5Dopen2(loc, name, H5P_DEFAULT), name), H5Dclose};
+  H5 type{check_id(H5Dget_type(ds.id), name), H5Tclose};
+  if (H5Tget_class(type.id) != H5T_COMPOUND) {
+    throw std::runtime_error(std::string("dataset '") + name + "' is not a table (compound)");
+  }
+  H5 space{check_id(H5Dget_space(ds.id), name), H5Sclose};
+  hssize_t n = H5Sget_simple_extent_npoints(space.id);
+  if (n < 0) throw std::runtime_error(std::string("dataset '") + name + "': bad extent");
+  Table t;
+  const int members = H5Tget_nmembers(type.id);
+  for (int m = 0; m < members; ++m) {
+    char* raw = H5Tget_member_name(type.id, static_cast<unsigned>(m));
+    std::string col(raw);
+    H5free_memory(raw);
+    const H5T_class_t cls = H5Tget_member_class(type.id, static_cast<unsigned>(m));
+    auto read_member = [&](hid_t mem_type, std::size_t size, void* buf) {
+      H5 one{check_id(H5Tcreate(H5T_COMPOUND, size), "member type"), H5Tclose};
+      check(H5Tinsert(one.id, col.c_str(), 0, mem_type), "member insert");
+      if (n > 0) check(H5Dread(ds.id, one.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), name);
+    };
+    if (cls == H5T_INTEGER) {
+      auto& v = t.i64(col);
+      v.resize(static_cast<std::size_t>(n));
+      read_member(H5T_NATIVE_INT64, 8, v.data());
+    } else if (cls == H5T_FLOAT) {
+      auto& v = t.f64(col);
+      v.resize(static_cast<std::size_t>(n));
+      read_member(H5T_NATIVE_DOUBLE, 8, v.data());
+    } else if (cls == H5T_STRING) {
+      H5 st{check_id(H5Tget_member_type(type.id, static_cast<unsigned>(m)), "member type"),
+            H5Tclose};
+      if (H5Tis_variable_str(st.id) > 0) {
+        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                 "' holds variable-length strings (fixed-length expected)");
+      }
+      const std::size_t w = H5Tget_size(st.id);
+      H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+      check(H5Tset_size(mt.id, w), "string size");
+      check(H5Tset_strpad(mt.id, H5T_STR_NULLPAD), "string pad");
+      std::vector<char> buf(std::max<std::size_t>(1, w * static_cast<std::size_t>(n)));
+      read_member(mt.id, w, buf.data());
+      auto& v = t.str(col);
+      for (hssize_t r = 0; r < n; ++r) {
+        const char* p = buf.data() + static_cast<std::size_t>(r) * w;
+        v.emplace_back(p, strnlen(p, w));
+      }
+    } else {
+      throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                               "' is neither number nor string");
+    }
+  }
+  return t;
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(hid_t)>& fill) {
+  const std::string tmp = temp_name(path);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  try {
+    {
+      H5 file{check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                       ("create " + tmp).c_str()),
+              H5Fclose};
+      fill(file.id);
+      check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
+    }
+    std::filesystem::rename(tmp, path);
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+}
+
+}  // namespace kvfleet::sim::h5

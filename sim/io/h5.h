@@ -1,0 +1,50 @@
+#pragma once
+// Small HDF5 helpers shared by the result files (io/results.*) and calibration profiles
+// (cost/profile_data.*): an owning handle, checked calls, column tables as compound datasets (one
+// member per column) and back, text datasets, and files written under a temporary name and
+// renamed when complete.
+#include <hdf5.h>
+
+#include <functional>
+#include <string>
+
+#include "sim/io/table.h"
+
+namespace kvfleet::sim::h5 {
+
+// The temporary name a file is written under before it is renamed to `path`.
+std::string temp_name(const std::string& path);
+// Throw std::runtime_error naming `what` when an HDF5 call failed.
+void check(herr_t e, const char* what);
+hid_t check_id(hid_t id, const char* what);
+
+// Owns an HDF5 identifier (move-only).
+struct H5 {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  H5(hid_t i, herr_t (*c)(hid_t)) : id(i), close(c) {}
+  H5(H5&& o) noexcept : id(o.id), close(o.close) { o.id = -1; }
+  H5(const H5&) = delete;
+  H5& operator=(const H5&) = delete;
+  ~H5() {
+    if (id >= 0) close(id);
+  }
+};
+
+void write_string_dataset(hid_t loc, const char* name, const std::string& text);
+// A table as one compound dataset: one member per column, one element per row. Strings are
+// fixed-length (the longest value), so h5py and pandas read them directly.
+void write_table(hid_t loc, const char* name, const Table& t);
+
+// Reads a compound dataset written by write_table (or by h5py/pandas with numeric and
+// fixed-length string members) back into a Table: integer members as int64, floating members as
+// double, strings as strings. Throws std::runtime_error naming the dataset when it is absent or
+// not a compound of those.
+Table read_table(hid_t loc, const char* name);
+bool has_link(hid_t loc, const char* name);
+
+// Creates `path` atomically: `fill(file)` writes into a new file under a temporary name, which is
+// renamed to `path` only when fill returns; on any exception the temporary file is removed.
+void write_file_atomically(const std::string& path, const std::function<void(hid_t)>& fill);
+
+}  // namespace kvfleet::sim::h5
