@@ -181,7 +181,10 @@ Profile import_vidur(const std::string& dir, int tp, const std::string& network_
   }
   if (pts.empty()) {
     std::string have;
-    for (int t : tps) have += (have.empty() ? "" : ", ") + std::to_string(t);
+    for (int t : tps) {
+      if (!have.empty()) have += ", ";
+      have += std::to_string(t);
+    }
     throw InputError(
         mlp.string(), "num_tensor_parallel_workers",
         "no rows for tensor parallelism " + std::to_string(tp) + " (have " + have + ")");

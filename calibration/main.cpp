@@ -1,15 +1,21 @@
 // kvfleet-calibrate: make calibration profiles.
+//   kvfleet-calibrate --model MODEL [--tp N] [--kv-dtype D] [--quick] [--backend gpu|cpu]
+//                     --out PROFILE.h5
 //   kvfleet-calibrate import --format vidur|llmservingsim PATH --out PROFILE.h5 [--tp N]
 //                            [--network DIR]
 // Exit status: 0 done, 2 bad input (the message names what and where), 1 anything else.
+#include <unistd.h>
 #include <boost/program_options.hpp>
 
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "calibration/import.h"
+#include "calibration/pipeline.h"
 #include "sim/core/error.h"
 
 namespace po = boost::program_options;
@@ -19,6 +25,8 @@ namespace {
 
 int usage(std::ostream& o) {
   o << "usage:\n"
+       "  kvfleet-calibrate --model MODEL [--tp N] [--kv-dtype fp16|bf16|fp8] [--quick]\n"
+       "                    [--backend gpu|cpu] [--iters N] --out PROFILE.h5\n"
        "  kvfleet-calibrate import --format vidur|llmservingsim PATH --out PROFILE.h5 [--tp N]\n"
        "                           [--network DIR]\n";
   return 2;
@@ -57,6 +65,85 @@ int cmd_import(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A progress bar on a terminal (redrawn in place), a line per 10% otherwise.
+class Bar {
+ public:
+  Bar() : tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(int done, int total, const std::string& what) {
+    const int pct = total > 0 ? 100 * done / total : 100;
+    if (tty_) {
+      const int w = 30, fill = w * pct / 100;
+      std::cerr << "\r[" << std::string(fill, '#') << std::string(w - fill, '.') << "] " << pct
+                << "% " << what << "\033[K" << std::flush;
+      if (done >= total) std::cerr << "\n";
+    } else if (pct / 10 != last_ / 10 || done >= total) {
+      std::cerr << "kvfleet-calibrate: " << pct << "% (" << done << " of at most " << total
+                << " measurements) " << what << "\n";
+    }
+    last_ = pct;
+  }
+
+ private:
+  bool tty_;
+  int last_ = -1;
+};
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description opts("calibration options");
+  std::string model, kv = "bf16", backend = "gpu", out;
+  calibration::RunOptions ro;
+  int iters = 10;
+  opts.add_options()("model", po::value(&model)->required(),
+                     "model preset (kvfleet schema lists them)")(
+      "tp", po::value(&ro.tensor_parallel)->default_value(1), "tensor-parallel degree")(
+      "kv-dtype", po::value(&kv)->default_value("bf16"), "KV cache dtype: fp16, bf16 or fp8")(
+      "quick", po::bool_switch(&ro.quick), "a smaller grid (target: one minute on a GPU)")(
+      "backend", po::value(&backend)->default_value("gpu"), "gpu or cpu (the CPU references)")(
+      "iters", po::value(&iters)->default_value(10), "timed repetitions per point")(
+      "block-size", po::value(&ro.block_size)->default_value(16), "KV block size in tokens")(
+      "out", po::value(&out)->required(), "profile to write (HDF5)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  po::notify(vm);
+  const sim::ModelSpec* spec = nullptr;
+  std::string names;
+  for (const auto& m : sim::model_presets()) {
+    names += (names.empty() ? "" : ", ") + m.name;
+    if (m.name == model) spec = &m;
+  }
+  if (!spec)
+    throw sim::InputError("--model", "", "'" + model + "' is not a preset (" + names + ")");
+  if (!kernels::parse_kv_dtype(kv, &ro.kv_dtype)) {
+    throw sim::InputError("--kv-dtype", "", "'" + kv + "' is not fp16, bf16 or fp8");
+  }
+  if (iters < 1) throw sim::InputError("--iters", "", "must be at least 1");
+  std::unique_ptr<calibration::Backend> be;
+  if (backend == "gpu") {
+    be = calibration::make_gpu_backend(iters);
+  } else if (backend == "cpu") {
+    be = calibration::make_cpu_backend(std::min(iters, 3));
+  } else {
+    throw sim::InputError("--backend", "", "'" + backend + "' is not gpu or cpu");
+  }
+  Bar bar;
+  sim::Profile p;
+  try {
+    p = calibration::calibrate(*spec, ro, *be, std::ref(bar));
+  } catch (const std::invalid_argument& e) {
+    throw sim::InputError("--model " + model, "", e.what());
+  }
+  sim::write_profile(out, p);
+  std::cout << "kvfleet-calibrate: " << model << " at tp " << ro.tensor_parallel << " on "
+            << p.get("gpu") << " in " << p.get("duration_s") << " s -> " << out << "\n";
+  std::cout << "held-out error per operation (median / p95):\n";
+  for (const auto& f : p.fits) {
+    std::printf("  %-18s %5.1f%% / %5.1f%%  (%ld held out of %ld)  %s\n", f.op.c_str(),
+                100 * f.median_ape, 100 * f.p95_ape, f.n_test, f.n_test + f.n_train,
+                f.model.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,10 +153,15 @@ int main(int argc, char** argv) {
     usage(std::cout);
     return 0;
   }
-  const std::string cmd = args[0];
-  args.erase(args.begin());
+  std::string cmd = args[0];
+  if (cmd.rfind("--", 0) == 0) {
+    cmd = "run";  // no command word: calibrate
+  } else {
+    args.erase(args.begin());
+  }
   try {
     if (cmd == "import") return cmd_import(args);
+    if (cmd == "run") return cmd_run(args);
     std::cerr << "kvfleet-calibrate: unknown command '" << cmd << "'\n";
     return usage(std::cerr);
   } catch (const po::error& e) {

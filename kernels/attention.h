@@ -147,6 +147,28 @@ struct KvWriteArgs {
   float v_scale = 1.0f;
 };
 
+// KV write arguments in one call (host or device pointers alike).
+inline KvWriteArgs kv_write_args(const void* k, const void* v, const std::int64_t* slots,
+                                 void* k_cache, void* v_cache, int tokens, int heads, int head_dim,
+                                 int blocks, int block_size, KvDtype dtype, float k_scale,
+                                 float v_scale) {
+  KvWriteArgs a;
+  a.k = k;
+  a.v = v;
+  a.slot_mapping = slots;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.num_tokens = tokens;
+  a.num_kv_heads = heads;
+  a.head_dim = head_dim;
+  a.num_blocks = blocks;
+  a.block_size = block_size;
+  a.dtype = dtype;
+  a.k_scale = k_scale;
+  a.v_scale = v_scale;
+  return a;
+}
+
 // The dispatch table: which (dtype, head_dim, block_size) have compiled kernels. Every launcher
 // checks its arguments here first; the message names the field and the supported values.
 Status check_supported(KvDtype dtype, int head_dim, int block_size);

@@ -11,4 +11,7 @@ Status absent(const char* what) {
 Status device_info(DeviceInfo*) { return absent("device info"); }
 Status measure_copy_bandwidth(std::size_t, int, CopyBandwidth*) { return absent("copy bandwidth"); }
 Status time_gemm(const GemmShape&, int, int, double*) { return absent("GEMM timing"); }
+Status time_decode(const AttentionShape&, int, double*) { return absent("decode timing"); }
+Status time_prefill(const AttentionShape&, int, double*) { return absent("prefill timing"); }
+Status time_kv_write(int, int, int, KvDtype, int, double*) { return absent("KV write timing"); }
 }  // namespace kvfleet::kernels

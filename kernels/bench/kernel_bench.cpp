@@ -324,19 +324,8 @@ void BM_KvWrite(benchmark::State& state) {
   std::shuffle(perm.begin(), perm.end(), std::mt19937(tokens));
   std::copy_n(perm.begin(), tokens, slots.begin());
   Buf ds = upload(slots);
-  KvWriteArgs a;
-  a.k = k.p;
-  a.v = v.p;
-  a.slot_mapping = static_cast<const std::int64_t*>(ds.p);
-  a.k_cache = kc.p;
-  a.v_cache = vc.p;
-  a.num_tokens = tokens;
-  a.num_kv_heads = kvh;
-  a.head_dim = D;
-  a.num_blocks = blocks;
-  a.block_size = bs;
-  a.dtype = dt;
-  a.k_scale = a.v_scale = 0.01f;
+  const KvWriteArgs a = kv_write_args(k.p, v.p, static_cast<const std::int64_t*>(ds.p), kc.p, vc.p,
+                                      tokens, kvh, D, blocks, bs, dt, 0.01f, 0.01f);
   const double t = time_launches(state, [&](int) { return kv_write(a, nullptr); });
   set_counters(state, t, 2.0 * tokens * row * 2 + tokens * 8.0, 2.0 * tokens * row * kv_bytes(dt),
                0);

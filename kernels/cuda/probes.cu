@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -214,6 +216,155 @@ Status time_gemm(const GemmShape& g, int warmup, int iters, double* median_s) {
     return Status::Ok();
   };
   return time_median(warmup, iters, run, median_s);
+}
+
+namespace {
+
+// Device memory holding random values of a KV dtype (or activations), freed on scope exit.
+Status random_device(std::size_t bytes, int kind, std::uint32_t seed, DeviceBuffer* b) {
+  KVF_CUDA_TRY(cudaMalloc(&b->p, std::max<std::size_t>(bytes, 16)));
+  const int elem = kind == 2 ? 1 : 2;
+  fill_random<<<1024, 256>>>(static_cast<std::uint8_t*>(b->p), bytes, seed, elem, kind);
+  KVF_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+int kind_of(KvDtype d) { return d == KvDtype::kF16 ? 0 : d == KvDtype::kBF16 ? 1 : 2; }
+int act_kind(KvDtype d) { return d == KvDtype::kF16 ? 0 : 1; }
+
+int l2_copies(std::size_t bytes) {
+  int dev = 0, l2 = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
+    l2 = 64 << 20;
+  }
+  return static_cast<int>(std::clamp(std::ceil(3.0 * l2 / std::max<double>(bytes, 1)), 1.0, 8.0));
+}
+
+// KV pools (copies for rotation) with shuffled block tables for `seqs` sequences of `tokens`.
+struct Pools {
+  std::vector<DeviceBuffer> k, v, table;
+  DeviceBuffer lens;
+  int max_blocks = 0, num_blocks = 0;
+};
+Status make_pools(const AttentionShape& s, int seqs, int tokens, Pools* p) {
+  p->max_blocks = std::max(1, (tokens + s.block_size - 1) / s.block_size);
+  p->num_blocks = seqs * p->max_blocks;
+  const std::size_t each = static_cast<std::size_t>(p->num_blocks) * s.block_size * s.kv_heads *
+                           s.head_dim * kv_bytes(s.dtype);
+  const int copies = l2_copies(2 * each);
+  p->k.resize(copies);
+  p->v.resize(copies);
+  p->table.resize(copies);
+  std::mt19937 rng(tokens + seqs);
+  for (int c = 0; c < copies; ++c) {
+    if (Status st = random_device(each, kind_of(s.dtype), 2 * c + 1, &p->k[c]); !st) return st;
+    if (Status st = random_device(each, kind_of(s.dtype), 2 * c + 2, &p->v[c]); !st) return st;
+    std::vector<std::int32_t> ids(p->num_blocks);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    KVF_CUDA_TRY(cudaMalloc(&p->table[c].p, ids.size() * 4));
+    KVF_CUDA_TRY(cudaMemcpy(p->table[c].p, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+  }
+  std::vector<std::int32_t> lens(seqs, tokens);
+  KVF_CUDA_TRY(cudaMalloc(&p->lens.p, lens.size() * 4));
+  KVF_CUDA_TRY(cudaMemcpy(p->lens.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+  return Status::Ok();
+}
+void use(const Pools& p, int i, const AttentionShape& s, PagedKv* kv) {
+  const int c = i % static_cast<int>(p.k.size());
+  kv->k_cache = p.k[c].p;
+  kv->v_cache = p.v[c].p;
+  kv->block_table = static_cast<const std::int32_t*>(p.table[c].p);
+  kv->num_blocks = p.num_blocks;
+  kv->block_size = s.block_size;
+  kv->max_blocks_per_seq = p.max_blocks;
+  kv->dtype = s.dtype;
+  kv->k_scale = kv->v_scale = 0.01f;
+}
+
+}  // namespace
+
+Status time_decode(const AttentionShape& s, int iters, double* median_s) {
+  Pools pools;
+  if (Status st = make_pools(s, s.batch, s.context, &pools); !st) return st;
+  DeviceBuffer q, out, ws;
+  const std::size_t qbytes = static_cast<std::size_t>(s.batch) * s.q_heads * s.head_dim * 2;
+  if (Status st = random_device(qbytes, act_kind(s.dtype), 7, &q); !st) return st;
+  KVF_CUDA_TRY(cudaMalloc(&out.p, qbytes));
+  int dev = 0, sms = 0;
+  KVF_CUDA_TRY(cudaGetDevice(&dev));
+  KVF_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int splits = decode_splits(0, s.batch, s.kv_heads, s.context, sms);
+  const std::size_t ws_bytes = decode_workspace_bytes(splits, s.batch, s.q_heads, s.head_dim);
+  KVF_CUDA_TRY(cudaMalloc(&ws.p, std::max<std::size_t>(ws_bytes, 16)));
+  DecodeArgs a = decode_args(s, q.p, out.p, static_cast<const std::int32_t*>(pools.lens.p));
+  a.num_splits = splits;
+  a.num_sms = sms;
+  a.workspace = ws.p;
+  a.workspace_bytes = ws_bytes;
+  int i = 0;
+  return time_median(
+      3, iters,
+      [&] {
+        use(pools, i++, s, &a.kv);
+        return paged_decode(a, nullptr);
+      },
+      median_s);
+}
+
+Status time_prefill(const AttentionShape& s, int iters, double* median_s) {
+  const int ctx = s.prefix + s.chunk;
+  Pools pools;
+  if (Status st = make_pools(s, 1, ctx, &pools); !st) return st;
+  DeviceBuffer q, out, indptr;
+  const std::size_t qbytes = static_cast<std::size_t>(s.chunk) * s.q_heads * s.head_dim * 2;
+  if (Status st = random_device(qbytes, act_kind(s.dtype), 7, &q); !st) return st;
+  KVF_CUDA_TRY(cudaMalloc(&out.p, qbytes));
+  const std::int32_t ip[2] = {0, s.chunk};
+  KVF_CUDA_TRY(cudaMalloc(&indptr.p, sizeof ip));
+  KVF_CUDA_TRY(cudaMemcpy(indptr.p, ip, sizeof ip, cudaMemcpyHostToDevice));
+  PrefillArgs a = prefill_args(s, q.p, out.p, static_cast<const std::int32_t*>(indptr.p),
+                               static_cast<const std::int32_t*>(pools.lens.p));
+  int i = 0;
+  return time_median(
+      3, iters,
+      [&] {
+        use(pools, i++, s, &a.kv);
+        return paged_prefill(a, nullptr);
+      },
+      median_s);
+}
+
+Status time_kv_write(int tokens, int kv_heads, int head_dim, KvDtype dtype, int iters,
+                     double* median_s) {
+  const int bs = 16;
+  const int blocks = (tokens + bs - 1) / bs * 2;
+  const std::size_t row = static_cast<std::size_t>(kv_heads) * head_dim;
+  DeviceBuffer k, v, kc, vc, slots;
+  if (Status st = random_device(tokens * row * 2, act_kind(dtype), 1, &k); !st) return st;
+  if (Status st = random_device(tokens * row * 2, act_kind(dtype), 2, &v); !st) return st;
+  KVF_CUDA_TRY(cudaMalloc(&kc.p, blocks * bs * row * kv_bytes(dtype)));
+  KVF_CUDA_TRY(cudaMalloc(&vc.p, blocks * bs * row * kv_bytes(dtype)));
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(blocks) * bs);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(tokens));
+  KVF_CUDA_TRY(cudaMalloc(&slots.p, tokens * 8));
+  KVF_CUDA_TRY(cudaMemcpy(slots.p, perm.data(), tokens * 8, cudaMemcpyHostToDevice));
+  KvWriteArgs a;
+  a.k = k.p;
+  a.v = v.p;
+  a.slot_mapping = static_cast<const std::int64_t*>(slots.p);
+  a.k_cache = kc.p;
+  a.v_cache = vc.p;
+  a.num_tokens = tokens;
+  a.num_kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.num_blocks = blocks;
+  a.block_size = bs;
+  a.dtype = dtype;
+  a.k_scale = a.v_scale = 0.01f;
+  return time_median(
+      3, iters, [&] { return kv_write(a, nullptr); }, median_s);
 }
 
 }  // namespace kvfleet::kernels

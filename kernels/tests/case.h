@@ -216,28 +216,6 @@ inline HostCase make_case(const CaseSpec& spec) {
   return c;
 }
 
-// KV write arguments for host or device buffers of the given shape.
-inline KvWriteArgs kv_write_args(const void* k, const void* v, const std::int64_t* slots,
-                                 void* k_cache, void* v_cache, int tokens, int heads, int head_dim,
-                                 int blocks, int block_size, KvDtype dtype, float k_scale,
-                                 float v_scale) {
-  KvWriteArgs a;
-  a.k = k;
-  a.v = v;
-  a.slot_mapping = slots;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
-  a.num_tokens = tokens;
-  a.num_kv_heads = heads;
-  a.head_dim = head_dim;
-  a.num_blocks = blocks;
-  a.block_size = block_size;
-  a.dtype = dtype;
-  a.k_scale = k_scale;
-  a.v_scale = v_scale;
-  return a;
-}
-
 // max |a − b| / max |b|: the normwise relative error the GPU tests hold to their tolerances.
 inline double rel_error(const std::vector<double>& a, const std::vector<double>& b) {
   double num = 0, den = 0;

@@ -236,16 +236,16 @@ TEST_P(GpuKvWrite, BitExactWithReference) {
   upload(&dkc, kc);
   upload(&dvc, vc);
   const float ks = 4.0f / 448, vs = 3.0f / 448;
-  KvWriteArgs a = testing::kv_write_args(dk.p, dv.p, static_cast<const std::int64_t*>(ds.p), dkc.p,
-                                         dvc.p, tokens, heads, D, blocks, bs, dtype, ks, vs);
+  KvWriteArgs a = kv_write_args(dk.p, dv.p, static_cast<const std::int64_t*>(ds.p), dkc.p, dvc.p,
+                                tokens, heads, D, blocks, bs, dtype, ks, vs);
   Status s = kv_write(a, nullptr);
   ASSERT_TRUE(s.ok) << s.message;
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<std::uint8_t> gk(kc.size()), gv(vc.size());
   CUDA_OK(cudaMemcpy(gk.data(), dkc.p, gk.size(), cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(gv.data(), dvc.p, gv.size(), cudaMemcpyDeviceToHost));
-  ref::kv_write(testing::kv_write_args(k.data(), v.data(), slots.data(), kc.data(), vc.data(),
-                                       tokens, heads, D, blocks, bs, dtype, ks, vs));
+  ref::kv_write(kv_write_args(k.data(), v.data(), slots.data(), kc.data(), vc.data(), tokens, heads,
+                              D, blocks, bs, dtype, ks, vs));
   EXPECT_EQ(gk, kc);
   EXPECT_EQ(gv, vc);
 }

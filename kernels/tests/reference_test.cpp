@@ -183,8 +183,8 @@ TEST(Reference, KvWriteFillsSlotsSkipsPaddingAndQuantises) {
     for (auto& x : v) x = ref::float_to_bf16(u(rng));
     std::vector<std::int64_t> slots = {17, -1, 0, 63, 40};
     std::vector<std::uint8_t> kc(blocks * bs * row * kv_bytes(d), 0xAB), vc(kc);
-    KvWriteArgs a = testing::kv_write_args(k.data(), v.data(), slots.data(), kc.data(), vc.data(),
-                                           tokens, heads, D, blocks, bs, d, 3.0f / 448, 3.0f / 448);
+    KvWriteArgs a = kv_write_args(k.data(), v.data(), slots.data(), kc.data(), vc.data(), tokens,
+                                  heads, D, blocks, bs, d, 3.0f / 448, 3.0f / 448);
     ASSERT_TRUE(validate(a).ok);
     ref::kv_write(a);
     const double step = d == KvDtype::kFP8E4M3 ? 0.0625 : 0;  // e4m3: 3 mantissa bits
