@@ -16,6 +16,7 @@
 
 #include "calibration/import.h"
 #include "calibration/pipeline.h"
+#include "calibration/roofline_profile.h"
 #include "sim/core/error.h"
 
 namespace po = boost::program_options;
@@ -25,6 +26,8 @@ namespace {
 
 int usage(std::ostream& o) {
   o << "usage:\n"
+       "  kvfleet-calibrate roofline --model MODEL --gpu GPU [--tp N] --out PROFILE.h5\n"
+       "  kvfleet-calibrate compare PROFILE.h5 --model MODEL --gpu GPU [--tp N]\n"
        "  kvfleet-calibrate --model MODEL [--tp N] [--kv-dtype fp16|bf16|fp8] [--quick]\n"
        "                    [--backend gpu|cpu] [--iters N] --out PROFILE.h5\n"
        "  kvfleet-calibrate import --format vidur|llmservingsim PATH --out PROFILE.h5 [--tp N]\n"
@@ -62,6 +65,63 @@ int cmd_import(const std::vector<std::string>& args) {
             << " on " << p.get("gpu") << " (tp " << tp << "): " << p.curves.size()
             << " operation curves, " << p.attention.size() << " attention points, " << points
             << " points in all -> " << out << "\n  provenance: " << p.get("provenance") << "\n";
+  return 0;
+}
+
+template <typename T>
+const T& preset(const std::vector<T>& all, const std::string& name, const char* flag) {
+  std::string names;
+  for (const auto& x : all) {
+    if (x.name == name) return x;
+    names += (names.empty() ? "" : ", ") + x.name;
+  }
+  throw sim::InputError(flag, "", "'" + name + "' is not a preset (" + names + ")");
+}
+
+// roofline: a profile of the roofline's predictions; compare: roofline against a measured
+// profile, one Markdown row per linear layer.
+int cmd_roofline(const std::vector<std::string>& args, bool compare) {
+  po::options_description opts(compare ? "compare options" : "roofline options");
+  std::string model, gpu, out;
+  int tp = 1;
+  opts.add_options()("model", po::value(&model)->required(), "model preset")(
+      "gpu", po::value(&gpu)->required(), "GPU preset")("tp", po::value(&tp)->default_value(1),
+                                                        "tensor-parallel degree");
+  if (compare) {
+    opts.add_options()("profile", po::value<std::string>()->required(), "measured profile");
+  } else {
+    opts.add_options()("out", po::value(&out)->required(), "profile to write (HDF5)");
+  }
+  po::positional_options_description pos;
+  pos.add("profile", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  const auto& m = preset(sim::model_presets(), model, "--model");
+  const auto& g = preset(sim::gpu_presets(), gpu, "--gpu");
+  if (tp < 1 || m.num_attention_heads % tp != 0) {
+    throw sim::InputError("--tp", "", std::to_string(tp) + " does not divide the model's heads");
+  }
+  if (!compare) {
+    sim::write_profile(out, calibration::roofline_profile(m, g, tp));
+    std::cout << "kvfleet-calibrate: roofline profile (not measured) of " << model << " on " << gpu
+              << " at tp " << tp << " -> " << out << "\n";
+    return 0;
+  }
+  const std::string path = vm["profile"].as<std::string>();
+  const sim::Profile p = sim::read_profile(path);
+  const auto rows = calibration::compare_with_roofline(p, m, g, tp);
+  if (rows.empty()) throw sim::InputError(path, "curves", "holds none of the linear layers");
+  std::cout << "Roofline (" << gpu << " preset) against " << p.get("source") << " measurements of "
+            << p.get("model") << " on " << p.get("gpu") << ", tp " << tp
+            << "; error = (roofline - measured) / measured\n\n"
+            << "| operation | points | median error | median abs. error | p95 abs. error | at "
+               "fewest tokens | at most tokens |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    std::printf("| %s | %d | %+.0f%% | %.0f%% | %.0f%% | %+.0f%% | %+.0f%% |\n", r.op.c_str(),
+                r.points, 100 * r.median_error, 100 * r.median_ape, 100 * r.p95_ape,
+                100 * r.error_small, 100 * r.error_large);
+  }
   return 0;
 }
 
@@ -162,6 +222,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "import") return cmd_import(args);
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "roofline") return cmd_roofline(args, false);
+    if (cmd == "compare") return cmd_roofline(args, true);
     std::cerr << "kvfleet-calibrate: unknown command '" << cmd << "'\n";
     return usage(std::cerr);
   } catch (const po::error& e) {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "calibration/roofline_profile.h"
 #include "sim/cost/profile_cost.h"
 
 namespace kvfleet::calibration {
@@ -99,6 +102,59 @@ TEST(Pipeline, RejectsModelsItCannotMeasure) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("head_dim 96"), std::string::npos) << e.what();
   }
+}
+
+TEST(ShippedProfiles, RooflineFilesAreLabelledAndCurrent) {
+  const std::filesystem::path dir = std::string(KVFLEET_SOURCE_DIR) + "/calibration/profiles";
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("roofline-", 0) != 0 || e.path().extension() != ".h5") continue;
+    const sim::Profile p = sim::read_profile(e.path().string());
+    EXPECT_EQ(p.get("measured"), "false") << name;
+    EXPECT_EQ(p.get("source"), "roofline") << name;
+    EXPECT_NE(p.get("note").find("NOT MEASURED"), std::string::npos) << name;
+    const sim::ModelSpec* m = nullptr;
+    const sim::GpuSpec* g = nullptr;
+    for (const auto& x : sim::model_presets())
+      if (x.name == p.get("model")) m = &x;
+    for (const auto& x : sim::gpu_presets())
+      if (x.name == p.get("gpu")) g = &x;
+    ASSERT_TRUE(m && g) << name;
+    const sim::Profile now = roofline_profile(*m, *g, std::stoi(p.get("tensor_parallel")));
+    ASSERT_EQ(now.curves.size(), p.curves.size()) << name;
+    for (std::size_t i = 0; i < now.curves.size(); ++i) {
+      EXPECT_EQ(now.curves[i].time_s, p.curves[i].time_s)
+          << name << ": " << now.curves[i].op
+          << " is stale; regenerate (calibration/profiles/README.md)";
+    }
+    ASSERT_EQ(now.attention.size(), p.attention.size());
+    for (std::size_t i = 0; i < now.attention.size(); ++i)
+      EXPECT_EQ(now.attention[i].time_s, p.attention[i].time_s) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+TEST(Roofline, ComparisonAgainstAMeasuredCurve) {
+  const sim::ModelSpec m = tiny();
+  const LinearShape qkv = linear_shapes(m, 1).front();
+  ASSERT_EQ(qkv.op, "qkv_proj");
+  EXPECT_EQ(qkv.n, (4 + 2 * 2) * 64);
+  sim::GpuSpec g;
+  g.bf16_flops = 1e15;
+  g.memory_bandwidth_Bps = 3e12;
+  sim::Profile p;
+  // A "measured" qkv curve exactly twice the roofline: error −50% everywhere.
+  sim::ProfileCurve c{"qkv_proj", "layer", "tokens", 1, {1, 64, 4096}, {}, {0, 0, 0}};
+  for (double x : c.x)
+    c.time_s.push_back(2 * sim::RooflineCostModel::gemm_s({}, g, x, qkv.n, qkv.k, 2));
+  p.curves.push_back(c);
+  auto rows = compare_with_roofline(p, m, g, 1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].median_error, -0.5, 1e-12);
+  EXPECT_NEAR(rows[0].p95_ape, 0.5, 1e-12);
+  EXPECT_EQ(rows[0].points, 3);
 }
 
 }  // namespace

@@ -66,6 +66,15 @@ StepCost RooflineCostModel::cost(const Batch& b) const {
   return c;
 }
 
+double RooflineCostModel::gemm_s(const Config& cfg, const GpuSpec& gpu, double m, double n,
+                                 double k, double weight_elem_bytes, double act_elem_bytes) {
+  const double peak = (cfg.use_fp8_compute && gpu.fp8_flops > 0) ? gpu.fp8_flops : gpu.bf16_flops;
+  const double flops = 2.0 * m * n * k;
+  const double bytes = n * k * weight_elem_bytes + (m * k + m * n) * act_elem_bytes;
+  return std::max(flops / (peak * cfg.gemm_compute_efficiency),
+                  bytes / (gpu.memory_bandwidth_Bps * cfg.gemm_memory_efficiency));
+}
+
 void LinearCostModel::Config::check(config::Reader& r) const {
   if (fixed_s + per_seq_s + per_prefill_token_s + per_decode_token_s <= 0)
     r.fail_key("fixed_s", "a step must take time: set fixed_s, per_seq_s or a per-token cost > 0");

@@ -53,6 +53,12 @@ class RooflineCostModel final : public CostModel {
   RooflineCostModel(const Config& cfg, const CostContext& ctx);
   StepCost cost(const Batch& batch) const override;
 
+  // One linear layer D[m, n] = A[m, k] · W[k, n] by the same rule: max(2mnk FLOPs at the peak ×
+  // compute efficiency, bytes (weights once, activations in and out) at the bandwidth × memory
+  // efficiency). What calibration compares with measured GEMMs and writes into roofline profiles.
+  static double gemm_s(const Config& cfg, const GpuSpec& gpu, double m, double n, double k,
+                       double weight_elem_bytes, double act_elem_bytes = 2);
+
  private:
   Config cfg_;
   // Precomputed per-replica constants (per GPU under tensor parallelism).
