@@ -43,6 +43,16 @@ TEST(Docs, EveryShippedScenarioLoads) {
       std::cout << "skipping " << e.path() << ": ../shared/reference is absent\n";
       continue;
     }
+    const std::string build_profiles = "build/profiles/";
+    if (const auto at = ss.str().find(build_profiles); at != std::string::npos) {
+      // A profile the build imports from ../shared/reference (calibration/CMakeLists.txt).
+      const std::string rel = ss.str().substr(at, ss.str().find('\n', at) - at);
+      if (!fs::exists(std::string(KVFLEET_SOURCE_DIR) + "/" + rel)) {
+        std::cout << "skipping " << e.path() << ": " << rel
+                  << " is made by the build in build/ from ../shared/reference, absent here\n";
+        continue;
+      }
+    }
     EXPECT_NO_THROW(sim::load_scenario_file(e.path().string(), {})) << e.path();
     ++n;
   }
