@@ -200,3 +200,37 @@ TEST_F(Cli, MissingScenarioFile) {
 
 }  // namespace
 }  // namespace kvfleet
+
+namespace kvfleet {
+namespace {
+
+TEST_F(Cli, SweepExitStatusSaysWhatHappened) {
+  const std::string base = std::string(KVFLEET_SOURCE_DIR) + "/scenarios/default.yaml";
+  // Bad input: exit 2 before any point runs, no results file.
+  const auto bad =
+      write("bad.yaml", "base: " + base + "\naxes: [{key: workload.nope, values: [1]}]\n");
+  const auto o1 = kvfleet("sweep " + bad + " --out " + (dir_ / "r.h5").string());
+  EXPECT_EQ(o1.status, 2) << o1.text;
+  EXPECT_THAT(o1.text, HasSubstr("nope"));
+  EXPECT_FALSE(fs::exists(dir_ / "r.h5"));
+  // One point of four fails: exit 101, the others are in the file.
+  const auto fail = write("fail.yaml", "base: " + base +
+                                           "\nset: [workload.num_requests=50, "
+                                           "\"pools[0].engine.enable_prefix_caching=false\"]\n"
+                                           "axes:\n  - {key: \"pools[0].engine.kv_layout\", "
+                                           "values: [paged, contiguous]}\n  - {key: "
+                                           "\"pools[0].engine.enable_prefix_caching\", values: "
+                                           "[false, true]}\n");
+  const auto o2 = kvfleet("sweep " + fail + " --quiet --out " + (dir_ / "f.h5").string());
+  EXPECT_EQ(o2.status, 101) << o2.text;
+  EXPECT_THAT(o2.text, HasSubstr("1 failed"));
+  EXPECT_THAT(o2.text, HasSubstr("point 3 failed"));
+  EXPECT_TRUE(fs::exists(dir_ / "f.h5"));
+  // A bad SLO: exit 2 naming it.
+  const auto o3 = kvfleet("capacity --slo ttft_p99=fast");
+  EXPECT_EQ(o3.status, 2) << o3.text;
+  EXPECT_THAT(o3.text, HasSubstr("ttft_p99"));
+}
+
+}  // namespace
+}  // namespace kvfleet

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/scenario.h"
+#include "sim/sweep/sweep.h"
 
 namespace kvfleet {
 namespace {
@@ -35,6 +36,10 @@ TEST(Docs, EveryShippedScenarioLoads) {
   for (const auto& e :
        fs::recursive_directory_iterator(std::string(KVFLEET_SOURCE_DIR) + "/scenarios")) {
     if (e.path().extension() != ".yaml") continue;
+    if (e.path().parent_path().filename() == "sweeps") {  // sweep files, not scenarios
+      EXPECT_NO_THROW(sim::validate_sweep(sim::load_sweep_file(e.path().string()))) << e.path();
+      continue;
+    }
     std::ifstream in(e.path());
     std::stringstream ss;
     ss << in.rdbuf();

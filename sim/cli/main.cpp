@@ -1,8 +1,12 @@
 // kvfleet: the headless command line.
 //   kvfleet run [SCENARIO] [--out FILE.h5] [--csv DIR] [--set key=value ...]
+//   kvfleet sweep SWEEP.yaml --out RESULTS.h5 [--threads N] [--resume] [--shard k/N]
+//   kvfleet merge OUT.h5 PART.h5 ...
+//   kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms [--metric arrival_rate|users]
 //   kvfleet schema            (the scenario reference, Markdown)
 //   kvfleet presets           (model and GPU presets)
-// Exit status: 0 success, 1 internal failure, 2 bad input (scenario, trace or command line).
+// Exit status: 0 success, 1 internal failure, 2 bad input (scenario, trace or command line);
+// sweep: 100 + the number of failed points (at most 200) when points failed.
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
@@ -10,15 +14,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "sim/cli/mpi.h"
+#include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/io/results.h"
 #include "sim/metrics/report.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario.h"
 #include "sim/simulation.h"
+#include "sim/sweep/capacity.h"
+#include "sim/sweep/sweep.h"
 
 namespace po = boost::program_options;
 using namespace kvfleet::sim;
@@ -31,6 +40,9 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  run [SCENARIO]   simulate a scenario and print the report (default: the built-in\n"
     "                   scenarios/default.yaml)\n"
+    "  sweep SWEEP.yaml run a sweep of scenarios on all cores (MPI: mpirun -n N kvfleet sweep)\n"
+    "  merge OUT PARTS  join the result files of sweep shards (--shard k/N)\n"
+    "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
     "  schema           print the scenario reference (Markdown) generated from the code\n"
     "  presets          list the model and GPU presets\n\n"
     "Run 'kvfleet <command> --help' for a command's options.\n";
@@ -38,6 +50,26 @@ constexpr const char* kUsage =
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Parses a command's options with one positional argument named `positional`.
+po::variables_map parse_command(const std::vector<std::string>& args,
+                                const po::options_description& opts, const char* positional,
+                                const char* command) {
+  po::options_description hidden;
+  hidden.add_options()(positional, po::value<std::string>(), positional);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add(positional, 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("kvfleet ") + command + ": " + e.what());
+  }
+  return vm;
+}
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("Options of 'kvfleet run [SCENARIO]'");
@@ -47,19 +79,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing(),
       "override a scenario key: --set pools[0].engine.max_num_seqs=64 (repeatable)")(
       "quiet,q", "print no report");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("kvfleet run: ") + e.what());
-  }
+  const po::variables_map vm = parse_command(args, opts, "scenario", "run");
   if (vm.count("help")) {
     std::cout << "Usage: kvfleet run [SCENARIO] [options]\n\nSimulates SCENARIO (YAML; default: "
                  "the built-in scenarios/default.yaml) and prints the report.\n\n"
@@ -119,6 +139,188 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The sweep's progress on stderr: a bar with rate and ETA on a terminal, a line every 10 s
+// otherwise.
+class SweepProgress {
+ public:
+  SweepProgress() : tty_(isatty(STDERR_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
+  void operator()(const SweepResults& r, std::size_t done, std::size_t todo) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (!tty_ && wall - last_ < 10 && done < todo) return;
+    last_ = wall;
+    const double rate = wall > 0 ? done / wall : 0;
+    const double eta = rate > 0 ? (todo - done) / rate : 0;
+    const int w = 30;
+    const int fill = todo ? static_cast<int>(w * done / todo) : w;
+    std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed%s",
+                 tty_ ? "\r" : "", std::string(fill, '#').c_str(),
+                 std::string(w - fill, '.').c_str(), done, todo, rate, eta, r.failed(),
+                 tty_ ? (done >= todo ? "\n" : "   ") : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point t0_;
+  double last_ = -1e9;
+};
+
+int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
+  po::options_description opts("Options of 'kvfleet sweep SWEEP.yaml'");
+  opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
+                                                 "the HDF5 results file (required)")(
+      "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
+      "resume", "skip the points already in --out (same sweep file)")(
+      "shard", po::value<std::string>(), "run only shard k of N: --shard k/N (0-based)")(
+      "quiet,q", "no progress output");
+  const po::variables_map vm = parse_command(args, opts, "sweep", "sweep");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet sweep SWEEP.yaml --out RESULTS.h5 [options]\n\nRuns every "
+                 "point of the sweep (docs/sweeps.md) and writes one HDF5 file.\n\n"
+              << opts;
+    return 0;
+  }
+  if (!vm.count("sweep")) throw UsageError("kvfleet sweep: the sweep file is missing");
+  if (!vm.count("out")) throw UsageError("kvfleet sweep: --out RESULTS.h5 is required");
+  const std::string out = vm["out"].as<std::string>();
+  const auto parent = std::filesystem::path(out).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    throw InputError("--out", "", "folder does not exist: " + parent.string());
+  SweepOptions opt;
+  opt.threads = vm["threads"].as<int>();
+  if (vm.count("shard")) {
+    const std::string sh = vm["shard"].as<std::string>();
+    const auto slash = sh.find('/');
+    try {
+      if (slash == std::string::npos) throw std::invalid_argument(sh);
+      opt.shard = std::stoi(sh.substr(0, slash));
+      opt.shards = std::stoi(sh.substr(slash + 1));
+    } catch (const std::exception&) {
+      throw InputError("--shard", "", "'" + sh + "' is not k/N");
+    }
+    if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards)
+      throw InputError("--shard", "", "'" + sh + "': need 0 <= k < N");
+    if (mpi.size() > 1)
+      throw InputError("--shard", "", "use either MPI ranks or --shard, not both");
+  }
+  if (mpi.size() > 1) {
+    opt.shard = mpi.rank();
+    opt.shards = mpi.size();
+  }
+  const SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
+  validate_sweep(spec);  // bad input: exit 2 before any point runs
+  SweepResults previous;
+  const bool resume = vm.count("resume") && std::filesystem::exists(out);
+  if (resume) previous = read_sweep_h5(out);
+  SweepResults results = prepare_sweep(spec, resume ? &previous : nullptr);
+  const bool root = mpi.rank() == 0;
+  const bool quiet = vm.count("quiet") || !root;
+  if (!quiet) {
+    std::fprintf(stderr, "kvfleet sweep: %zu points (%zu already done)%s\n", results.points.size(),
+                 results.completed(),
+                 mpi.size() > 1 ? (", " + std::to_string(mpi.size()) + " MPI ranks").c_str() : "");
+  }
+  SweepProgress bar;
+  if (!quiet) opt.on_progress = std::ref(bar);
+  // Checkpoints keep an interrupted sweep resumable (single process or one shard).
+  if (mpi.size() == 1) opt.on_checkpoint = [&](const SweepResults& r) { write_sweep_h5(out, r); };
+  run_sweep(spec, results, opt);
+  if (mpi.size() > 1) {
+    // Every rank sends its points to rank 0, which writes the file.
+    std::vector<PointResult> mine;
+    for (const auto& p : results.points)
+      if (p.done && static_cast<int>(p.point % mpi.size()) == mpi.rank()) mine.push_back(p);
+    const auto parts = mpi.gather(serialize_points(mine));
+    if (root) {
+      for (std::size_t k = 1; k < parts.size(); ++k) {
+        for (auto& p : deserialize_points(parts[k])) results.points[p.point] = std::move(p);
+      }
+    }
+  }
+  if (!root) return 0;
+  write_sweep_h5(out, results);
+  const std::size_t failed = results.failed();
+  std::cout << "kvfleet sweep: " << results.completed() << " of " << results.points.size()
+            << " points done, " << failed << " failed -> " << out << "\n";
+  for (const auto& p : results.points) {
+    if (p.done && !p.ok) std::cout << "  point " << p.point << " failed: " << p.error << "\n";
+  }
+  return failed == 0 ? 0 : 100 + static_cast<int>(std::min<std::size_t>(failed, 100));
+}
+
+int cmd_merge(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "Usage: kvfleet merge OUT.h5 PART.h5 [PART.h5 ...]\n\nJoins the results of "
+                 "sweep shards (kvfleet sweep --shard k/N) into one file.\n";
+    return args.size() < 2 && !(args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) ? 2
+                                                                                              : 0;
+  }
+  std::vector<SweepResults> parts;
+  for (std::size_t i = 1; i < args.size(); ++i) parts.push_back(read_sweep_h5(args[i]));
+  const SweepResults merged = merge_sweeps(parts);
+  write_sweep_h5(args[0], merged);
+  std::cout << "kvfleet merge: " << merged.completed() << " of " << merged.points.size()
+            << " points -> " << args[0] << "\n";
+  return 0;
+}
+
+int cmd_capacity(const std::vector<std::string>& args) {
+  po::options_description opts("Options of 'kvfleet capacity [SCENARIO]'");
+  opts.add_options()("help,h", "show this help")(
+      "slo", po::value<std::string>(), "latency targets: ttft_p99=2s,tpot_p99=100ms (required)")(
+      "metric", po::value<std::string>()->default_value("arrival_rate"),
+      "the load to raise: arrival_rate or users")(
+      "key", po::value<std::string>(), "the scenario key to raise instead (e.g. a pool's rate)")(
+      "replicates", po::value<int>()->default_value(3), "seeds; the interval is over them")(
+      "tolerance", po::value<double>()->default_value(0.02), "relative width to stop bisecting")(
+      "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
+  const po::variables_map vm = parse_command(args, opts, "scenario", "capacity");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms\n\n"
+                 "Finds the highest load at which every SLO target holds, by bracketing and\n"
+                 "bisection for each replicate seed (docs/sweeps.md).\n\n"
+              << opts;
+    return 0;
+  }
+  if (!vm.count("slo")) throw UsageError("kvfleet capacity: --slo is required");
+  const auto slo = parse_slo(vm["slo"].as<std::string>());
+  CapacityOptions opt;
+  opt.load = vm["metric"].as<std::string>();
+  if (vm.count("key")) opt.key = vm["key"].as<std::string>();
+  opt.replicates = vm["replicates"].as<int>();
+  opt.tolerance = vm["tolerance"].as<double>();
+  opt.threads = vm["threads"].as<int>();
+  if (opt.replicates < 1) throw InputError("--replicates", "", "must be at least 1");
+  if (!(opt.tolerance > 0)) throw InputError("--tolerance", "", "must be positive");
+  if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  opt.on_run = [&](int r, double x, bool ok) {
+    std::fprintf(stderr, "%sseed %d: load %g %s", tty ? "\r" : "", r, x,
+                 ok ? "holds   " : "misses  ");
+    if (!tty) std::fputc('\n', stderr);
+  };
+  const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
+  const CapacityResult c = find_capacity(path, slo, opt);
+  if (tty) std::fputc('\n', stderr);
+  std::string targets;
+  for (const auto& s : slo)
+    targets +=
+        (targets.empty() ? "" : ", ") + s.name + " <= " + config::format_double(s.limit_s) + " s";
+  std::printf("Capacity of %s under %s\n", path.empty() ? "<built-in default.yaml>" : path.c_str(),
+              targets.c_str());
+  std::printf("  %s = %.4g (95%% interval %.4g to %.4g over %zu seeds; %d runs)\n", c.key.c_str(),
+              c.mean, c.ci95_low, c.ci95_high, c.per_seed.size(), c.runs);
+  for (std::size_t i = 0; i < c.per_seed.size(); ++i)
+    std::printf("  seed %lld: %.4g\n", static_cast<long long>(c.seeds[i]), c.per_seed[i]);
+  std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
+              c.key.c_str());
+  std::stringstream ws(c.workload_yaml);
+  for (std::string line; std::getline(ws, line);) std::printf("  %s\n", line.c_str());
+  return 0;
+}
+
 int cmd_schema(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "Usage: kvfleet schema\n\nPrints the scenario reference (Markdown) generated from "
@@ -162,6 +364,12 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "sweep") {
+      Mpi mpi(&argc, &argv);
+      return cmd_sweep(args, mpi);
+    }
+    if (cmd == "merge") return cmd_merge(args);
+    if (cmd == "capacity") return cmd_capacity(args);
     if (cmd == "schema") return cmd_schema(args);
     if (cmd == "presets") return cmd_presets(args);
     std::cerr << "kvfleet: unknown command '" << cmd << "'\n\n" << kUsage;

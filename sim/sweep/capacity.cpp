@@ -1,0 +1,211 @@
+#include "sim/sweep/capacity.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "sim/config/params.h"
+#include "sim/core/error.h"
+#include "sim/metrics/summary.h"
+#include "sim/scenario.h"
+#include "sim/simulation.h"
+
+namespace kvfleet::sim {
+
+namespace {
+
+Scenario load(const std::string& path, const std::vector<std::string>& sets) {
+  if (path.empty()) {
+    return load_scenario_text(builtin_default_scenario(), "<built-in default.yaml>", ".", sets);
+  }
+  return load_scenario_file(path, sets);
+}
+
+// Two-sided 95% Student t quantiles for 1..30 degrees of freedom, then the normal value.
+double t95(int dof) {
+  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  return dof >= 1 && dof <= 30 ? t[dof - 1] : 1.96;
+}
+
+}  // namespace
+
+std::vector<Slo> parse_slo(const std::string& text) {
+  static const std::map<std::string, std::string> kShort = {{"ttft", "time_to_first_token"},
+                                                            {"tpot", "inter_token_latency"},
+                                                            {"itl", "inter_token_latency"},
+                                                            {"e2e", "e2e_request_latency"},
+                                                            {"queue", "queue_time"}};
+  std::vector<std::string> known;
+  for (const auto& [k, v] : Summary{}.flatten()) known.push_back(k);
+  std::vector<Slo> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) {
+      throw InputError("--slo", part, "expected name=limit with a unit, e.g. ttft_p99=2s");
+    }
+    Slo s;
+    s.name = part.substr(0, eq);
+    const std::string lim = part.substr(eq + 1);
+    std::string metric = s.name;
+    if (const auto us = s.name.find('_');
+        us != std::string::npos && kShort.count(s.name.substr(0, us))) {
+      metric = kShort.at(s.name.substr(0, us)) + s.name.substr(us) + "_s";
+    }
+    if (std::find(known.begin(), known.end(), metric) == known.end() || metric.size() < 2 ||
+        metric.substr(metric.size() - 2) != "_s") {
+      throw InputError("--slo", s.name,
+                       "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
+                       "or _max, e.g. ttft_p99)");
+    }
+    s.metric = metric;
+    char* end = nullptr;
+    const double v = std::strtod(lim.c_str(), &end);
+    const std::string unit = end ? std::string(end) : "";
+    double scale = 0;
+    if (unit == "s") scale = 1;
+    if (unit == "ms") scale = 1e-3;
+    if (unit == "us") scale = 1e-6;
+    if (end == lim.c_str() || scale == 0 || !(v > 0)) {
+      throw InputError("--slo", s.name,
+                       "limit '" + lim + "' is not a positive number with a unit s, ms or us");
+    }
+    s.limit_s = v * scale;
+    out.push_back(s);
+  }
+  if (out.empty()) throw InputError("--slo", "", "empty SLO");
+  return out;
+}
+
+CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& slo,
+                             const CapacityOptions& opt) {
+  CapacityResult res;
+  const Scenario base = load(path, opt.sets);
+  const YAML::Node resolved = YAML::Load(base.resolved_yaml);
+  const YAML::Node wl = resolved["workload"];
+  res.key = opt.key;
+  if (res.key.empty()) {
+    if (opt.load == "users") {
+      if (!wl["users"]) throw InputError("--metric", "users", "this workload has no users key");
+      res.key = "workload.users";
+    } else if (opt.load == "arrival_rate") {
+      if (wl["arrival"] && wl["arrival"]["rate_per_s"]) {
+        res.key = "workload.arrival.rate_per_s";
+      } else if (wl["session_arrival"] && wl["session_arrival"]["rate_per_s"]) {
+        res.key = "workload.session_arrival.rate_per_s";
+      } else {
+        throw InputError("--metric", "arrival_rate",
+                         "this workload has no arrival rate key (give --key)");
+      }
+    } else {
+      throw InputError("--metric", opt.load, "is not arrival_rate or users");
+    }
+  }
+  // The current value of the key in the resolved scenario.
+  YAML::Node node = resolved;
+  std::stringstream keys(res.key);
+  for (std::string k; std::getline(keys, k, '.');) node.reset(node[k]);
+  if (!node || !node.IsScalar())
+    throw InputError("--key", res.key, "not a number in this scenario");
+  res.start = node.as<double>();
+  if (!(res.start > 0)) res.start = 1;
+  const bool integer = opt.load == "users";
+  {
+    YAML::Emitter e;
+    e << wl;
+    res.workload_yaml = e.c_str();
+  }
+  const int reps = std::max(1, opt.replicates);
+  res.per_seed.assign(reps, 0);
+  for (int r = 0; r < reps; ++r) res.seeds.push_back(base.config.seed + r);
+  std::atomic<int> runs{0};
+  std::mutex mu;
+  std::atomic<int> next{0};
+  auto holds = [&](int r, double x) {
+    std::vector<std::string> sets = opt.sets;
+    sets.push_back(res.key + "=" + config::format_double(x));
+    sets.push_back("seed=" + std::to_string(res.seeds[r]));
+    const Scenario sc = load(path, sets);
+    Simulation sim(sc);
+    const Summary s = summarize(sim.run());
+    const auto flat = s.flatten();
+    bool ok = s.ok > 0;
+    for (const auto& q : slo) {
+      for (const auto& [k, v] : flat) {
+        if (k == q.metric && !(v <= q.limit_s)) ok = false;
+      }
+    }
+    ++runs;
+    if (opt.on_run) {
+      std::lock_guard<std::mutex> lock(mu);
+      opt.on_run(r, x, ok);
+    }
+    return ok;
+  };
+  auto search = [&](int r) {
+    auto round = [&](double x) { return integer ? std::max(1.0, std::round(x)) : x; };
+    double lo = 0, hi = 0;
+    double x = round(res.start);
+    if (holds(r, x)) {
+      lo = x;
+      for (int i = 0; i < 30; ++i) {
+        const double y = round(lo * 2);
+        if (!holds(r, y)) {
+          hi = y;
+          break;
+        }
+        lo = y;
+      }
+      if (hi == 0) return lo;  // holds far beyond the start: report the largest load tried
+    } else {
+      hi = x;
+      for (int i = 0; i < 30; ++i) {
+        const double y = round(hi / 2);
+        if (integer && y >= hi) return 0.0;
+        if (holds(r, y)) {
+          lo = y;
+          break;
+        }
+        hi = y;
+      }
+      if (lo == 0) return 0.0;
+    }
+    for (int i = 0; i < 40 && (hi - lo) / lo > opt.tolerance; ++i) {
+      const double mid = round(0.5 * (lo + hi));
+      if (mid <= lo || mid >= hi) break;
+      (holds(r, mid) ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  const int threads = std::max(
+      1, std::min(reps, opt.threads > 0 ? opt.threads
+                                        : static_cast<int>(std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int r = next++; r < reps; r = next++) res.per_seed[r] = search(r);
+    });
+  }
+  for (auto& t : pool) t.join();
+  res.runs = runs.load();
+  double sum = 0;
+  for (double v : res.per_seed) sum += v;
+  res.mean = sum / reps;
+  double var = 0;
+  for (double v : res.per_seed) var += (v - res.mean) * (v - res.mean);
+  const double sd = reps > 1 ? std::sqrt(var / (reps - 1)) : 0;
+  const double half = reps > 1 ? t95(reps - 1) * sd / std::sqrt(static_cast<double>(reps)) : 0;
+  res.ci95_low = res.mean - half;
+  res.ci95_high = res.mean + half;
+  return res;
+}
+
+}  // namespace kvfleet::sim

@@ -1,0 +1,267 @@
+// Sweeps: grid expansion, bad input before any point runs, results identical whatever the
+// thread count, failed points recorded while the sweep goes on, HDF5 round trip and resume,
+// shards + merge and MPI ranks equal to one process.
+#include "sim/sweep/sweep.h"
+
+#include "sim/sweep/capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/core/error.h"
+
+namespace kvfleet::sim {
+namespace {
+
+const std::string kDir = KVFLEET_SOURCE_DIR "/scenarios/sweeps";
+
+// A small sweep: 2 × 2 grid × 2 replicates of the default replica with 300 requests.
+const char* kSmall = R"(base: ../default.yaml
+set: [workload.num_requests=300]
+axes:
+  - {key: workload.arrival.rate_per_s, values: [20, 40]}
+  - {key: "pools[0].engine.max_num_seqs", range: {start: 32, stop: 64, step: 32}}
+replicates: 2
+metrics: [requests_per_s, time_to_first_token_p99_s, inter_token_latency_p50_s]
+)";
+
+SweepSpec small() { return load_sweep_text(kSmall, "small.yaml", kDir); }
+
+SweepResults run(const SweepSpec& s, int threads, int shard = 0, int shards = 1) {
+  SweepResults r = prepare_sweep(s);
+  SweepOptions o;
+  o.threads = threads;
+  o.shard = shard;
+  o.shards = shards;
+  run_sweep(s, r, o);
+  return r;
+}
+
+void expect_same(const SweepResults& a, const SweepResults& b) {
+  ASSERT_EQ(a.points.size(), b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].done, b.points[i].done) << i;
+    EXPECT_EQ(a.points[i].ok, b.points[i].ok) << i;
+    EXPECT_EQ(a.points[i].seed, b.points[i].seed) << i;
+    ASSERT_EQ(a.points[i].metrics.size(), b.points[i].metrics.size());
+    for (std::size_t m = 0; m < a.points[i].metrics.size(); ++m) {
+      const double x = a.points[i].metrics[m], y = b.points[i].metrics[m];
+      EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << "point " << i << " metric " << m;
+    }
+    ASSERT_EQ(a.points[i].curves.size(), b.points[i].curves.size());
+    for (std::size_t c = 0; c < a.points[i].curves.size(); ++c) {
+      const double x = a.points[i].curves[c], y = b.points[i].curves[c];
+      EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << "point " << i << " curve " << c;
+    }
+  }
+}
+
+TEST(Sweep, GridOrderSeedsAndRanges) {
+  const SweepSpec s = small();
+  EXPECT_EQ(s.num_points(), 8u);
+  // First axis slowest, replicates fastest.
+  EXPECT_EQ(s.axis_values(0), (std::vector<std::string>{"20", "32"}));
+  EXPECT_EQ(s.axis_values(1), (std::vector<std::string>{"20", "32"}));
+  EXPECT_EQ(s.axis_values(2), (std::vector<std::string>{"20", "64"}));
+  EXPECT_EQ(s.axis_values(7), (std::vector<std::string>{"40", "64"}));
+  auto o = s.overrides(3, 10);
+  EXPECT_EQ(o.back(), "seed=11");
+  const SweepSpec lg = load_sweep_text(
+      "axes: [{key: workload.arrival.rate_per_s, log_range: {start: 1, stop: 100, num: 3}}]", "x",
+      kDir);
+  EXPECT_EQ(lg.axes[0].values, (std::vector<std::string>{"1", "10", "100"}));
+  const SweepSpec lhs = load_sweep_text(
+      "sample: {method: latin_hypercube, n: 10, seed: 3, keys: [{key: workload.arrival.rate_per_s,"
+      " min: 0, max: 10}]}",
+      "x", kDir);
+  ASSERT_EQ(lhs.num_points(), 10u);
+  // Latin hypercube: one value in each tenth of the range.
+  std::vector<int> strata(10, 0);
+  for (const auto& v : lhs.axes[0].values) ++strata[std::min(9, static_cast<int>(std::stod(v)))];
+  for (int c : strata) EXPECT_EQ(c, 1);
+}
+
+TEST(Sweep, BadInputIsNamedBeforeAnyPointRuns) {
+  auto message = [](const std::string& yaml, bool validate) {
+    try {
+      SweepSpec s = load_sweep_text(yaml, "bad.yaml", kDir);
+      if (validate) validate_sweep(s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("axes: [{key: workload.no_such_key, values: [1]}]", true).find("no_such_key"),
+            std::string::npos);
+  EXPECT_NE(
+      message("axes: [{key: workload.arrival.rate_per_s, range: {start: 5, stop: 1, step: 1}}]",
+              false)
+          .find("empty range"),
+      std::string::npos);
+  EXPECT_NE(message("axes: [{key: workload.arrival.rate_per_s, values: []}]", false).find("empty"),
+            std::string::npos);
+  EXPECT_NE(
+      message("axes: [{key: workload.arrival.rate_per_s, values: [1]}]\nmetrics: [nope]", false)
+          .find("unknown metric 'nope'"),
+      std::string::npos);
+  EXPECT_NE(message("axis: []", false).find("unknown key"), std::string::npos);
+  // A bad value of a real key is found too.
+  EXPECT_NE(message("axes: [{key: \"pools[0].engine.max_num_seqs\", values: [64, -3]}]", true)
+                .find("max_num_seqs"),
+            std::string::npos);
+}
+
+TEST(Sweep, ResultsDoNotDependOnTheThreadCount) {
+  const SweepSpec s = small();
+  const SweepResults one = run(s, 1);
+  const SweepResults three = run(s, 3);
+  EXPECT_EQ(one.completed(), 8u);
+  EXPECT_EQ(one.failed(), 0u);
+  expect_same(one, three);
+  // Replicates differ (distinct seeds); curves are non-decreasing percentiles.
+  EXPECT_NE(one.points[0].metrics[1], one.points[1].metrics[1]);
+  const auto& c = one.points[0].curves;
+  ASSERT_EQ(c.size(), 3u * kCurvePercentiles);
+  for (int i = 1; i < kCurvePercentiles; ++i) EXPECT_LE(c[i - 1], c[i]);
+}
+
+TEST(Sweep, AFailedPointIsRecordedAndTheOthersRun) {
+  // Each value loads alone; the contiguous layout with prefix caching does not.
+  const SweepSpec s = load_sweep_text(R"(base: ../default.yaml
+set: [workload.num_requests=100, "pools[0].engine.enable_prefix_caching=false"]
+axes:
+  - {key: "pools[0].engine.kv_layout", values: [paged, contiguous]}
+  - {key: "pools[0].engine.enable_prefix_caching", values: [false, true]}
+)",
+                                      "fail.yaml", kDir);
+  validate_sweep(s);
+  const SweepResults r = run(s, 2);
+  EXPECT_EQ(r.completed(), 4u);
+  EXPECT_EQ(r.failed(), 1u);
+  EXPECT_FALSE(r.points[3].ok);
+  EXPECT_NE(r.points[3].error.find("contiguous layout has no prefix cache"), std::string::npos)
+      << r.points[3].error;
+  EXPECT_TRUE(std::isnan(r.points[3].metrics[0]));
+}
+
+TEST(Sweep, FileRoundTripResumeShardsAndMerge) {
+  const SweepSpec s = small();
+  const SweepResults full = run(s, 2);
+  const std::string dir = ::testing::TempDir();
+  write_sweep_h5(dir + "/full.h5", full);
+  const SweepResults back = read_sweep_h5(dir + "/full.h5");
+  EXPECT_EQ(back.metric_names, full.metric_names);
+  const SweepResults merged_back = merge_sweeps({back});
+  expect_same(full, merged_back);
+
+  // An interrupted sweep: only some points done. --resume runs the rest, to the same results.
+  SweepResults partial = prepare_sweep(s);
+  for (std::size_t i : {0u, 3u, 5u}) partial.points[i] = full.points[i];
+  write_sweep_h5(dir + "/partial.h5", partial);
+  const SweepResults previous = read_sweep_h5(dir + "/partial.h5");
+  SweepResults resumed = prepare_sweep(s, &previous);
+  EXPECT_EQ(resumed.completed(), 3u);
+  std::size_t ran = 0;
+  SweepOptions o;
+  o.on_progress = [&](const SweepResults&, std::size_t done, std::size_t todo) {
+    ran = todo;
+    (void)done;
+  };
+  run_sweep(s, resumed, o);
+  EXPECT_EQ(ran, 5u);
+  expect_same(full, resumed);
+  // A different sweep file cannot resume these results.
+  const SweepSpec other = load_sweep_text(std::string(kSmall) + "curves: false\n", "o", kDir);
+  EXPECT_THROW(prepare_sweep(other, &previous), InputError);
+
+  // Shards 0/2 and 1/2, written and merged, equal the single run.
+  write_sweep_h5(dir + "/s0.h5", run(s, 1, 0, 2));
+  write_sweep_h5(dir + "/s1.h5", run(s, 1, 1, 2));
+  const SweepResults merged =
+      merge_sweeps({read_sweep_h5(dir + "/s0.h5"), read_sweep_h5(dir + "/s1.h5")});
+  expect_same(full, merged);
+  EXPECT_THROW(merge_sweeps({read_sweep_h5(dir + "/s0.h5"), read_sweep_h5(dir + "/s0.h5")}),
+               InputError);
+}
+
+TEST(Sweep, PointsSurviveSerialisation) {
+  const SweepResults r = run(small(), 2);
+  const auto back = deserialize_points(serialize_points(r.points));
+  ASSERT_EQ(back.size(), r.points.size());
+  SweepResults copy = r;
+  copy.points = back;
+  expect_same(r, copy);
+  EXPECT_EQ(back[2].wall_s, r.points[2].wall_s);
+}
+
+TEST(Capacity, SloParsing) {
+  const auto s = parse_slo("ttft_p99=2s,tpot_p99=100ms,e2e_mean=1500us");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].metric, "time_to_first_token_p99_s");
+  EXPECT_DOUBLE_EQ(s[0].limit_s, 2);
+  EXPECT_EQ(s[1].metric, "inter_token_latency_p99_s");
+  EXPECT_DOUBLE_EQ(s[1].limit_s, 0.1);
+  EXPECT_DOUBLE_EQ(s[2].limit_s, 0.0015);
+  for (const char* bad : {"ttft_p99=2", "ttft_p99", "ttft_p42=1s", "nope=1s", "ttft_p99=-1s", ""}) {
+    EXPECT_THROW(parse_slo(bad), InputError) << bad;
+  }
+}
+
+TEST(Capacity, BracketsTheLoadWhereTheSloTurns) {
+  CapacityOptions o;
+  o.load = "arrival_rate";
+  o.replicates = 2;
+  o.tolerance = 0.05;
+  o.sets = {"workload.num_requests=600"};
+  std::vector<std::tuple<int, double, bool>> runs;
+  o.on_run = [&](int r, double x, bool ok) { runs.emplace_back(r, x, ok); };
+  const CapacityResult strict = find_capacity("", parse_slo("ttft_p99=300ms"), o);
+  const CapacityResult loose = find_capacity("", parse_slo("ttft_p99=3s"), o);
+  EXPECT_EQ(strict.key, "workload.arrival.rate_per_s");
+  ASSERT_EQ(strict.per_seed.size(), 2u);
+  EXPECT_GT(strict.mean, 0);
+  EXPECT_GT(loose.mean, strict.mean);
+  EXPECT_LE(strict.ci95_low, strict.mean);
+  EXPECT_GE(strict.ci95_high, strict.mean);
+  // For each seed: the reported load held, and some load above it within the tolerance missed.
+  for (int r = 0; r < 2; ++r) {
+    bool held = false;
+    double lowest_miss = 1e300;
+    for (const auto& [rr, x, ok] : runs) {
+      if (rr != r) continue;
+      if (ok && x == strict.per_seed[r]) held = true;
+      if (!ok && x > strict.per_seed[r]) lowest_miss = std::min(lowest_miss, x);
+    }
+    EXPECT_TRUE(held) << r;
+    EXPECT_LE(lowest_miss, strict.per_seed[r] * (1 + o.tolerance) + 1e-9) << r;
+  }
+  EXPECT_NE(strict.workload_yaml.find("arrival"), std::string::npos);
+}
+
+#ifdef KVFLEET_MPIEXEC
+TEST(Sweep, TwoMpiRanksEqualOneProcess) {
+  const std::string bin = KVFLEET_BINARY_DIR "/bin/kvfleet";
+  const std::string dir = ::testing::TempDir();
+  const std::string sweep = dir + "/mpi_sweep.yaml";
+  {
+    std::ofstream o(sweep);
+    std::string text = kSmall;
+    text.replace(text.find("../default.yaml"), 15, KVFLEET_SOURCE_DIR "/scenarios/default.yaml");
+    o << text;
+  }
+  const std::string env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
+  const std::string mpi = env + KVFLEET_MPIEXEC " -n 2 --oversubscribe " + bin + " sweep " + sweep +
+                          " --quiet --threads 1 --out " + dir + "/mpi.h5";
+  const std::string one = bin + " sweep " + sweep + " --quiet --out " + dir + "/one.h5";
+  ASSERT_EQ(std::system(one.c_str()), 0) << one;
+  ASSERT_EQ(std::system(mpi.c_str()), 0) << mpi;
+  expect_same(read_sweep_h5(dir + "/one.h5"), read_sweep_h5(dir + "/mpi.h5"));
+}
+#endif
+
+}  // namespace
+}  // namespace kvfleet::sim
