@@ -232,5 +232,35 @@ TEST_F(Cli, SweepExitStatusSaysWhatHappened) {
   EXPECT_THAT(o3.text, HasSubstr("ttft_p99"));
 }
 
+TEST_F(Cli, AKilledSweepLeavesAReadableFileAndResumes) {
+  const std::string base = std::string(KVFLEET_SOURCE_DIR) + "/scenarios/default.yaml";
+  const auto sweep = write("s.yaml", "base: " + base +
+                                         "\nset: [workload.num_requests=20000]\naxes:\n  - {key: "
+                                         "workload.arrival.rate_per_s, range: {start: 10, stop: "
+                                         "69, step: 1}}\nmetrics: [time_to_first_token_p99_s]\n");
+  const std::string out = (dir_ / "r.h5").string();
+  // Killed (SIGKILL, no chance to clean up) while checkpointing every 0.2 s.
+  const std::string bin = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet";
+  const std::string cmd = "timeout -s KILL 2 " + bin + " sweep " + sweep +
+                          " --quiet --threads 1 --checkpoint-s 0.2 --out " + out +
+                          " > /dev/null 2>&1";
+  std::system(cmd.c_str());
+  for (const auto& name : outputs({"s.yaml"})) {
+    EXPECT_TRUE(name == "r.h5" || name.find(".tmp-") != std::string::npos) << name;
+  }
+  ASSERT_TRUE(fs::exists(out)) << "no checkpoint written in 2 s";
+  const auto resumed = kvfleet("sweep " + sweep + " --resume --out " + out);
+  EXPECT_EQ(resumed.status, 0) << resumed.text;
+  // Some points were saved before the kill, and not all of them: the kill was mid-sweep.
+  const auto at = resumed.text.find("60 points (");
+  ASSERT_NE(at, std::string::npos) << resumed.text;
+  const int saved = std::stoi(resumed.text.substr(at + 11));
+  EXPECT_GT(saved, 0);
+  EXPECT_LT(saved, 60);
+  EXPECT_THAT(resumed.text, HasSubstr("60 of 60 points done"));
+  // The resumed file is a complete, readable sweep file (merge reads it back).
+  EXPECT_EQ(kvfleet("merge " + (dir_ / "m.h5").string() + " " + out).status, 0);
+}
+
 }  // namespace
 }  // namespace kvfleet

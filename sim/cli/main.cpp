@@ -173,7 +173,9 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
       "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
       "resume", "skip the points already in --out (same sweep file)")(
       "shard", po::value<std::string>(), "run only shard k of N: --shard k/N (0-based)")(
-      "quiet,q", "no progress output");
+      "checkpoint-s", po::value<double>()->default_value(10),
+      "rewrite --out with the points done every this many seconds")("quiet,q",
+                                                                    "no progress output");
   const po::variables_map vm = parse_command(args, opts, "sweep", "sweep");
   if (vm.count("help")) {
     std::cout << "Usage: kvfleet sweep SWEEP.yaml --out RESULTS.h5 [options]\n\nRuns every "
@@ -189,6 +191,8 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
     throw InputError("--out", "", "folder does not exist: " + parent.string());
   SweepOptions opt;
   opt.threads = vm["threads"].as<int>();
+  opt.checkpoint_every_s = vm["checkpoint-s"].as<double>();
+  if (!(opt.checkpoint_every_s > 0)) throw InputError("--checkpoint-s", "", "must be positive");
   if (vm.count("shard")) {
     const std::string sh = vm["shard"].as<std::string>();
     const auto slash = sh.find('/');
