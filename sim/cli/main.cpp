@@ -43,6 +43,7 @@ constexpr const char* kUsage =
     "  sweep SWEEP.yaml run a sweep of scenarios on all cores (MPI: mpirun -n N kvfleet sweep)\n"
     "  merge OUT PARTS  join the result files of sweep shards (--shard k/N)\n"
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
+    "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
     "  schema           print the scenario reference (Markdown) generated from the code\n"
     "  presets          list the model and GPU presets\n\n"
     "Run 'kvfleet <command> --help' for a command's options.\n";
@@ -325,6 +326,27 @@ int cmd_capacity(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `kvfleet plot` is kvfleet-plot (gui/, built with Qt6 Charts), found beside this program: the
+// simulator core stays free of Qt.
+int cmd_plot(char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto plot = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "kvfleet-plot";
+  if (!std::filesystem::exists(plot)) {
+    std::cerr << "kvfleet plot: " << plot.string()
+              << " is missing: kvfleet was built without Qt6 Charts (KVFLEET_WITH_GUI=OFF)\n";
+    return 1;
+  }
+  std::vector<char*> args;
+  const std::string p = plot.string();
+  args.push_back(const_cast<char*>(p.c_str()));
+  for (char** a = argv + 2; *a != nullptr; ++a) args.push_back(*a);
+  args.push_back(nullptr);
+  execv(p.c_str(), args.data());
+  std::cerr << "kvfleet plot: cannot run " << p << "\n";
+  return 1;
+}
+
 int cmd_schema(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "Usage: kvfleet schema\n\nPrints the scenario reference (Markdown) generated from "
@@ -374,6 +396,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "merge") return cmd_merge(args);
     if (cmd == "capacity") return cmd_capacity(args);
+    if (cmd == "plot") return cmd_plot(argv);
     if (cmd == "schema") return cmd_schema(args);
     if (cmd == "presets") return cmd_presets(args);
     std::cerr << "kvfleet: unknown command '" << cmd << "'\n\n" << kUsage;

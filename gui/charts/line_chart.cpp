@@ -1,0 +1,163 @@
+#include "gui/charts/line_chart.h"
+
+#include <QtCharts/QChart>
+#include <QtCharts/QLegend>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QLogValueAxis>
+#include <QtCharts/QValueAxis>
+#include <QtCore/QCoreApplication>
+#include <QtGui/QPainter>
+#include <QtGui/QPixmap>
+#include <QtSvg/QSvgGenerator>
+#include <QtWidgets/QGraphicsScene>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace kvfleet::charts {
+
+namespace {
+
+QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double hi) {
+  QFont title_font;
+  title_font.setPointSize(11);
+  if (log) {
+    auto* a = new QLogValueAxis;
+    a->setBase(10);
+    a->setLabelFormat("%g");
+    a->setMinorTickCount(8);
+    a->setTitleText(QString::fromStdString(label));
+    a->setTitleFont(title_font);
+    if (lo > 0 && hi > lo) a->setRange(lo, hi);
+    return a;
+  }
+  auto* a = new QValueAxis;
+  a->setTitleText(QString::fromStdString(label));
+  a->setTitleFont(title_font);
+  a->setLabelFormat("%g");
+  if (hi > lo) {
+    a->setRange(lo, hi);
+    a->applyNiceNumbers();
+  }
+  return a;
+}
+
+}  // namespace
+
+QChart* make_line_chart(const LineChartSpec& spec) {
+  auto* chart = new QChart;
+  chart->setTitle(QString::fromStdString(spec.title));
+  QFont tf;
+  tf.setPointSize(13);
+  tf.setBold(true);
+  chart->setTitleFont(tf);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->setBackgroundRoundness(0);
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
+  for (const auto& s : spec.series) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      if (spec.log_x && s.x[i] <= 0) continue;
+      if (spec.log_y && s.y[i] <= 0) continue;
+      xlo = std::min(xlo, s.x[i]);
+      xhi = std::max(xhi, s.x[i]);
+      ylo = std::min(ylo, s.y[i]);
+      yhi = std::max(yhi, s.y[i]);
+    }
+  }
+  if (spec.y_limit) {
+    ylo = std::min(ylo, *spec.y_limit);
+    yhi = std::max(yhi, *spec.y_limit);
+  }
+  if (!spec.log_y && ylo > 0) ylo = 0;
+  if (!(xhi >= xlo)) xlo = 0, xhi = 1;
+  if (!(yhi >= ylo)) ylo = 0, yhi = 1;
+  if (xhi == xlo) xhi = xlo + 1;
+  if (yhi == ylo) yhi = ylo + 1;
+  QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi);
+  // Room above the highest point (and below the lowest on a log scale).
+  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, spec.log_y ? ylo / 1.5 : ylo,
+                                spec.log_y ? yhi * 1.5 : yhi * 1.05);
+  chart->addAxis(ax, Qt::AlignBottom);
+  chart->addAxis(ay, Qt::AlignLeft);
+  for (const auto& s : spec.series) {
+    auto* line = new QLineSeries;
+    line->setName(QString::fromStdString(s.name));
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      if ((spec.log_x && s.x[i] <= 0) || (spec.log_y && s.y[i] <= 0)) continue;
+      line->append(s.x[i], s.y[i]);
+    }
+    chart->addSeries(line);
+    line->attachAxis(ax);
+    line->attachAxis(ay);
+    QPen pen = line->pen();
+    pen.setWidthF(s.muted ? 1.2 : 2.4);
+    if (s.muted) pen.setColor(QColor(170, 170, 170));
+    line->setPen(pen);
+    line->setPointsVisible(!s.muted);
+  }
+  if (spec.y_limit) {
+    auto* slo = new QLineSeries;
+    slo->setName(QString::fromStdString(spec.y_limit_label));
+    slo->append(xlo, *spec.y_limit);
+    slo->append(xhi, *spec.y_limit);
+    chart->addSeries(slo);
+    slo->attachAxis(ax);
+    slo->attachAxis(ay);
+    QPen pen(QColor(200, 40, 40));
+    pen.setStyle(Qt::DashLine);
+    pen.setWidthF(1.8);
+    slo->setPen(pen);
+  }
+  return chart;
+}
+
+std::string render_to_file(const LineChartSpec& spec, const std::string& path, int width,
+                           int height) {
+  const std::filesystem::path p(path);
+  const std::string ext = p.extension().string();
+  if (ext != ".png" && ext != ".svg") return "output must end in .png or .svg: " + path;
+  // The chart laid out in a scene of its own size, rendered without a window.
+  QGraphicsScene scene;
+  QChart* chart = make_line_chart(spec);
+  scene.addItem(chart);  // the scene owns it
+  chart->setGeometry(0, 0, width, height);
+  scene.setSceneRect(0, 0, width, height);
+  QCoreApplication::processEvents();
+  const QRectF area(0, 0, width, height);
+  const std::string tmp = path + ".tmp" + ext;
+  bool ok = false;
+  if (ext == ".png") {
+    // Twice the pixels for print.
+    QPixmap pm(width * 2, height * 2);
+    pm.setDevicePixelRatio(2);
+    pm.fill(Qt::white);
+    QPainter painter(&pm);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene.render(&painter, area, area);
+    painter.end();
+    ok = pm.save(QString::fromStdString(tmp), "PNG");
+  } else {
+    QSvgGenerator gen;
+    gen.setFileName(QString::fromStdString(tmp));
+    gen.setSize(QSize(width, height));
+    gen.setViewBox(QRect(0, 0, width, height));
+    gen.setTitle(QString::fromStdString(spec.title));
+    QPainter painter(&gen);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene.render(&painter, area, area);
+    ok = painter.end();
+  }
+  if (!ok) {
+    std::filesystem::remove(tmp);
+    return "could not write " + path;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return ec ? "could not write " + path + ": " + ec.message() : "";
+}
+
+}  // namespace kvfleet::charts

@@ -1,0 +1,38 @@
+#pragma once
+// kvfleet::charts: the one place that knows Qt Charts. Views of the GUI and `kvfleet plot` build
+// a LineChartSpec (plain numbers and names, owned by the caller) and hand it here, so the chart
+// library can change (Qt Charts is deprecated after Qt 6.10 in favour of Qt Graphs) without
+// touching them.
+#include <optional>
+#include <string>
+#include <vector>
+
+class QChart;
+
+namespace kvfleet::charts {
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y;  // same length, x ascending
+  bool muted = false;        // drawn grey and thin (earlier runs pinned for comparison)
+};
+
+struct LineChartSpec {
+  std::string title;
+  std::string x_label, y_label;  // with units
+  std::vector<Series> series;
+  std::optional<double> y_limit;  // a horizontal line, e.g. the SLO
+  std::string y_limit_label = "SLO";
+  bool log_x = false;
+  bool log_y = false;
+};
+
+// A new chart for the spec (the caller owns it, or hands it to a QChartView).
+QChart* make_line_chart(const LineChartSpec& spec);
+
+// Renders the chart offscreen into a PNG or SVG file (by extension), written under a temporary
+// name and renamed. Needs a QApplication. Returns an empty string, or what went wrong.
+std::string render_to_file(const LineChartSpec& spec, const std::string& path, int width = 960,
+                           int height = 600);
+
+}  // namespace kvfleet::charts
