@@ -221,6 +221,15 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name,
   return load(root, src, overrides);
 }
 
+std::vector<config::Documenter::Row> scenario_parameters() {
+  config::Documenter d;
+  ScenarioConfig def;
+  def.visit(d);
+  std::vector<config::Documenter::Row> rows = d.rows();
+  for (const auto& s : d.sections()) rows.insert(rows.end(), s.rows.begin(), s.rows.end());
+  return rows;
+}
+
 std::string scenario_reference_markdown() {
   std::ostringstream o;
   o << "# Scenario reference\n\n"

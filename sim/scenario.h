@@ -115,6 +115,9 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name,
 
 // The scenario reference (docs/scenarios.md), generated from the declarations.
 std::string scenario_reference_markdown();
+// Every declared parameter as data (the rows of docs/scenarios.md: key with list elements as
+// `[]`, type, unit, default, description), for tooltips and forms.
+std::vector<config::Documenter::Row> scenario_parameters();
 
 // The built-in default scenario (scenarios/default.yaml, embedded at build time).
 const std::string& builtin_default_scenario();

@@ -1,6 +1,10 @@
 #include "gui/charts/line_chart.h"
 
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSeries>
+#include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
+#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QLegend>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
@@ -97,7 +101,7 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     pen.setWidthF(s.muted ? 1.2 : 2.4);
     if (s.muted) pen.setColor(QColor(170, 170, 170));
     line->setPen(pen);
-    line->setPointsVisible(!s.muted);
+    line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves
   }
   if (spec.y_limit) {
     auto* slo = new QLineSeries;
@@ -115,14 +119,75 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   return chart;
 }
 
+namespace {
+
+// Bars of `series` (empty, of either kind) filled from sets, categories on one axis and values
+// (from 0, nice numbers) on the other; the title bold as in line charts.
+QChart* bar_chart(QAbstractBarSeries* series, const std::string& title,
+                  const std::string& value_label, const std::vector<std::string>& categories,
+                  const std::vector<std::pair<std::string, std::vector<double>>>& sets,
+                  bool horizontal, bool stacked) {
+  auto* chart = new QChart;
+  chart->setTitle(QString::fromStdString(title));
+  QFont tf;
+  tf.setPointSize(13);
+  tf.setBold(true);
+  chart->setTitleFont(tf);
+  double top = 0;
+  std::vector<double> sums(categories.size(), 0.0);
+  for (const auto& [name, values] : sets) {
+    auto* set = new QBarSet(QString::fromStdString(name));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      *set << values[i];
+      if (i < sums.size()) sums[i] += values[i];
+      top = std::max(top, values[i]);
+    }
+    series->append(set);
+  }
+  if (stacked)
+    for (double v : sums) top = std::max(top, v);
+  chart->addSeries(series);
+  auto* cats = new QBarCategoryAxis;
+  for (const auto& c : categories) cats->append(QString::fromStdString(c));
+  chart->addAxis(cats, horizontal ? Qt::AlignLeft : Qt::AlignBottom);
+  series->attachAxis(cats);
+  auto* values = new QValueAxis;
+  values->setTitleText(QString::fromStdString(value_label));
+  values->setLabelFormat("%g");
+  values->setRange(0, top > 0 ? top * 1.05 : 1);
+  values->applyNiceNumbers();
+  chart->addAxis(values, horizontal ? Qt::AlignBottom : Qt::AlignLeft);
+  series->attachAxis(values);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return chart;
+}
+
+}  // namespace
+
+QChart* make_stacked_bar_chart(const StackedBarSpec& spec) {
+  return bar_chart(new QHorizontalStackedBarSeries, spec.title, spec.value_label, spec.categories,
+                   spec.segments, true, true);
+}
+
+QChart* make_bar_chart(const BarChartSpec& spec) {
+  return bar_chart(new QBarSeries, spec.title, spec.value_label, spec.categories, spec.sets, false,
+                   false);
+}
+
 std::string render_to_file(const LineChartSpec& spec, const std::string& path, int width,
                            int height) {
+  return render_chart_to_file(make_line_chart(spec), path, width, height);
+}
+
+std::string render_chart_to_file(QChart* chart, const std::string& path, int width, int height) {
   const std::filesystem::path p(path);
   const std::string ext = p.extension().string();
-  if (ext != ".png" && ext != ".svg") return "output must end in .png or .svg: " + path;
+  if (ext != ".png" && ext != ".svg") {
+    delete chart;
+    return "output must end in .png or .svg: " + path;
+  }
   // The chart laid out in a scene of its own size, rendered without a window.
   QGraphicsScene scene;
-  QChart* chart = make_line_chart(spec);
   scene.addItem(chart);  // the scene owns it
   chart->setGeometry(0, 0, width, height);
   scene.setSceneRect(0, 0, width, height);
@@ -145,7 +210,7 @@ std::string render_to_file(const LineChartSpec& spec, const std::string& path, i
     gen.setFileName(QString::fromStdString(tmp));
     gen.setSize(QSize(width, height));
     gen.setViewBox(QRect(0, 0, width, height));
-    gen.setTitle(QString::fromStdString(spec.title));
+    gen.setTitle(chart->title());
     QPainter painter(&gen);
     painter.setRenderHint(QPainter::Antialiasing);
     scene.render(&painter, area, area);

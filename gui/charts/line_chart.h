@@ -30,6 +30,30 @@ struct LineChartSpec {
 // A new chart for the spec (the caller owns it, or hands it to a QChartView).
 QChart* make_line_chart(const LineChartSpec& spec);
 
+// One horizontal stacked bar per category (e.g. a GPU's memory: weights, activations, KV,
+// margin), segments in order, values in the unit of `value_label`.
+struct StackedBarSpec {
+  std::string title;
+  std::string value_label;
+  std::vector<std::string> categories;
+  std::vector<std::pair<std::string, std::vector<double>>>
+      segments;  // name, one value per category
+};
+QChart* make_stacked_bar_chart(const StackedBarSpec& spec);
+
+// Grouped vertical bars: one group per category, one bar per set.
+struct BarChartSpec {
+  std::string title;
+  std::string value_label;
+  std::vector<std::string> categories;
+  std::vector<std::pair<std::string, std::vector<double>>> sets;  // name, one value per category
+};
+QChart* make_bar_chart(const BarChartSpec& spec);
+
+// Renders a chart (taking ownership) offscreen into PNG or SVG, like render_to_file.
+std::string render_chart_to_file(QChart* chart, const std::string& path, int width = 960,
+                                 int height = 600);
+
 // Renders the chart offscreen into a PNG or SVG file (by extension), written under a temporary
 // name and renamed. Needs a QApplication. Returns an empty string, or what went wrong.
 std::string render_to_file(const LineChartSpec& spec, const std::string& path, int width = 960,

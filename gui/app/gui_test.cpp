@@ -1,0 +1,209 @@
+// The GUI offscreen (QtTest): the default scenario loads, fields carry the declarations' units
+// and descriptions, a changed max_num_seqs runs a load sweep whose chart holds the numbers
+// `kvfleet run` prints for the same scenario and load, a sweep cancels mid-run, and a bad file
+// or value leaves the previous state. Saves a screenshot when KVFLEET_SCREENSHOT names a file.
+#include <sys/wait.h>
+#include <QtCore/QDir>
+#include <QtCore/QFileInfo>
+#include <QtTest/QSignalSpy>
+#include <QtTest/QTest>
+#include <QtWidgets/QApplication>
+#include <QtWidgets/QLineEdit>
+#include <QtWidgets/QTabWidget>
+#include <QtWidgets/QTableWidget>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+
+#include "gui/app/main_window.h"
+
+using kvfleet::gui::MainWindow;
+
+namespace {
+
+std::string run_cli(const std::string& args) {
+  const std::string cmd = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+// Seconds from a report cell such as "69.98 s" or "34.1 ms".
+double seconds(const std::string& v, const std::string& unit) {
+  const double x = std::stod(v);
+  return unit == "ms" ? x / 1000 : unit == "us" ? x / 1e6 : x;
+}
+
+bool wait_finished(MainWindow& w, int timeout_ms) {
+  QSignalSpy spy(&w.sweep(), &kvfleet::gui::LoadSweep::finished);
+  if (!w.sweep().running()) return true;
+  return spy.wait(timeout_ms);
+}
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void startsOnTheDefaultScenarioWithTooltips() {
+    MainWindow w;
+    QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));
+    const auto edits = w.findChildren<QLineEdit*>();
+    bool described = false;
+    for (auto* e : edits) described |= e->toolTip().contains("most sequences in one step");
+    QVERIFY(described);
+  }
+
+  void chartHoldsWhatTheCliPrints() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "1500"));
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    const auto& spec = w.latencySpec();
+    const kvfleet::gui::LoadSweep& sw = w.sweep();
+    const auto pts = sw.points();
+    QCOMPARE(static_cast<int>(pts.size()), 8);
+    // Factor 1.0 is the fourth load: the scenario's own rate.
+    const double load = pts[3].load;
+    const auto ttft = std::find_if(spec.series.begin(), spec.series.end(),
+                                   [](const auto& s) { return s.name == "TTFT p99"; });
+    QVERIFY(ttft != spec.series.end());
+    QCOMPARE(ttft->x.size(), std::size_t{8});
+    const std::string out = run_cli(
+        "run --set workload.num_requests=1500 --set pools[0].engine.max_num_seqs=64 --set "
+        "workload.arrival.rate_per_s=" +
+        std::to_string(load));
+    std::smatch m;
+    const std::regex row(
+        R"(TTFT \(time to first token\)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+))");
+    QVERIFY2(std::regex_search(out, m, row), out.c_str());
+    const double cli_p99 = seconds(m[7], m[8]);
+    const double gui_p99 = ttft->y[3];
+    // The report prints 4 significant digits.
+    QVERIFY2(std::fabs(gui_p99 - cli_p99) <= 0.006 * cli_p99 + 1e-4,
+             (std::to_string(gui_p99) + " vs " + std::to_string(cli_p99)).c_str());
+    if (const char* shot = std::getenv("KVFLEET_SCREENSHOT")) {
+      w.resize(1400, 860);
+      w.show();
+      QTest::qWait(300);
+      QVERIFY(w.grab().save(shot));
+    }
+  }
+
+  void contextPolicyAndLimitsOnAConversationScenario() {
+    MainWindow w;
+    const QString path = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";
+    QVERIFY(w.openScenario(path));
+    QVERIFY(w.setField("workload.context_policy.impl", "window"));
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    QVERIFY(w.setField("workload.num_sessions", "150"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    const auto pts = w.sweep().points();
+    QCOMPARE(w.sweep().key(), std::string("workload.users"));
+    const auto& spec = w.latencySpec();
+    const auto e2e = std::find_if(spec.series.begin(), spec.series.end(),
+                                  [](const auto& s) { return s.name == "E2E p99"; });
+    QVERIFY(e2e != spec.series.end());
+    // Factor 1 is the scenario's 100 users.
+    QCOMPARE(pts[3].load, 100.0);
+    const std::string out =
+        run_cli(std::string("run ") + KVFLEET_SOURCE_DIR +
+                "/scenarios/conversations/chat-100-users.yaml --set "
+                "workload.context_policy.impl=window --set "
+                "pools[0].engine.max_num_seqs=64 --set workload.num_sessions=150");
+    std::smatch m;
+    const std::regex row(
+        R"(E2E \(end-to-end\)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+))");
+    QVERIFY2(std::regex_search(out, m, row), out.c_str());
+    const double cli = seconds(m[7], m[8]);
+    QVERIFY2(std::fabs(e2e->y[3] - cli) <= 0.006 * cli + 1e-4,
+             (std::to_string(e2e->y[3]) + " vs " + std::to_string(cli)).c_str());
+
+    // The other views hold the runs: timeline, fleet, points table; exports work.
+    QCOMPARE(w.pointsTable()->table()->rowCount(), 8);
+    const QString dir = QDir::temp().filePath("kvfleet_gui_exports");
+    QDir().mkpath(dir);
+    w.tabs()->setCurrentIndex(1);  // run over time
+    QVERIFY(w.exportCurrentChart(dir + "/timeline.png").isEmpty());
+    QVERIFY(QFileInfo(dir + "/timeline.png").size() > 5000);
+    w.tabs()->setCurrentWidget(w.pointsTable());
+    QVERIFY(w.exportCurrentTable(dir + "/points.csv").isEmpty());
+    std::ifstream csv((dir + "/points.csv").toStdString());
+    int lines = 0;
+    for (std::string l; std::getline(csv, l);) ++lines;
+    QCOMPARE(lines, 9);
+    w.tabs()->setCurrentIndex(3);  // fleet
+    QVERIFY(w.exportCurrentChart(dir + "/fleet.svg").isEmpty());
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1400, 860);
+      w.show();
+      for (int tab : {1, 2, 3}) {
+        w.tabs()->setCurrentIndex(tab);
+        QTest::qWait(200);
+        QVERIFY(w.grab().save(QString(shots) + QString("/gui_tab%1.png").arg(tab)));
+      }
+    }
+  }
+
+  void opensASweepFile() {
+    MainWindow w;
+    const QString dir = QDir::temp().filePath("kvfleet_gui_sweep");
+    QDir().mkpath(dir);
+    const std::string h5 = (dir + "/s.h5").toStdString();
+    run_cli(std::string("sweep ") + KVFLEET_SOURCE_DIR +
+            "/scenarios/sweeps/load-vs-max-seqs.yaml --quiet --out " + h5);
+    QVERIFY(w.openSweepFile(QString::fromStdString(h5)));
+    QCOMPARE(w.sweepFileView()->table()->rowCount(), 30);
+    QVERIFY(w.exportCurrentTable(dir + "/sweep.csv").isEmpty());
+    // A file that is not a sweep: an error, and the table stays.
+    const QString bad = dir + "/bad.h5";
+    std::ofstream(bad.toStdString()) << "not hdf5";
+    QVERIFY(!w.openSweepFile(bad));
+    QVERIFY(w.lastError().contains("bad.h5"));
+    QCOMPARE(w.sweepFileView()->table()->rowCount(), 30);
+  }
+
+  void cancelStopsMidRun() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "40000"));
+    w.runSweep();
+    QVERIFY(w.sweep().running());
+    QTest::qWait(200);
+    w.cancelSweep();
+    QVERIFY(wait_finished(w, 30000));
+    int done = 0;
+    for (const auto& p : w.sweep().points()) done += p.done ? 1 : 0;
+    QVERIFY(done < 8);
+  }
+
+  void badInputKeepsThePreviousState() {
+    MainWindow w;
+    QVERIFY(!w.setField("pools[0].engine.max_num_seqs", "-5"));
+    QVERIFY(w.lastError().contains("max_num_seqs"));
+    QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));
+    const QString bad = QDir::temp().filePath("kvfleet_gui_bad.yaml");
+    std::ofstream(bad.toStdString())
+        << "workload: {impl: synthetic, num_requests: 10, input_tokens: {impl: fixed, value: 10},"
+           " output_tokens: {impl: fixed, value: 10}}\npools:\n  - engine: {max_num_seqs: many}\n";
+    QVERIFY(!w.openScenario(bad));
+    QVERIFY2(w.lastError().contains("max_num_seqs"), qPrintable(w.lastError()));
+    QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));
+  }
+};
+
+int main(int argc, char** argv) {
+  qputenv("QT_QPA_PLATFORM", "offscreen");
+  qputenv("KVFLEET_GUI_NO_DIALOGS", "1");
+  QApplication app(argc, argv);
+  GuiTest t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "gui_test.moc"

@@ -1,0 +1,60 @@
+#pragma once
+// Runs one scenario at 8 loads on background threads for the GUI: results arrive one point at a
+// time (signals, queued to the GUI thread), a run can be cancelled mid-point, and the numbers are
+// those `kvfleet run` prints for the same scenario and load.
+#include <QtCore/QObject>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/metrics/summary.h"
+#include "sim/simulation.h"
+
+namespace kvfleet::gui {
+
+struct LoadPoint {
+  double load = 0;
+  bool done = false;
+  bool ok = false;
+  std::string error;
+  sim::Summary summary;
+  std::vector<sim::TimeSeries> timeseries;  // per replica
+  std::vector<sim::ReplicaResult> replicas;
+};
+
+class LoadSweep : public QObject {
+  Q_OBJECT
+ public:
+  explicit LoadSweep(QObject* parent = nullptr);
+  ~LoadSweep() override;
+
+  // Scales `key` of the scenario (YAML text, relative paths from base_dir) by each factor.
+  // Returns false (and does nothing) while a sweep runs.
+  bool start(const std::string& yaml, const std::string& base_dir,
+             const std::vector<std::string>& overrides, const std::string& key, double base_load,
+             const std::vector<double>& factors, int threads = 0);
+  void cancel();
+  bool running() const { return running_.load(); }
+  std::vector<LoadPoint> points() const;  // a copy, safe from any thread
+  const std::string& key() const { return key_; }
+
+ Q_SIGNALS:
+  void pointDone(int index);
+  void progress(int done, int total);
+  void finished(bool cancelled);
+
+ private:
+  void join();
+  std::vector<std::thread> workers_;
+  mutable std::mutex mu_;
+  std::vector<LoadPoint> points_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> running_{false};
+  std::atomic<int> next_{0}, done_{0}, live_{0};
+  std::string key_;
+};
+
+}  // namespace kvfleet::gui

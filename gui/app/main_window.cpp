@@ -1,0 +1,515 @@
+#include "gui/app/main_window.h"
+
+#include <yaml-cpp/yaml.h>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <QtWidgets/QCheckBox>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QFileDialog>
+#include <QtWidgets/QFormLayout>
+#include <QtWidgets/QGroupBox>
+#include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QLineEdit>
+#include <QtWidgets/QMessageBox>
+#include <QtWidgets/QProgressBar>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QScrollArea>
+#include <QtWidgets/QSpinBox>
+#include <QtWidgets/QSplitter>
+#include <QtWidgets/QStatusBar>
+#include <QtWidgets/QTabWidget>
+#include <QtWidgets/QTableWidget>
+#include <QtWidgets/QToolBar>
+#include <QtWidgets/QVBoxLayout>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/error.h"
+#include "sim/fleet/router.h"
+#include "sim/workload/context_policy.h"
+
+namespace kvfleet::gui {
+
+namespace {
+
+const std::vector<double> kFactors = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
+
+// The value of a dotted key (pools[0].engine.max_num_seqs) in resolved YAML, as text.
+std::string lookup(const YAML::Node& root, const std::string& key) {
+  YAML::Node n = root;
+  std::stringstream ss(key);
+  for (std::string part; std::getline(ss, part, '.');) {
+    const auto br = part.find('[');
+    if (br != std::string::npos) {
+      const int idx = std::stoi(part.substr(br + 1));
+      n.reset(n[part.substr(0, br)]);
+      if (!n || !n.IsSequence() || idx >= static_cast<int>(n.size())) return "";
+      n.reset(n[idx]);
+    } else {
+      n.reset(n[part]);
+    }
+    if (!n) return "";
+  }
+  return n.IsScalar() ? n.Scalar() : "";
+}
+
+std::string doc_key(std::string key) {
+  for (std::size_t at; (at = key.find("[0]")) != std::string::npos;) key.replace(at, 3, "[]");
+  return key;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("kvfleet");
+  for (const auto& r : sim::scenario_parameters()) {
+    std::string tip = r.description;
+    if (!r.unit.empty()) tip += " [" + r.unit + "]";
+    if (!r.type.empty()) tip += "\n" + r.type;
+    tip += "\nkey: " + r.key;
+    tooltips_[r.key] = tip;
+  }
+  yaml_ = sim::builtin_default_scenario();
+  base_dir_ = ".";
+  file_ = "<built-in default.yaml>";
+  scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, {});
+
+  auto* toolbar = addToolBar("Scenario");
+  toolbar->addAction("Open…", this, [this] {
+    const QString f =
+        QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml)");
+    if (!f.isEmpty()) openScenario(f);
+  });
+  toolbar->addAction("Save as…", this, [this] {
+    const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
+    if (!f.isEmpty()) saveScenario(f);
+  });
+  toolbar->addAction("Pin run", this, [this] { pinRun(); });
+  toolbar->addAction("Open sweep results…", this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open sweep results", {}, "HDF5 (*.h5)");
+    if (!f.isEmpty()) openSweepFile(f);
+  });
+  toolbar->addAction("Export chart…", this, [this] {
+    const QString f =
+        QFileDialog::getSaveFileName(this, "Export chart", {}, "Images (*.png *.svg)");
+    if (!f.isEmpty()) {
+      const QString err = exportCurrentChart(f);
+      if (!err.isEmpty()) showError(err);
+    }
+  });
+  toolbar->addAction("Export table…", this, [this] {
+    const QString f = QFileDialog::getSaveFileName(this, "Export table", {}, "CSV (*.csv)");
+    if (!f.isEmpty()) {
+      const QString err = exportCurrentTable(f);
+      if (!err.isEmpty()) showError(err);
+    }
+  });
+
+  auto* split = new QSplitter(this);
+  auto* panel = new QWidget;
+  auto* pl = new QVBoxLayout(panel);
+  auto* box = new QGroupBox("Scenario");
+  form_ = new QFormLayout(box);
+  pl->addWidget(box);
+  auto* slorow = new QFormLayout;
+  slo_ = new QDoubleSpinBox;
+  slo_->setRange(0.001, 3600);
+  slo_->setDecimals(3);
+  slo_->setValue(slo_s_);
+  slo_->setSuffix(" s");
+  slo_->setToolTip("the latency target drawn on the latency chart");
+  slorow->addRow("SLO line", slo_);
+  pl->addLayout(slorow);
+  auto* runrow = new QHBoxLayout;
+  run_ = new QPushButton("Run load sweep");
+  cancel_ = new QPushButton("Cancel");
+  cancel_->setEnabled(false);
+  runrow->addWidget(run_);
+  runrow->addWidget(cancel_);
+  pl->addLayout(runrow);
+  progress_ = new QProgressBar;
+  progress_->setRange(0, static_cast<int>(kFactors.size()));
+  progress_->setValue(0);
+  pl->addWidget(progress_);
+  pl->addStretch(1);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(panel);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(450);
+  split->addWidget(scroll);
+
+  auto* tabs = new QTabWidget;
+  tabs_ = tabs;
+  latency_view_ = new QChartView;
+  latency_view_->setRenderHint(QPainter::Antialiasing);
+  tabs->addTab(latency_view_, "Latency vs load");
+  timeline_ = new TimelineView;
+  tabs->addTab(timeline_, "Run over time");
+  auto* mem = new QWidget;
+  auto* ml = new QVBoxLayout(mem);
+  memory_view_ = new QChartView;
+  memory_view_->setRenderHint(QPainter::Antialiasing);
+  ml->addWidget(memory_view_, 1);
+  auto* fitrow = new QHBoxLayout;
+  fitrow->addWidget(new QLabel("Context length (tokens):"));
+  context_len_ = new QSpinBox;
+  context_len_->setRange(16, 1 << 20);
+  context_len_->setValue(4096);
+  fitrow->addWidget(context_len_);
+  fit_label_ = new QLabel;
+  fitrow->addWidget(fit_label_, 1);
+  ml->addLayout(fitrow);
+  tabs->addTab(mem, "Memory budget");
+  fleet_ = new FleetView;
+  tabs->addTab(fleet_, "Fleet");
+  points_table_ = new PointsTable;
+  tabs->addTab(points_table_, "Points");
+  sweep_file_ = new SweepFileView;
+  tabs->addTab(sweep_file_, "Sweep file");
+  split->addWidget(tabs);
+  split->setStretchFactor(1, 1);
+  setCentralWidget(split);
+  status_ = new QLabel;
+  statusBar()->addWidget(status_, 1);
+
+  connect(run_, &QPushButton::clicked, this, [this] { runSweep(); });
+  connect(cancel_, &QPushButton::clicked, this, [this] { cancelSweep(); });
+  connect(context_len_, qOverload<int>(&QSpinBox::valueChanged), this, [this] { redrawMemory(); });
+  connect(&sweep_, &LoadSweep::pointDone, this, [this](int) { updateViews(); });
+  connect(slo_, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
+          [this](double v) { setSlo(v); });
+  connect(&sweep_, &LoadSweep::progress, this,
+          [this](int done, int) { progress_->setValue(done); });
+  connect(&sweep_, &LoadSweep::finished, this, [this](bool cancelled) {
+    run_->setEnabled(true);
+    cancel_->setEnabled(false);
+    updateViews();
+    status_->setText(cancelled ? "Load sweep cancelled" : "Load sweep done");
+  });
+  buildPanel();
+  redrawLatency();
+  redrawMemory();
+  resize(1280, 800);
+}
+
+void MainWindow::buildPanel() {
+  while (form_->rowCount() > 0) form_->removeRow(0);
+  fields_.clear();
+  const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
+  auto add = [&](const std::string& key, const std::string& label, QWidget* editor,
+                 const char* unit_override = nullptr) {
+    const auto it = tooltips_.find(doc_key(key));
+    if (it != tooltips_.end()) editor->setToolTip(QString::fromStdString(it->second));
+    std::string unit;
+    for (const auto& r : sim::scenario_parameters())
+      if (r.key == doc_key(key)) unit = r.unit;
+    if (unit_override) unit = unit_override;
+    QString text = QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")"));
+    auto* l = new QLabel(text);
+    l->setToolTip(editor->toolTip());
+    form_->addRow(l, editor);
+    fields_.push_back({key, label, editor});
+  };
+  auto combo = [&](const std::vector<std::string>& items) {
+    auto* c = new QComboBox;
+    for (const auto& i : items) c->addItem(QString::fromStdString(i));
+    return c;
+  };
+  std::vector<std::string> models, gpus;
+  for (const auto& m : sim::model_presets()) models.push_back(m.name);
+  for (const auto& g : sim::gpu_presets()) gpus.push_back(g.name);
+  add("pools[0].model", "Model", combo(models));
+  add("pools[0].gpu", "GPU", combo(gpus));
+  add("pools[0].replicas", "Replicas", new QLineEdit);
+  add("pools[0].tensor_parallel", "Tensor parallel", new QLineEdit);
+  add("pools[0].engine.kv_cache_dtype", "KV dtype", new QLineEdit);
+  add("pools[0].engine.block_size", "Block size", new QLineEdit);
+  add("pools[0].engine.enable_prefix_caching", "Prefix caching", new QCheckBox);
+  add("pools[0].engine.max_num_seqs", "max_num_seqs", new QLineEdit);
+  add("pools[0].engine.max_num_batched_tokens", "max_num_batched_tokens", new QLineEdit);
+  add("pools[0].engine.gpu_memory_utilization", "GPU memory utilization", new QLineEdit);
+  add("router.impl", "Routing policy", combo(sim::router_registry().names()));
+  if (!lookup(root, "workload.context_policy.impl").empty()) {
+    add("workload.context_policy.impl", "Context policy",
+        combo(sim::context_policy_registry().names()));
+  }
+  const std::string load = loadKey();
+  if (!load.empty()) add(load, "Load at factor 1", new QLineEdit);
+  if (!lookup(root, "workload.num_requests").empty()) {
+    add("workload.num_requests", "Requests per point", new QLineEdit);
+  }
+  if (!lookup(root, "workload.num_sessions").empty()) {
+    add("workload.num_sessions", "Conversations per point", new QLineEdit);
+    add("workload.turns.mean", "Turns per conversation (mean)", new QLineEdit, "turns");
+  }
+  refreshFields();
+  for (auto& f : fields_) {
+    const std::string key = f.key;
+    if (auto* e = qobject_cast<QLineEdit*>(f.editor)) {
+      connect(e, &QLineEdit::editingFinished, this, [this, key, e] { setField(key, e->text()); });
+    } else if (auto* c = qobject_cast<QComboBox*>(f.editor)) {
+      connect(c, &QComboBox::activated, this, [this, key, c] { setField(key, c->currentText()); });
+    } else if (auto* b = qobject_cast<QCheckBox*>(f.editor)) {
+      connect(b, &QCheckBox::toggled, this,
+              [this, key](bool on) { setField(key, on ? "true" : "false"); });
+    }
+  }
+}
+
+void MainWindow::refreshFields() {
+  const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
+  for (auto& f : fields_) {
+    const QString v = QString::fromStdString(lookup(root, f.key));
+    f.editor->blockSignals(true);
+    if (auto* e = qobject_cast<QLineEdit*>(f.editor)) e->setText(v);
+    if (auto* c = qobject_cast<QComboBox*>(f.editor)) c->setCurrentText(v);
+    if (auto* b = qobject_cast<QCheckBox*>(f.editor)) b->setChecked(v == "true");
+    f.editor->blockSignals(false);
+  }
+}
+
+std::vector<std::string> MainWindow::overrides() const {
+  // The fields as they stand, as --set overrides on the loaded YAML.
+  std::vector<std::string> o;
+  const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
+  for (const auto& f : fields_) o.push_back(f.key + "=" + lookup(root, f.key));
+  return o;
+}
+
+bool MainWindow::setField(const std::string& key, const QString& value) {
+  const auto it =
+      std::find_if(fields_.begin(), fields_.end(), [&](const Field& f) { return f.key == key; });
+  if (it == fields_.end()) return false;
+  std::vector<std::string> o = overrides();
+  for (auto& s : o)
+    if (s.rfind(key + "=", 0) == 0) s = key + "=" + value.toStdString();
+  try {
+    scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, o);
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    refreshFields();  // back to the last valid values
+    return false;
+  }
+  last_error_.clear();
+  status_->setText(QString::fromStdString(key) + " = " + value);
+  refreshFields();
+  redrawMemory();
+  return true;
+}
+
+QString MainWindow::fieldValue(const std::string& key) const {
+  return QString::fromStdString(lookup(YAML::Load(scenario_.resolved_yaml), key));
+}
+
+bool MainWindow::openScenario(const QString& path) {
+  std::ifstream in(path.toStdString());
+  if (!in) {
+    showError("cannot open " + path);
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    const std::string dir = std::filesystem::path(path.toStdString()).parent_path().string();
+    sim::Scenario sc =
+        sim::load_scenario_text(ss.str(), path.toStdString(), dir.empty() ? "." : dir, {});
+    yaml_ = ss.str();
+    base_dir_ = dir.empty() ? "." : dir;
+    file_ = path;
+    scenario_ = std::move(sc);
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    return false;
+  }
+  last_error_.clear();
+  pinned_.clear();
+  buildPanel();
+  redrawLatency();
+  redrawMemory();
+  setWindowTitle("kvfleet — " + path);
+  return true;
+}
+
+bool MainWindow::saveScenario(const QString& path) {
+  // The loaded file with the fields applied, written in full (resolved) so it reloads exactly.
+  const std::string tmp = path.toStdString() + ".tmp";
+  {
+    std::ofstream o(tmp);
+    if (!o) {
+      showError("cannot write " + path);
+      return false;
+    }
+    o << scenario_.resolved_yaml;
+  }
+  std::filesystem::rename(tmp, path.toStdString());
+  status_->setText("saved " + path);
+  return true;
+}
+
+std::string MainWindow::loadKey() const {
+  const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
+  // Closed loop (users > 0) sweeps the users; open loop the arrival rate.
+  const std::string users = lookup(root, "workload.users");
+  if (!users.empty() && users != "0") return "workload.users";
+  for (const char* k : {"workload.arrival.rate_per_s", "workload.session_arrival.rate_per_s"}) {
+    if (!lookup(root, k).empty()) return k;
+  }
+  return "";
+}
+
+void MainWindow::updateViews() {
+  const auto pts = sweep_.points();
+  redrawLatency();
+  timeline_->setPoints(pts);
+  fleet_->setPoints(pts);
+  points_table_->setPoints(loadKey(), pts);
+}
+
+void MainWindow::setSlo(double seconds) {
+  slo_s_ = seconds;
+  if (slo_->value() != seconds) slo_->setValue(seconds);
+  redrawLatency();
+}
+
+bool MainWindow::openSweepFile(const QString& path) {
+  try {
+    sweep_file_->open(path);
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    return false;
+  }
+  tabs_->setCurrentWidget(sweep_file_);
+  status_->setText(QString("%1: %2 points").arg(path).arg(sweep_file_->results().completed()));
+  return true;
+}
+
+QString MainWindow::exportCurrentChart(const QString& path) {
+  QWidget* w = tabs_->currentWidget();
+  QChartView* view = qobject_cast<QChartView*>(w);
+  if (!view) {
+    const auto views = w->findChildren<QChartView*>();
+    if (!views.isEmpty()) view = views.front();
+  }
+  if (!view) return "this view has no chart";
+  return export_chart_view(view, path);
+}
+
+QString MainWindow::exportCurrentTable(const QString& path) {
+  const auto tables = tabs_->currentWidget()->findChildren<QTableWidget*>();
+  if (tables.isEmpty()) return "this view has no table (the Points and Sweep file views do)";
+  return export_table_csv(tables.front(), path);
+}
+
+double MainWindow::baseLoad() const {
+  const std::string v = lookup(YAML::Load(scenario_.resolved_yaml), loadKey());
+  return v.empty() ? 0 : std::stod(v);
+}
+
+void MainWindow::runSweep() {
+  if (sweep_.running()) return;
+  const std::string key = loadKey();
+  if (key.empty()) {
+    showError("this workload has no arrival rate to sweep");
+    return;
+  }
+  progress_->setValue(0);
+  run_->setEnabled(false);
+  cancel_->setEnabled(true);
+  status_->setText("Running 8 loads on background threads…");
+  std::vector<double> factors = kFactors;
+  if (key == "workload.users") {
+    // Whole users: factors that land on integers for this base.
+    for (double& f : factors) f = std::max(1.0, std::round(f * baseLoad())) / baseLoad();
+  }
+  sweep_.start(yaml_, base_dir_, overrides(), key, baseLoad(), factors);
+  redrawLatency();
+}
+
+void MainWindow::cancelSweep() { sweep_.cancel(); }
+
+void MainWindow::pinRun() {
+  // The current curves stay, muted, under the next runs.
+  for (const auto& s : latency_spec_.series) {
+    if (s.muted || s.name == latency_spec_.y_limit_label) continue;
+    charts::Series m = s;
+    m.muted = true;
+    m.name = "pinned: " + s.name;
+    pinned_.push_back(m);
+  }
+  redrawLatency();
+}
+
+void MainWindow::redrawLatency() {
+  charts::LineChartSpec spec;
+  spec.title = "Latency against load";
+  spec.x_label = loadKey() + (loadKey() == "workload.users" ? " (users)" : " (1/s)");
+  spec.y_label = "latency (s)";
+  spec.log_y = true;
+  spec.y_limit = slo_s_;
+  spec.y_limit_label = "SLO";
+  spec.series = pinned_;
+  const auto pts = sweep_.points();
+  struct Metric {
+    const char* name;
+    double sim::LatencyStats::*stat;
+    sim::LatencyStats sim::Summary::*which;
+  };
+  const Metric metrics[] = {{"TTFT p50", &sim::LatencyStats::p50, &sim::Summary::ttft},
+                            {"TTFT p99", &sim::LatencyStats::p99, &sim::Summary::ttft},
+                            {"TPOT p99", &sim::LatencyStats::p99, &sim::Summary::tpot},
+                            {"E2E p99", &sim::LatencyStats::p99, &sim::Summary::e2e}};
+  for (const auto& m : metrics) {
+    charts::Series s;
+    s.name = m.name;
+    for (const auto& p : pts) {
+      if (!p.done || !p.ok) continue;
+      s.x.push_back(p.load);
+      s.y.push_back((p.summary.*(m.which)).*(m.stat));
+    }
+    spec.series.push_back(std::move(s));
+  }
+  latency_spec_ = spec;
+  QChart* old = latency_view_->chart();
+  latency_view_->setChart(charts::make_line_chart(spec));
+  delete old;
+}
+
+void MainWindow::redrawMemory() {
+  const auto& mem = scenario_.pools.at(0).memory;
+  const double gib = 1024.0 * 1024 * 1024;
+  charts::StackedBarSpec spec;
+  spec.title =
+      "Memory of one GPU: " + scenario_.pools[0].gpu.name + ", " + scenario_.pools[0].model.name;
+  spec.value_label = "GiB";
+  spec.categories = {"GPU"};
+  spec.segments = {{"weights", {mem.weights_bytes / gib}},
+                   {"activations (peak)", {mem.activation_peak_bytes / gib}},
+                   {"runtime overhead", {mem.runtime_overhead_bytes / gib}},
+                   {"KV cache", {mem.kv_pool_bytes / gib}},
+                   {"margin", {(mem.device_bytes - mem.usable_bytes) / gib}}};
+  QChart* old = memory_view_->chart();
+  memory_view_->setChart(charts::make_stacked_bar_chart(spec));
+  delete old;
+  const int block = scenario_.config.pools.at(0).engine.block_size;
+  const long long per_seq_blocks = (context_len_->value() + block - 1) / block;
+  fit_label_->setText(
+      QString("  %1 sequences of this length fit in the KV cache (%2 blocks of %3 tokens)")
+          .arg(per_seq_blocks ? mem.num_blocks / per_seq_blocks : 0)
+          .arg(mem.num_blocks)
+          .arg(block));
+}
+
+void MainWindow::showError(const QString& message) {
+  last_error_ = message;
+  status_->setText("Error: " + message);
+  if (isVisible() && !qEnvironmentVariableIsSet("KVFLEET_GUI_NO_DIALOGS")) {
+    QMessageBox::warning(this, "kvfleet", message);
+  }
+}
+
+}  // namespace kvfleet::gui

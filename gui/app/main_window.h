@@ -1,0 +1,104 @@
+#pragma once
+// kvfleet-gui's window: the scenario panel on the left (fields with units and the declarations'
+// descriptions as tooltips), views on the right (latency against load with pinned earlier runs,
+// the memory budget), a load sweep on background threads with progress and cancel.
+#include <QtWidgets/QMainWindow>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gui/app/load_sweep.h"
+#include "gui/app/views.h"
+#include "gui/charts/line_chart.h"
+#include "sim/scenario.h"
+
+class QChartView;
+class QFormLayout;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QDoubleSpinBox;
+class QSpinBox;
+class QTabWidget;
+class QWidget;
+
+namespace kvfleet::gui {
+
+// One editable scenario key.
+struct Field {
+  std::string key;    // as for --set: pools[0].engine.max_num_seqs
+  std::string label;  // shown
+  QWidget* editor = nullptr;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  // Loads a scenario file; on error shows the message, keeps the current scenario, returns false.
+  bool openScenario(const QString& path);
+  bool saveScenario(const QString& path);
+  // Sets a field by key (as the user would); false if no such field or the value is refused.
+  bool setField(const std::string& key, const QString& value);
+  QString fieldValue(const std::string& key) const;
+  void runSweep();
+  void cancelSweep();
+  void pinRun();
+  // Opens a sweep's results (kvfleet sweep) in the Sweep file view; false with a message if not.
+  bool openSweepFile(const QString& path);
+  // Exports the current view's chart (PNG/SVG) or table (CSV); returns an error or "".
+  QString exportCurrentChart(const QString& path);
+  QString exportCurrentTable(const QString& path);
+  void setSlo(double seconds);
+  QTabWidget* tabs() const { return tabs_; }
+  SweepFileView* sweepFileView() const { return sweep_file_; }
+  PointsTable* pointsTable() const { return points_table_; }
+  LoadSweep& sweep() { return sweep_; }
+  // What the latency chart shows now (for tests and export).
+  const charts::LineChartSpec& latencySpec() const { return latency_spec_; }
+  QString lastError() const { return last_error_; }
+  const sim::Scenario& scenario() const { return scenario_; }
+  std::vector<std::string> overrides() const;
+
+ private:
+  void buildPanel();
+  void refreshFields();
+  bool revalidate();
+  void redrawLatency();
+  void redrawMemory();
+  void showError(const QString& message);
+  std::string loadKey() const;
+  double baseLoad() const;
+
+  std::string yaml_;      // the scenario as loaded
+  std::string base_dir_;  // for its relative paths
+  QString file_;
+  sim::Scenario scenario_;  // yaml_ + the fields' overrides, last valid
+  std::vector<Field> fields_;
+  std::map<std::string, std::string> tooltips_;
+  QFormLayout* form_ = nullptr;
+  void updateViews();
+  QTabWidget* tabs_ = nullptr;
+  TimelineView* timeline_ = nullptr;
+  FleetView* fleet_ = nullptr;
+  PointsTable* points_table_ = nullptr;
+  SweepFileView* sweep_file_ = nullptr;
+  QDoubleSpinBox* slo_ = nullptr;
+  QChartView* latency_view_ = nullptr;
+  QChartView* memory_view_ = nullptr;
+  QSpinBox* context_len_ = nullptr;
+  QLabel* fit_label_ = nullptr;
+  QLabel* status_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  LoadSweep sweep_;
+  charts::LineChartSpec latency_spec_;
+  std::vector<charts::Series> pinned_;
+  double slo_s_ = 2.0;
+  QString last_error_;
+};
+
+}  // namespace kvfleet::gui

@@ -1,0 +1,335 @@
+#include "gui/app/views.h"
+
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <QtGui/QPainter>
+#include <QtSvg/QSvgGenerator>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QHeaderView>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QSplitter>
+#include <QtWidgets/QTableWidget>
+#include <QtWidgets/QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "gui/charts/line_chart.h"
+#include "gui/charts/sweep_chart.h"
+#include "sim/core/error.h"
+
+namespace kvfleet::gui {
+
+namespace {
+
+QChartView* chart_view() {
+  auto* v = new QChartView;
+  v->setRenderHint(QPainter::Antialiasing);
+  v->setMinimumHeight(240);
+  return v;
+}
+
+void set_chart(QChartView* view, QChart* chart) {
+  QChart* old = view->chart();
+  view->setChart(chart);
+  delete old;
+}
+
+QComboBox* point_picker(QWidget* parent) {
+  auto* c = new QComboBox(parent);
+  c->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  return c;
+}
+
+void fill_picker(QComboBox* c, const std::vector<LoadPoint>& points) {
+  const int keep = c->currentIndex();
+  c->blockSignals(true);
+  c->clear();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    c->addItem(QString("load %1%2").arg(points[i].load).arg(points[i].done ? "" : " (not run)"));
+  }
+  c->setCurrentIndex(keep >= 0 && keep < c->count() ? keep : std::max(0, c->count() / 2 - 1));
+  c->blockSignals(false);
+}
+
+QString csv_field(QString s) {
+  if (s.contains(',') || s.contains('"') || s.contains('\n')) {
+    s.replace("\"", "\"\"");
+    return "\"" + s + "\"";
+  }
+  return s;
+}
+
+}  // namespace
+
+QString export_table_csv(const QTableWidget* t, const QString& path) {
+  const std::string tmp = path.toStdString() + ".tmp";
+  {
+    std::ofstream o(tmp);
+    if (!o) return "cannot write " + path;
+    for (int c = 0; c < t->columnCount(); ++c) {
+      o << (c ? "," : "") << csv_field(t->horizontalHeaderItem(c)->text()).toStdString();
+    }
+    o << "\n";
+    for (int r = 0; r < t->rowCount(); ++r) {
+      for (int c = 0; c < t->columnCount(); ++c) {
+        const auto* item = t->item(r, c);
+        o << (c ? "," : "") << (item ? csv_field(item->text()).toStdString() : "");
+      }
+      o << "\n";
+    }
+  }
+  std::rename(tmp.c_str(), path.toStdString().c_str());
+  return {};
+}
+
+QString export_chart_view(QChartView* view, const QString& path) {
+  if (path.endsWith(".png", Qt::CaseInsensitive)) {
+    return view->grab().save(path) ? QString() : "cannot write " + path;
+  }
+  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
+    QSvgGenerator gen;
+    gen.setFileName(path);
+    gen.setSize(view->size());
+    gen.setViewBox(QRect(QPoint(0, 0), view->size()));
+    QPainter p(&gen);
+    view->render(&p);
+    return p.end() ? QString() : "cannot write " + path;
+  }
+  return "export to a .png or .svg file";
+}
+
+RunView::RunView(QWidget* parent) : QWidget(parent) {
+  auto* l = new QVBoxLayout(this);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel("Run:"));
+  which_ = point_picker(this);
+  row->addWidget(which_);
+  row->addStretch(1);
+  l->addLayout(row);
+  top_ = chart_view();
+  bottom_ = chart_view();
+  l->addWidget(top_, 1);
+  l->addWidget(bottom_, 1);
+  connect(which_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+}
+
+void RunView::setPoints(const std::vector<LoadPoint>& points) {
+  points_ = points;
+  fill_picker(which_, points_);
+  redraw();
+}
+
+void RunView::redraw() {
+  const int i = which_->currentIndex();
+  const bool ran =
+      i >= 0 && i < static_cast<int>(points_.size()) && points_[i].done && points_[i].ok;
+  draw(ran ? &points_[i] : nullptr, top_, bottom_);
+}
+
+void TimelineView::draw(const LoadPoint* point, QChartView* top, QChartView* bottom) {
+  charts::LineChartSpec kv, q;
+  kv.title = "KV cache usage over time (mean over replicas)";
+  kv.x_label = "time (s)";
+  kv.y_label = "fraction of KV blocks";
+  q.title = "Requests over time (all replicas)";
+  q.x_label = "time (s)";
+  q.y_label = "requests, preemptions";
+  if (point != nullptr && !point->timeseries.empty()) {
+    const auto& ts = point->timeseries;
+    const std::size_t n = ts[0].t_s.size();
+    charts::Series use{"KV usage", {}, {}}, mark{"watermark (highest so far)", {}, {}};
+    charts::Series run{"running", {}, {}}, wait{"waiting", {}, {}},
+        pre{"preemptions (cumulative)", {}, {}};
+    double high = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      double u = 0, r = 0, w = 0, p = 0;
+      for (const auto& t : ts) {
+        if (k >= t.t_s.size()) continue;
+        u += t.kv_cache_usage[k] / ts.size();
+        r += t.num_requests_running[k];
+        w += t.num_requests_waiting[k];
+        p += static_cast<double>(t.num_preemptions[k]);
+      }
+      high = std::max(high, u);
+      const double x = ts[0].t_s[k];
+      use.x.push_back(x), use.y.push_back(u);
+      mark.x.push_back(x), mark.y.push_back(high);
+      run.x.push_back(x), run.y.push_back(r);
+      wait.x.push_back(x), wait.y.push_back(w);
+      pre.x.push_back(x), pre.y.push_back(p);
+    }
+    kv.series = {use, mark};
+    q.series = {run, wait, pre};
+  }
+  set_chart(top, charts::make_line_chart(kv));
+  set_chart(bottom, charts::make_line_chart(q));
+}
+
+void FleetView::draw(const LoadPoint* point, QChartView* top, QChartView* bottom) {
+  charts::BarChartSpec load, cache;
+  load.title = "Load per replica (time means): hotspots stand out";
+  load.value_label = "requests";
+  cache.title = "KV usage and prefix-cache hits per replica";
+  cache.value_label = "fraction";
+  if (point != nullptr) {
+    const auto& p = *point;
+    std::vector<double> run, wait, kv, hit;
+    for (const auto& ts : p.timeseries) {
+      load.categories.push_back(ts.replica);
+      cache.categories.push_back(ts.replica);
+      double r = 0, w = 0, u = 0;
+      for (std::size_t k = 0; k < ts.t_s.size(); ++k) {
+        r += ts.num_requests_running[k];
+        w += ts.num_requests_waiting[k];
+        u += ts.kv_cache_usage[k];
+      }
+      const double n = std::max<std::size_t>(1, ts.t_s.size());
+      run.push_back(r / n);
+      wait.push_back(w / n);
+      kv.push_back(u / n);
+    }
+    for (const auto& rep : p.replicas) {
+      hit.push_back(rep.stats.prefix_cache_queries
+                        ? static_cast<double>(rep.stats.prefix_cache_hits) /
+                              rep.stats.prefix_cache_queries
+                        : 0.0);
+    }
+    hit.resize(kv.size(), 0.0);
+    load.sets = {{"running", run}, {"waiting", wait}};
+    cache.sets = {{"KV usage", kv}, {"prefix-cache hit rate", hit}};
+  }
+  set_chart(top, charts::make_bar_chart(load));
+  set_chart(bottom, charts::make_bar_chart(cache));
+}
+
+PointsTable::PointsTable(QWidget* parent) : QWidget(parent) {
+  auto* l = new QVBoxLayout(this);
+  table_ = new QTableWidget(this);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  l->addWidget(table_);
+}
+
+void PointsTable::setPoints(const std::string& load_key, const std::vector<LoadPoint>& points) {
+  const QStringList cols = {QString::fromStdString(load_key),
+                            "status",
+                            "TTFT p50 (s)",
+                            "TTFT p99 (s)",
+                            "TPOT p50 (s)",
+                            "TPOT p99 (s)",
+                            "E2E p99 (s)",
+                            "requests/s",
+                            "KV usage mean",
+                            "preemptions"};
+  table_->clear();
+  table_->setColumnCount(cols.size());
+  table_->setHorizontalHeaderLabels(cols);
+  table_->setRowCount(static_cast<int>(points.size()));
+  for (int r = 0; r < static_cast<int>(points.size()); ++r) {
+    const auto& p = points[r];
+    const auto& s = p.summary;
+    const QString status = !p.done ? "pending"
+                           : p.ok  ? "ok"
+                                   : "failed: " + QString::fromStdString(p.error);
+    const double v[] = {
+        s.ttft.p50, s.ttft.p99,       s.tpot.p50,      s.tpot.p99,
+        s.e2e.p99,  s.requests_per_s, s.kv_usage_mean, static_cast<double>(s.num_preemptions)};
+    table_->setItem(r, 0, new QTableWidgetItem(QString::number(p.load, 'g', 6)));
+    table_->setItem(r, 1, new QTableWidgetItem(status));
+    for (int c = 0; c < 8; ++c) {
+      table_->setItem(r, c + 2,
+                      new QTableWidgetItem(p.done && p.ok ? QString::number(v[c], 'g', 6) : ""));
+    }
+  }
+  table_->resizeColumnsToContents();
+}
+
+SweepFileView::SweepFileView(QWidget* parent) : QWidget(parent) {
+  auto* l = new QVBoxLayout(this);
+  auto* row = new QHBoxLayout;
+  x_ = new QComboBox;
+  y_ = new QComboBox;
+  series_ = new QComboBox;
+  row->addWidget(new QLabel("x:"));
+  row->addWidget(x_, 1);
+  row->addWidget(new QLabel("y:"));
+  row->addWidget(y_, 1);
+  row->addWidget(new QLabel("series:"));
+  row->addWidget(series_, 1);
+  l->addLayout(row);
+  auto* split = new QSplitter(Qt::Vertical);
+  chart_ = chart_view();
+  table_ = new QTableWidget;
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  split->addWidget(chart_);
+  split->addWidget(table_);
+  l->addWidget(split, 1);
+  for (auto* c : {x_, y_, series_}) {
+    connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+  }
+  set_chart(chart_, charts::make_line_chart({}));
+}
+
+void SweepFileView::open(const QString& path) {
+  results_ = sim::read_sweep_h5(path.toStdString());  // throws on a bad file, keeping the old
+  for (auto* c : {x_, y_, series_}) c->blockSignals(true);
+  x_->clear();
+  y_->clear();
+  series_->clear();
+  series_->addItem("(none)");
+  for (const auto& k : results_.axis_keys) {
+    x_->addItem(QString::fromStdString(k));
+    series_->addItem(QString::fromStdString(k));
+  }
+  for (const auto& m : results_.metric_names) {
+    x_->addItem(QString::fromStdString(m));
+    y_->addItem(QString::fromStdString(m));
+  }
+  const int ttft = y_->findText("time_to_first_token_p99_s");
+  if (ttft >= 0) y_->setCurrentIndex(ttft);
+  if (results_.axis_keys.size() > 1) series_->setCurrentIndex(1);
+  if (results_.axis_keys.size() > 1) x_->setCurrentIndex(1);
+  for (auto* c : {x_, y_, series_}) c->blockSignals(false);
+  // The table: one row per point, axes then metrics.
+  QStringList cols = {"point", "replicate", "status"};
+  for (const auto& k : results_.axis_keys) cols << QString::fromStdString(k);
+  for (const auto& m : results_.metric_names) cols << QString::fromStdString(m);
+  table_->clear();
+  table_->setColumnCount(cols.size());
+  table_->setHorizontalHeaderLabels(cols);
+  int rows = 0;
+  for (const auto& p : results_.points) rows += p.done ? 1 : 0;
+  table_->setRowCount(rows);
+  int r = 0;
+  for (std::size_t i = 0; i < results_.points.size(); ++i) {
+    const auto& p = results_.points[i];
+    if (!p.done) continue;
+    int c = 0;
+    table_->setItem(r, c++, new QTableWidgetItem(QString::number(p.point)));
+    table_->setItem(r, c++, new QTableWidgetItem(QString::number(p.replicate)));
+    table_->setItem(r, c++, new QTableWidgetItem(p.ok ? "ok" : "failed"));
+    for (const auto& v : results_.axis_values[i])
+      table_->setItem(r, c++, new QTableWidgetItem(QString::fromStdString(v)));
+    for (double v : p.metrics)
+      table_->setItem(r, c++, new QTableWidgetItem(QString::number(v, 'g', 6)));
+    ++r;
+  }
+  redraw();
+}
+
+void SweepFileView::redraw() {
+  if (x_->count() == 0 || y_->count() == 0) return;
+  const std::string series =
+      series_->currentIndex() > 0 ? series_->currentText().toStdString() : "";
+  try {
+    auto spec = charts::sweep_chart(results_, x_->currentText().toStdString(),
+                                    y_->currentText().toStdString(), series);
+    set_chart(chart_, charts::make_line_chart(spec));
+  } catch (const sim::InputError&) {
+    // x and series both the same axis, say: keep the last chart.
+  }
+}
+
+}  // namespace kvfleet::gui

@@ -1,0 +1,95 @@
+#pragma once
+// The GUI's views other than latency-against-load and memory, one widget each. They read
+// results (LoadPoint, SweepResults), never simulator internals, and draw through kvfleet::charts.
+#include <QtWidgets/QWidget>
+
+#include <vector>
+
+#include "gui/app/load_sweep.h"
+#include "sim/sweep/sweep.h"
+
+class QChartView;
+class QComboBox;
+class QTableWidget;
+
+namespace kvfleet::gui {
+
+// Writes a table as CSV (header row first); returns an empty string or what went wrong.
+QString export_table_csv(const QTableWidget* table, const QString& path);
+// Saves what a chart view shows as PNG or SVG (by extension).
+QString export_chart_view(QChartView* view, const QString& path);
+
+// A view of one load point, chosen from a list, drawn as two charts (the shared base of the
+// timeline and fleet views).
+class RunView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunView(QWidget* parent = nullptr);
+  void setPoints(const std::vector<LoadPoint>& points);
+  QChartView* topView() const { return top_; }
+  QChartView* bottomView() const { return bottom_; }
+
+ protected:
+  // The chosen point (nullptr when none has run), drawn into the two views.
+  virtual void draw(const LoadPoint* point, QChartView* top, QChartView* bottom) = 0;
+  void redraw();
+
+ private:
+  std::vector<LoadPoint> points_;
+  QComboBox* which_;
+  QChartView* top_;
+  QChartView* bottom_;
+};
+
+// One run over time: KV usage and its watermark, running and waiting requests, preemptions.
+class TimelineView : public RunView {
+  Q_OBJECT
+ public:
+  explicit TimelineView(QWidget* parent = nullptr) : RunView(parent) { redraw(); }
+
+ protected:
+  void draw(const LoadPoint* point, QChartView* top, QChartView* bottom) override;
+};
+
+// The fleet: per replica, mean running and waiting requests, mean KV usage and prefix-hit rate.
+class FleetView : public RunView {
+  Q_OBJECT
+ public:
+  explicit FleetView(QWidget* parent = nullptr) : RunView(parent) { redraw(); }
+
+ protected:
+  void draw(const LoadPoint* point, QChartView* top, QChartView* bottom) override;
+};
+
+// Every point of the load sweep as a table (exportable as CSV).
+class PointsTable : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PointsTable(QWidget* parent = nullptr);
+  void setPoints(const std::string& load_key, const std::vector<LoadPoint>& points);
+  QTableWidget* table() const { return table_; }
+
+ private:
+  QTableWidget* table_;
+};
+
+// A sweep's HDF5 file (kvfleet sweep): its points as a table, and a metric against an axis.
+class SweepFileView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SweepFileView(QWidget* parent = nullptr);
+  // Throws sim::InputError when the file is not a sweep file.
+  void open(const QString& path);
+  QTableWidget* table() const { return table_; }
+  QChartView* chartView() const { return chart_; }
+  const sim::SweepResults& results() const { return results_; }
+
+ private:
+  void redraw();
+  sim::SweepResults results_;
+  QComboBox *x_, *y_, *series_;
+  QTableWidget* table_;
+  QChartView* chart_;
+};
+
+}  // namespace kvfleet::gui
