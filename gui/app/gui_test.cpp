@@ -101,6 +101,9 @@ class GuiTest : public QObject {
     const QString path = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";
     QVERIFY(w.openScenario(path));
     QVERIFY(w.setField("workload.context_policy.impl", "window"));
+    QCoreApplication::processEvents();  // the panel now shows the window policy's parameters
+    QCOMPARE(w.fieldValue("workload.context_policy.turns"), QString("8"));
+    QVERIFY(w.setField("workload.context_policy.turns", "6"));
     QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
     QVERIFY(w.setField("workload.num_sessions", "150"));
     w.runSweep();
@@ -116,7 +119,7 @@ class GuiTest : public QObject {
     const std::string out =
         run_cli(std::string("run ") + KVFLEET_SOURCE_DIR +
                 "/scenarios/conversations/chat-100-users.yaml --set "
-                "workload.context_policy.impl=window --set "
+                "workload.context_policy.impl=window --set workload.context_policy.turns=6 --set "
                 "pools[0].engine.max_num_seqs=64 --set workload.num_sessions=150");
     std::smatch m;
     const std::regex row(

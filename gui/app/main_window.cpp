@@ -24,6 +24,7 @@
 #include <QtWidgets/QToolBar>
 #include <QtWidgets/QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -237,6 +238,13 @@ void MainWindow::buildPanel() {
   if (!lookup(root, "workload.context_policy.impl").empty()) {
     add("workload.context_policy.impl", "Context policy",
         combo(sim::context_policy_registry().names()));
+    // The chosen policy's own parameters (window: turns; summarize: threshold, kept turns...).
+    const YAML::Node cp = root["workload"]["context_policy"];
+    for (auto it = cp.begin(); it != cp.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (k == "impl" || !it->second.IsScalar()) continue;
+      add("workload.context_policy." + k, "  " + k, new QLineEdit);
+    }
   }
   const std::string load = loadKey();
   if (!load.empty()) add(load, "Load at factor 1", new QLineEdit);
@@ -286,6 +294,16 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
       std::find_if(fields_.begin(), fields_.end(), [&](const Field& f) { return f.key == key; });
   if (it == fields_.end()) return false;
   std::vector<std::string> o = overrides();
+  // A new implementation brings its own parameters: drop the old one's.
+  const bool impl = key.size() > 5 && key.substr(key.size() - 5) == ".impl";
+  if (impl) {
+    const std::string parent = key.substr(0, key.size() - 4);
+    o.erase(std::remove_if(o.begin(), o.end(),
+                           [&](const std::string& x) {
+                             return x.rfind(parent, 0) == 0 && x.rfind(key + "=", 0) != 0;
+                           }),
+            o.end());
+  }
   for (auto& s : o)
     if (s.rfind(key + "=", 0) == 0) s = key + "=" + value.toStdString();
   try {
@@ -297,7 +315,14 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   }
   last_error_.clear();
   status_->setText(QString::fromStdString(key) + " = " + value);
-  refreshFields();
+  if (impl) {
+    // The panel shows the new implementation's parameters. Rebuilt after this signal returns:
+    // the editor that emitted it is among the widgets replaced.
+    QMetaObject::invokeMethod(
+        this, [this] { buildPanel(); }, Qt::QueuedConnection);
+  } else {
+    refreshFields();
+  }
   redrawMemory();
   return true;
 }
