@@ -21,6 +21,7 @@
 #include "sim/cli/mpi.h"
 #include "sim/config/params.h"
 #include "sim/core/error.h"
+#include "sim/io/prometheus.h"
 #include "sim/io/results.h"
 #include "sim/metrics/report.h"
 #include "sim/metrics/summary.h"
@@ -77,6 +78,11 @@ int cmd_run(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
                                                  "write the HDF5 result file here (FILE.h5)")(
       "csv", po::value<std::string>(), "also write each result table as CSV into this folder")(
+      "prometheus", po::value<std::string>(),
+      "write the signals with vLLM's metric names as an OpenMetrics backfill file into this "
+      "folder (DIR/backfill.om; load with promtool tsdb create-blocks-from openmetrics)")(
+      "prometheus-epoch", po::value<double>(),
+      "wall-clock time (s since 1970) of simulated time 0 in --prometheus (default: now)")(
       "set,s", po::value<std::vector<std::string>>()->composing(),
       "override a scenario key: --set pools[0].engine.max_num_seqs=64 (repeatable)")(
       "quiet,q", "print no report");
@@ -126,6 +132,16 @@ int cmd_run(const std::vector<std::string>& args) {
   const Summary s = summarize(r);
   if (vm.count("out")) write_results_h5(vm["out"].as<std::string>(), sc, r, s);
   if (vm.count("csv")) write_results_csv(vm["csv"].as<std::string>(), r, s);
+  if (vm.count("prometheus")) {
+    const std::filesystem::path dir = vm["prometheus"].as<std::string>();
+    std::filesystem::create_directories(dir);
+    const double epoch =
+        vm.count("prometheus-epoch")
+            ? vm["prometheus-epoch"].as<double>()
+            : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    write_openmetrics((dir / "backfill.om").string(), sc, r, epoch);
+  }
   if (!vm.count("quiet")) {
     print_report(std::cout, sc, r, s);
     char buf[160];
@@ -136,6 +152,8 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << buf;
     if (vm.count("out")) std::cout << "Results: " << vm["out"].as<std::string>() << "\n";
     if (vm.count("csv")) std::cout << "CSV tables: " << vm["csv"].as<std::string>() << "/\n";
+    if (vm.count("prometheus"))
+      std::cout << "OpenMetrics: " << vm["prometheus"].as<std::string>() << "/backfill.om\n";
   }
   return 0;
 }

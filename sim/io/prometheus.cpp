@@ -1,0 +1,163 @@
+#include "sim/io/prometheus.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "sim/io/h5.h"
+
+namespace kvfleet::sim {
+
+namespace {
+
+// vLLM v1's histogram boundaries (vllm/v1/metrics/loggers.py).
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+std::string bound(double v) {  // bucket boundaries as written in vLLM (0.005, not 0.00500…01)
+  char b[64];
+  std::snprintf(b, sizeof b, "%.15g", v);
+  return b;
+}
+std::string ts(double epoch_s, double t_s) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f", epoch_s + t_s);
+  return b;
+}
+std::string escape(std::string s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+// One finished request's latencies, by replica, in finishing order.
+struct Done {
+  double finish_s, ttft_s, tpot_s, e2e_s;
+  std::int64_t gaps;
+};
+
+}  // namespace
+
+void write_openmetrics(const std::string& path, const Scenario& sc, const RunResult& r,
+                       double epoch_s) {
+  std::map<std::string, std::string> model_of;  // replica -> model name
+  for (const auto& rep : r.replicas) {
+    for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
+      if (sc.config.pools[p].name == rep.pool) model_of[rep.name] = sc.pools[p].model.name;
+    }
+  }
+  std::vector<std::vector<Done>> done(r.replicas.size());
+  for (const auto& q : r.requests) {
+    if (q.outcome != Outcome::kOk || q.replica < 0 ||
+        static_cast<std::size_t>(q.replica) >= done.size()) {
+      continue;
+    }
+    done[q.replica].push_back({to_seconds(q.finish), q.ttft_s(), q.tpot_s(), q.e2e_s(),
+                               std::max<std::int64_t>(0, q.generated_tokens - 1)});
+  }
+  for (auto& d : done)
+    std::sort(d.begin(), d.end(),
+              [](const Done& a, const Done& b) { return a.finish_s < b.finish_s; });
+
+  const std::string tmp = h5::temp_name(path);
+  {
+    std::ofstream o(tmp);
+    if (!o) throw std::runtime_error("cannot write " + tmp);
+    auto labels = [&](std::size_t i) {
+      const auto& name = r.timeseries[i].replica;
+      return "model_name=\"" + escape(model_of[name]) + "\",engine=\"" + escape(name) + "\"";
+    };
+    auto family = [&](const char* name, const char* type, const char* help, auto value) {
+      o << "# TYPE " << name << " " << type << "\n# HELP " << name << " " << help << "\n";
+      const std::string sample =
+          std::string(name) + (std::string(type) == "counter" ? "_total" : "");
+      for (std::size_t i = 0; i < r.timeseries.size(); ++i) {
+        const auto& t = r.timeseries[i];
+        for (std::size_t k = 0; k < t.t_s.size(); ++k) {
+          o << sample << "{" << labels(i) << "} " << num(value(t, k)) << " "
+            << ts(epoch_s, t.t_s[k]) << "\n";
+        }
+      }
+    };
+    family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+           [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_running[k]); });
+    family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+           [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_waiting[k]); });
+    family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+           [](const TimeSeries& t, std::size_t k) { return t.kv_cache_usage[k]; });
+    family("vllm:num_preemptions", "counter", "Cumulative number of preemptions.",
+           [](const TimeSeries& t, std::size_t k) { return double(t.num_preemptions[k]); });
+    family("vllm:prompt_tokens", "counter", "Number of prefill tokens processed.",
+           [](const TimeSeries& t, std::size_t k) { return double(t.prompt_tokens[k]); });
+    family("vllm:generation_tokens", "counter", "Number of generation tokens processed.",
+           [](const TimeSeries& t, std::size_t k) { return double(t.generation_tokens[k]); });
+
+    auto histogram = [&](const char* name, const char* help, const std::vector<double>& bounds,
+                         auto observe) {
+      o << "# TYPE " << name << " histogram\n# HELP " << name << " " << help << "\n";
+      for (std::size_t i = 0; i < r.timeseries.size() && i < done.size(); ++i) {
+        const auto& t = r.timeseries[i];
+        std::vector<double> counts(bounds.size() + 1, 0.0);  // per bucket, last = +Inf only
+        double sum = 0, count = 0;
+        std::size_t next = 0;
+        for (std::size_t k = 0; k < t.t_s.size(); ++k) {
+          for (; next < done[i].size() && done[i][next].finish_s <= t.t_s[k]; ++next) {
+            double v = 0, n = 0;
+            observe(done[i][next], &v, &n);
+            if (n <= 0) continue;
+            const std::size_t b =
+                std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin();
+            counts[b] += n;
+            sum += v * n;
+            count += n;
+          }
+          double cum = 0;
+          const std::string stamp = ts(epoch_s, t.t_s[k]);
+          for (std::size_t b = 0; b <= bounds.size(); ++b) {
+            cum += counts[b];
+            o << name << "_bucket{" << labels(i) << ",le=\""
+              << (b < bounds.size() ? bound(bounds[b]) : "+Inf") << "\"} " << num(cum) << " "
+              << stamp << "\n";
+          }
+          o << name << "_count{" << labels(i) << "} " << num(count) << " " << stamp << "\n";
+          o << name << "_sum{" << labels(i) << "} " << num(sum) << " " << stamp << "\n";
+        }
+      }
+    };
+    histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              kTtftBuckets, [](const Done& d, double* v, double* n) { *v = d.ttft_s, *n = 1; });
+    histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              kItlBuckets, [](const Done& d, double* v, double* n) {
+                *v = d.tpot_s;
+                *n = d.tpot_s >= 0 ? static_cast<double>(d.gaps) : 0;
+              });
+    histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              kE2eBuckets, [](const Done& d, double* v, double* n) { *v = d.e2e_s, *n = 1; });
+    o << "# EOF\n";
+    if (!o) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace kvfleet::sim
