@@ -646,6 +646,12 @@ void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   drain_gateway(pool, now);
 }
 
+void Simulation::record_steps(std::size_t max_steps) {
+  steps_.assign(replicas_.size(), {});
+  for (std::size_t i = 0; i < replicas_.size(); ++i)
+    replicas_[i]->trace_steps(&steps_[i], max_steps);
+}
+
 RunResult Simulation::run() {
   for (std::size_t p = 0; p < pools_.size(); ++p) {
     scrape(p);
@@ -708,6 +714,8 @@ RunResult Simulation::run() {
     res.replicas.push_back(std::move(rr));
   }
   for (auto& p : pools_) res.pools.push_back(p.result);
+  for (auto& r : replicas_) r->trace_steps(nullptr, 0);
+  res.steps = std::move(steps_);
   return res;
 }
 

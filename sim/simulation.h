@@ -75,6 +75,8 @@ struct RunResult {
   std::uint64_t events = 0;                                    // events processed
   bool stopped_early = false;                                  // simulation.max_time_s cut the run
   std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
+  std::vector<std::vector<StepTrace>>
+      steps;  // per replica, when Simulation::record_steps was asked
 };
 
 class Simulation final : public EventHandler, public RequestObserver {
@@ -86,6 +88,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   // shows progress with it).
   using Progress = std::function<void(SimTime now, std::size_t requests)>;
   void on_progress(Progress p) { progress_ = std::move(p); }
+  // Records up to `max_steps` engine steps per replica into RunResult::steps (for traces).
+  void record_steps(std::size_t max_steps);
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
@@ -179,6 +183,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::vector<std::unique_ptr<Probe>> probes_;
   std::vector<Node> nodes_;
   SimTime scrape_interval_ = 0;  // 0: signals always current
+  std::vector<std::vector<StepTrace>> steps_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<TimeSeries> series_;
   // Clients.

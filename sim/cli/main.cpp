@@ -23,6 +23,7 @@
 #include "sim/core/error.h"
 #include "sim/io/prometheus.h"
 #include "sim/io/results.h"
+#include "sim/io/trace.h"
 #include "sim/metrics/report.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario.h"
@@ -81,6 +82,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "prometheus", po::value<std::string>(),
       "write the signals with vLLM's metric names as an OpenMetrics backfill file into this "
       "folder (DIR/backfill.om; load with promtool tsdb create-blocks-from openmetrics)")(
+      "trace", po::value<std::string>(),
+      "write a Chrome/Perfetto trace (JSON) of the replicas' steps and the first requests")(
+      "trace-requests", po::value<std::size_t>()->default_value(2000),
+      "requests whose lifetimes go into --trace")(
       "prometheus-epoch", po::value<double>(),
       "wall-clock time (s since 1970) of simulated time 0 in --prometheus (default: now)")(
       "set,s", po::value<std::vector<std::string>>()->composing(),
@@ -100,7 +105,7 @@ int cmd_run(const std::vector<std::string>& args) {
                                      : load_scenario_text(builtin_default_scenario(),
                                                           "<built-in default.yaml>", ".", sets);
   // Check output locations before spending time on the run.
-  for (const char* key : {"out", "csv"}) {
+  for (const char* key : {"out", "csv", "trace"}) {
     if (!vm.count(key)) continue;
     const std::filesystem::path parent =
         std::filesystem::path(vm[key].as<std::string>()).parent_path();
@@ -125,6 +130,7 @@ int cmd_run(const std::vector<std::string>& args) {
                  to_seconds(now), requests, wall, tty ? "   " : "\n");
     std::fflush(stderr);
   });
+  if (vm.count("trace")) simulation.record_steps(2'000'000);  // per replica
   RunResult r = simulation.run();
   if (shown && tty) std::fputc('\n', stderr);
   const double wall_s =
@@ -132,6 +138,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const Summary s = summarize(r);
   if (vm.count("out")) write_results_h5(vm["out"].as<std::string>(), sc, r, s);
   if (vm.count("csv")) write_results_csv(vm["csv"].as<std::string>(), r, s);
+  if (vm.count("trace")) {
+    write_chrome_trace(vm["trace"].as<std::string>(), r, vm["trace-requests"].as<std::size_t>());
+  }
   if (vm.count("prometheus")) {
     const std::filesystem::path dir = vm["prometheus"].as<std::string>();
     std::filesystem::create_directories(dir);
@@ -152,6 +161,7 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << buf;
     if (vm.count("out")) std::cout << "Results: " << vm["out"].as<std::string>() << "\n";
     if (vm.count("csv")) std::cout << "CSV tables: " << vm["csv"].as<std::string>() << "/\n";
+    if (vm.count("trace")) std::cout << "Trace: " << vm["trace"].as<std::string>() << "\n";
     if (vm.count("prometheus"))
       std::cout << "OpenMetrics: " << vm["prometheus"].as<std::string>() << "/backfill.om\n";
   }

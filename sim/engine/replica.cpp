@@ -494,6 +494,11 @@ void Replica::start_step(SimTime now) {
         setup_.engine.tier_load_overlap ? std::max(0.0, load_s_ - c.total_s()) : load_s_;
   }
   const double dur_s = c.total_s();
+  if (trace_ != nullptr && trace_->size() < trace_limit_) {
+    trace_->push_back({now, static_cast<float>(dur_s), batch_.num_seqs,
+                       static_cast<std::int32_t>(batch_.num_prefill_tokens),
+                       batch_.num_decode_seqs});
+  }
   const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
   stats_.cost_sum.gemm_s += c.gemm_s;
   stats_.cost_sum.prefill_attn_s += c.prefill_attn_s;

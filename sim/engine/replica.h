@@ -77,8 +77,23 @@ struct ReplicaSetup {
   bool check_invariants = false;
 };
 
+// One engine step, for traces (kvfleet run --trace): when it started, how long it took and what
+// it computed.
+struct StepTrace {
+  SimTime start = 0;
+  float dur_s = 0;
+  std::int32_t seqs = 0;
+  std::int32_t prefill_tokens = 0;
+  std::int32_t decode_seqs = 0;
+};
+
 class Replica final : public EventHandler, private VictimChooser {
  public:
+  // Records every step into `out` (at most `limit` steps) while set; nullptr stops recording.
+  void trace_steps(std::vector<StepTrace>* out, std::size_t limit) {
+    trace_ = out;
+    trace_limit_ = limit;
+  }
   Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
           int index, RequestObserver* observer = nullptr);
 
@@ -276,6 +291,8 @@ class Replica final : public EventHandler, private VictimChooser {
   EngineStats stats_;
   absl::flat_hash_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> tenant_prefix_;
   std::vector<std::uint8_t> verify_marks_;  // scratch for verify()
+  std::vector<StepTrace>* trace_ = nullptr;
+  std::size_t trace_limit_ = 0;
 };
 
 }  // namespace kvfleet::sim
