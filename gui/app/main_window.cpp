@@ -74,6 +74,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!r.type.empty()) tip += "\n" + r.type;
     tip += "\nkey: " + r.key;
     tooltips_[r.key] = tip;
+    units_[r.key] = r.unit;
   }
   yaml_ = sim::builtin_default_scenario();
   base_dir_ = ".";
@@ -206,10 +207,8 @@ void MainWindow::buildPanel() {
                  const char* unit_override = nullptr) {
     const auto it = tooltips_.find(doc_key(key));
     if (it != tooltips_.end()) editor->setToolTip(QString::fromStdString(it->second));
-    std::string unit;
-    for (const auto& r : sim::scenario_parameters())
-      if (r.key == doc_key(key)) unit = r.unit;
-    if (unit_override) unit = unit_override;
+    const auto u = units_.find(doc_key(key));
+    const std::string unit = unit_override ? unit_override : u != units_.end() ? u->second : "";
     QString text = QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")"));
     auto* l = new QLabel(text);
     l->setToolTip(editor->toolTip());

@@ -77,7 +77,8 @@ class MainWindow : public QMainWindow {
   QString file_;
   sim::Scenario scenario_;  // yaml_ + the fields' overrides, last valid
   std::vector<Field> fields_;
-  std::map<std::string, std::string> tooltips_;
+  std::map<std::string, std::string> tooltips_;  // by key as documented (`pools[].…`)
+  std::map<std::string, std::string> units_;
   QFormLayout* form_ = nullptr;
   void updateViews();
   QTabWidget* tabs_ = nullptr;

@@ -283,11 +283,12 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
 }
 
 int cmd_merge(const std::vector<std::string>& args) {
-  if (args.size() < 2 || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "Usage: kvfleet merge OUT.h5 PART.h5 [PART.h5 ...]\n\nJoins the results of "
-                 "sweep shards (kvfleet sweep --shard k/N) into one file.\n";
-    return args.size() < 2 && !(args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) ? 2
-                                                                                              : 0;
+  const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+  if (help || args.size() < 2) {
+    (help ? std::cout : std::cerr)
+        << "Usage: kvfleet merge OUT.h5 PART.h5 [PART.h5 ...]\n\nJoins the results of sweep "
+           "shards (kvfleet sweep --shard k/N) into one file.\n";
+    return help ? 0 : 2;
   }
   std::vector<SweepResults> parts;
   for (std::size_t i = 1; i < args.size(); ++i) parts.push_back(read_sweep_h5(args[i]));

@@ -565,8 +565,13 @@ SweepResults read_sweep_h5(const std::string& path) {
     r.points.push_back(std::move(p));
     r.axis_values.push_back(std::move(av));
   }
-  const auto& cp = std::get<std::vector<std::int64_t>>(cv.columns[0].data);
-  const auto& val = std::get<std::vector<double>>(cv.columns[3].data);
+  auto curve_column = [&](const char* name) -> const Column& {
+    for (const auto& c : cv.columns)
+      if (c.name == name) return c;
+    throw InputError(path, std::string("curves.") + name, "column is missing");
+  };
+  const auto& cp = std::get<std::vector<std::int64_t>>(curve_column("point").data);
+  const auto& val = std::get<std::vector<double>>(curve_column("value_s").data);
   for (std::size_t row = 0; row < cp.size(); ++row) {
     auto it = index.find(cp[row]);
     if (it != index.end()) r.points[it->second].curves.push_back(val[row]);
