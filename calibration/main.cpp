@@ -165,14 +165,7 @@ int cmd_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
-  const sim::ModelSpec* spec = nullptr;
-  std::string names;
-  for (const auto& m : sim::model_presets()) {
-    names += (names.empty() ? "" : ", ") + m.name;
-    if (m.name == model) spec = &m;
-  }
-  if (!spec)
-    throw sim::InputError("--model", "", "'" + model + "' is not a preset (" + names + ")");
+  const sim::ModelSpec* spec = &preset(sim::model_presets(), model, "--model");
   if (!kernels::parse_kv_dtype(kv, &ro.kv_dtype)) {
     throw sim::InputError("--kv-dtype", "", "'" + kv + "' is not fp16, bf16 or fp8");
   }

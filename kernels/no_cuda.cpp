@@ -1,5 +1,6 @@
-// The launchers when kvfleet is built without CUDA: each says so instead of running.
+// The launchers and probes when kvfleet is built without CUDA: each says so instead of running.
 #include "kernels/attention.h"
+#include "kernels/probes.h"
 
 namespace kvfleet::kernels {
 namespace {
@@ -15,4 +16,10 @@ Status contiguous_decode(const ContiguousDecodeArgs&, Stream) {
 }
 Status paged_prefill(const PrefillArgs&, Stream) { return absent("paged prefill"); }
 Status kv_write(const KvWriteArgs&, Stream) { return absent("kv write"); }
+Status device_info(DeviceInfo*) { return absent("device info"); }
+Status measure_copy_bandwidth(std::size_t, int, CopyBandwidth*) { return absent("copy bandwidth"); }
+Status time_gemm(const GemmShape&, int, int, double*) { return absent("GEMM timing"); }
+Status time_decode(const AttentionShape&, int, double*) { return absent("decode timing"); }
+Status time_prefill(const AttentionShape&, int, double*) { return absent("prefill timing"); }
+Status time_kv_write(int, int, int, KvDtype, int, double*) { return absent("KV write timing"); }
 }  // namespace kvfleet::kernels

@@ -32,6 +32,7 @@
 
 #include "sim/core/error.h"
 #include "sim/fleet/router.h"
+#include "sim/io/text_file.h"
 #include "sim/workload/context_policy.h"
 
 namespace kvfleet::gui {
@@ -361,16 +362,13 @@ bool MainWindow::openScenario(const QString& path) {
 
 bool MainWindow::saveScenario(const QString& path) {
   // The loaded file with the fields applied, written in full (resolved) so it reloads exactly.
-  const std::string tmp = path.toStdString() + ".tmp";
-  {
-    std::ofstream o(tmp);
-    if (!o) {
-      showError("cannot write " + path);
-      return false;
-    }
-    o << scenario_.resolved_yaml;
+  try {
+    sim::write_text_atomically(path.toStdString(),
+                               [&](std::ostream& o) { o << scenario_.resolved_yaml; });
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    return false;
   }
-  std::filesystem::rename(tmp, path.toStdString());
   status_->setText("saved " + path);
   return true;
 }

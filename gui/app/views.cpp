@@ -19,6 +19,7 @@
 #include "gui/charts/line_chart.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
+#include "sim/io/results.h"
 
 namespace kvfleet::gui {
 
@@ -54,34 +55,22 @@ void fill_picker(QComboBox* c, const std::vector<LoadPoint>& points) {
   c->blockSignals(false);
 }
 
-QString csv_field(QString s) {
-  if (s.contains(',') || s.contains('"') || s.contains('\n')) {
-    s.replace("\"", "\"\"");
-    return "\"" + s + "\"";
-  }
-  return s;
-}
-
 }  // namespace
 
 QString export_table_csv(const QTableWidget* t, const QString& path) {
-  const std::string tmp = path.toStdString() + ".tmp";
-  {
-    std::ofstream o(tmp);
-    if (!o) return "cannot write " + path;
-    for (int c = 0; c < t->columnCount(); ++c) {
-      o << (c ? "," : "") << csv_field(t->horizontalHeaderItem(c)->text()).toStdString();
-    }
-    o << "\n";
+  sim::Table table;
+  for (int c = 0; c < t->columnCount(); ++c) {
+    auto& col = table.str(t->horizontalHeaderItem(c)->text().toStdString());
     for (int r = 0; r < t->rowCount(); ++r) {
-      for (int c = 0; c < t->columnCount(); ++c) {
-        const auto* item = t->item(r, c);
-        o << (c ? "," : "") << (item ? csv_field(item->text()).toStdString() : "");
-      }
-      o << "\n";
+      const auto* item = t->item(r, c);
+      col.push_back(item ? item->text().toStdString() : "");
     }
   }
-  std::rename(tmp.c_str(), path.toStdString().c_str());
+  try {
+    sim::write_csv(path.toStdString(), table);
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
   return {};
 }
 

@@ -18,16 +18,15 @@ std::size_t paged_row(const PagedKv& kv, int num_kv_heads, int head_dim, int s, 
   return (slot * num_kv_heads + h) * head_dim;
 }
 
-// Attention of `group` query rows (q: [group, head_dim], already as doubles) over n keys whose
-// rows row_of(t) index K and V; keys beyond limit[g] are masked for row g. Two passes: the max,
-// then the exponentials and the weighted sum, all in double.
+// Attention of `group` query rows (q: [group, head_dim], already as doubles) over the first n
+// keys, whose rows row_of(t) index K and V (n <= 0: zero outputs). Two passes: the max, then the
+// exponentials and the weighted sum, all in double.
 template <typename RowOf>
-void attend(const std::vector<double>& q, int group, const int* limit, int head_dim, double scale,
+void attend(const std::vector<double>& q, int group, int n, int head_dim, double scale,
             const void* k, const void* v, KvDtype dtype, double k_scale, double v_scale,
             RowOf row_of, double* out, std::size_t out_stride) {
   std::vector<double> logits;
   for (int g = 0; g < group; ++g) {
-    int n = limit[g];
     double* o = out + g * out_stride;
     for (int d = 0; d < head_dim; ++d) o[d] = 0;
     if (n <= 0) continue;
@@ -63,52 +62,44 @@ std::vector<double> load_q(const void* q, std::size_t row0, int group, int head_
 
 double kscale(KvDtype d, float s) { return d == KvDtype::kFP8E4M3 ? s : 1.0; }
 
-}  // namespace
-
-void paged_decode(const DecodeArgs& a, double* out) {
-  const int group = a.num_q_heads / a.num_kv_heads;
-  const int D = a.head_dim;
-  const ActDtype act = act_dtype(a.kv.dtype);
-  std::vector<int> limit(group);
-  for (int s = 0; s < a.num_seqs; ++s) {
-    for (int h = 0; h < a.num_kv_heads; ++h) {
-      std::size_t row0 = (static_cast<std::size_t>(s) * a.num_q_heads + h * group) * D;
-      auto q = load_q(a.q, row0, group, D, act);
-      std::fill(limit.begin(), limit.end(), a.context_lens[s]);
+// Decode over any KV layout: row_of(s, t, h) is the element index of (sequence s, token t,
+// KV head h, dim 0) in K and V.
+template <typename RowOf>
+void decode(const void* q, double* out, const std::int32_t* context_lens, int num_seqs,
+            int num_q_heads, int num_kv_heads, int D, double sm_scale, const void* k, const void* v,
+            KvDtype dtype, float k_scale, float v_scale, RowOf row_of) {
+  const int group = num_q_heads / num_kv_heads;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int h = 0; h < num_kv_heads; ++h) {
+      std::size_t row0 = (static_cast<std::size_t>(s) * num_q_heads + h * group) * D;
+      auto qv = load_q(q, row0, group, D, act_dtype(dtype));
       attend(
-          q, group, limit.data(), D, a.sm_scale, a.kv.k_cache, a.kv.v_cache, a.kv.dtype,
-          kscale(a.kv.dtype, a.kv.k_scale), kscale(a.kv.dtype, a.kv.v_scale),
-          [&](int t) { return paged_row(a.kv, a.num_kv_heads, D, s, t, h); }, out + row0, D);
+          qv, group, context_lens[s], D, sm_scale, k, v, dtype, kscale(dtype, k_scale),
+          kscale(dtype, v_scale), [&](int t) { return row_of(s, t, h); }, out + row0, D);
     }
   }
 }
 
+}  // namespace
+
+void paged_decode(const DecodeArgs& a, double* out) {
+  decode(a.q, out, a.context_lens, a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+         a.sm_scale, a.kv.k_cache, a.kv.v_cache, a.kv.dtype, a.kv.k_scale, a.kv.v_scale,
+         [&](int s, int t, int h) { return paged_row(a.kv, a.num_kv_heads, a.head_dim, s, t, h); });
+}
+
 void contiguous_decode(const ContiguousDecodeArgs& a, double* out) {
-  const int group = a.num_q_heads / a.num_kv_heads;
-  const int D = a.head_dim;
-  const ActDtype act = act_dtype(a.dtype);
-  std::vector<int> limit(group);
-  for (int s = 0; s < a.num_seqs; ++s) {
-    for (int h = 0; h < a.num_kv_heads; ++h) {
-      std::size_t row0 = (static_cast<std::size_t>(s) * a.num_q_heads + h * group) * D;
-      auto q = load_q(a.q, row0, group, D, act);
-      std::fill(limit.begin(), limit.end(), a.context_lens[s]);
-      attend(
-          q, group, limit.data(), D, a.sm_scale, a.k, a.v, a.dtype, kscale(a.dtype, a.k_scale),
-          kscale(a.dtype, a.v_scale),
-          [&](int t) {
-            return ((static_cast<std::size_t>(s) * a.max_context + t) * a.num_kv_heads + h) * D;
-          },
-          out + row0, D);
-    }
-  }
+  decode(a.q, out, a.context_lens, a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+         a.sm_scale, a.k, a.v, a.dtype, a.k_scale, a.v_scale, [&](int s, int t, int h) {
+           return ((static_cast<std::size_t>(s) * a.max_context + t) * a.num_kv_heads + h) *
+                  a.head_dim;
+         });
 }
 
 void paged_prefill(const PrefillArgs& a, double* out) {
   const int group = a.num_q_heads / a.num_kv_heads;
   const int D = a.head_dim;
   const ActDtype act = act_dtype(a.kv.dtype);
-  std::vector<int> limit(group);
   for (int s = 0; s < a.num_seqs; ++s) {
     int q_len = a.q_indptr[s + 1] - a.q_indptr[s];
     int prefix = a.context_lens[s] - q_len;
@@ -118,9 +109,8 @@ void paged_prefill(const PrefillArgs& a, double* out) {
       for (int h = 0; h < a.num_kv_heads; ++h) {
         std::size_t row0 = (token * a.num_q_heads + h * group) * D;
         auto q = load_q(a.q, row0, group, D, act);
-        std::fill(limit.begin(), limit.end(), pos + 1);
         attend(
-            q, group, limit.data(), D, a.sm_scale, a.kv.k_cache, a.kv.v_cache, a.kv.dtype,
+            q, group, pos + 1, D, a.sm_scale, a.kv.k_cache, a.kv.v_cache, a.kv.dtype,
             kscale(a.kv.dtype, a.kv.k_scale), kscale(a.kv.dtype, a.kv.v_scale),
             [&](int t) { return paged_row(a.kv, a.num_kv_heads, D, s, t, h); }, out + row0, D);
       }

@@ -155,14 +155,16 @@ double ProfileCostModel::cuda_graph_size(double tokens) {
 }
 
 ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx)
+    : ProfileCostModel(cfg, ctx, read_profile(cfg.path)) {}
+
+ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& p)
     : cfg_(cfg),
-      attention_(read_profile(cfg.path).attention),
+      attention_(p.attention),
       layers_(ctx.model.num_layers),
       tp_(ctx.tensor_parallel),
       allreduce_bytes_per_token_(2.0 * ctx.model.hidden_size),
       link_bw_(ctx.gpu.interconnect_Bps),
       link_lat_(ctx.gpu.interconnect_latency_s) {
-  const Profile p = read_profile(cfg.path);
   const std::string ptp = p.get("tensor_parallel", "1");
   if (ptp != std::to_string(tp_)) {
     throw InputError(cfg.path, "meta.tensor_parallel",

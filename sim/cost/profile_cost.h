@@ -90,6 +90,7 @@ class ProfileCostModel final : public CostModel {
   static double cuda_graph_size(double tokens);
 
  private:
+  ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& profile);
   struct Op {
     PiecewiseLinear curve;
     double times_per_step;  // count × layers (layer scope) or count (step scope)

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 
-#include "sim/io/h5.h"
+#include "sim/io/text_file.h"
 
 namespace kvfleet::sim {
 
@@ -80,10 +78,7 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
     std::sort(d.begin(), d.end(),
               [](const Done& a, const Done& b) { return a.finish_s < b.finish_s; });
 
-  const std::string tmp = h5::temp_name(path);
-  {
-    std::ofstream o(tmp);
-    if (!o) throw std::runtime_error("cannot write " + tmp);
+  write_text_atomically(path, [&](std::ostream& o) {
     auto labels = [&](std::size_t i) {
       const auto& name = r.timeseries[i].replica;
       return "model_name=\"" + escape(model_of[name]) + "\",engine=\"" + escape(name) + "\"";
@@ -155,9 +150,7 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
     histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
               kE2eBuckets, [](const Done& d, double* v, double* n) { *v = d.e2e_s, *n = 1; });
     o << "# EOF\n";
-    if (!o) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  });
 }
 
 }  // namespace kvfleet::sim

@@ -12,6 +12,7 @@
 
 #include "sim/config/params.h"
 #include "sim/io/h5.h"
+#include "sim/io/text_file.h"
 
 namespace kvfleet::sim {
 namespace {
@@ -280,10 +281,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
 }
 
 void write_csv(const std::string& path, const Table& t) {
-  const std::string tmp = h5::temp_name(path);
-  {
-    std::ofstream o(tmp);
-    if (!o) throw std::runtime_error("cannot write " + tmp);
+  write_text_atomically(path, [&](std::ostream& o) {
     for (std::size_t i = 0; i < t.columns.size(); ++i)
       o << (i ? "," : "") << csv_field(t.columns[i].name);
     o << "\n";
@@ -301,9 +299,7 @@ void write_csv(const std::string& path, const Table& t) {
       }
       o << "\n";
     }
-    if (!o.flush()) throw std::runtime_error("write failed: " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  });
 }
 
 void write_results_csv(const std::string& dir, const RunResult& r, const Summary& s) {

@@ -2,11 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
-
-#include "sim/io/h5.h"
+#include "sim/io/text_file.h"
 
 namespace kvfleet::sim {
 
@@ -69,14 +65,9 @@ void write_chrome_trace(const std::string& path, const RunResult& r, std::size_t
                         {"ts", us(e)}});
     }
   }
-  const std::string tmp = h5::temp_name(path);
-  {
-    std::ofstream o(tmp);
-    if (!o) throw std::runtime_error("cannot write " + tmp);
+  write_text_atomically(path, [&](std::ostream& o) {
     o << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
-    if (!o) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  });
 }
 
 }  // namespace kvfleet::sim

@@ -106,19 +106,9 @@ TEST(VllmReplay, RooflineOnRtx4090) {
   EXPECT_EQ(sum.ok, 300);
 
   // Measured latencies from the same file.
-  std::vector<double> ttft, tpot, e2e;
-  std::ifstream in(req);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line);
-    const double q = j["queued_ts"], f = j["first_token_ts"], l = j["last_token_ts"];
-    const int out = j["output_toks"];
-    ttft.push_back(f - q);
-    e2e.push_back(l - q);
-    if (out > 1) tpot.push_back((l - f) / (out - 1));
-  }
-  const auto mt = sim::latency_stats(ttft), mp = sim::latency_stats(tpot),
-             me = sim::latency_stats(e2e);
+  const Measured meas = measured(req);
+  const auto mt = sim::latency_stats(meas.ttft), mp = sim::latency_stats(meas.tpot),
+             me = sim::latency_stats(meas.e2e);
   auto row = [](const char* n, const sim::LatencyStats& m, const sim::LatencyStats& s) {
     std::printf(
         "%-5s measured mean %8.3f p50 %8.3f p90 %8.3f p99 %8.3f | simulated mean %8.3f "
