@@ -19,8 +19,10 @@ void PoolConfig::visit(V& v) {
   v.param("tensor_parallel", tensor_parallel,
           {.unit = "GPUs", .desc = "GPUs per replica (tensor parallelism)", .min = 1, .max = 64});
   v.param("weight_dtype", weight_dtype,
-          {.desc = "weight precision; auto = the model's native precision",
-           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"}});
+          {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
+                   "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
+                   "rate, int4 weight-only at the bf16 rate); KV precision is kv_cache_dtype",
+           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
   v.param("price_per_hour", price_per_hour,
           {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
   v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});

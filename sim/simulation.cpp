@@ -60,8 +60,12 @@ Simulation::Simulation(const Scenario& sc)
         pc.admission, static_cast<double>(info.memory.num_blocks) * pc.engine.block_size);
     pool.result.name = pc.name;
     pool.result.price_per_hour = pc.price_per_hour;
-    const CostContext ctx{info.model, info.gpu, pc.tensor_parallel, dtype_bytes(info.weight_dtype),
-                          dtype_bytes(info.memory.kv_dtype)};
+    const CostContext ctx{info.model,
+                          info.gpu,
+                          pc.tensor_parallel,
+                          weight_dtype_bytes(info.weight_dtype),
+                          dtype_bytes(info.memory.kv_dtype),
+                          gemm_peak_flops(info.gpu, info.weight_dtype)};
     const int n = pc.max_replicas();
     for (int r = 0; r < n; ++r) {
       ReplicaSetup setup;

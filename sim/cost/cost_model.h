@@ -51,8 +51,9 @@ struct CostContext {
   const ModelSpec& model;
   const GpuSpec& gpu;
   int tensor_parallel;
-  double weight_elem_bytes;  // bytes per weight element
-  double kv_elem_bytes;      // bytes per KV element
+  double weight_elem_bytes;    // bytes per weight element
+  double kv_elem_bytes;        // bytes per KV element
+  double gemm_peak_flops = 0;  // tensor rate of the linear layers (gemm_peak_flops()); 0 = bf16
 };
 
 class CostModel {

@@ -6,60 +6,36 @@
 
 namespace kvfleet::sim {
 
-RooflineCostModel::RooflineCostModel(const Config& cfg, const CostContext& ctx) : cfg_(cfg) {
-  const ModelSpec& m = ctx.model;
-  tp_ = ctx.tensor_parallel;
-  layers_ = m.num_layers;
-  const double embed = static_cast<double>(m.vocab_size) * m.hidden_size;
-  // Linear-layer parameters touched per token: all active parameters but the input embedding
-  // (a lookup) and the lm_head (counted per sampled row below). Untied embeddings assumed.
-  const double linear_params = std::max(0.0, m.active_params() - 2.0 * embed);
-  flops_per_token_ = 2.0 * linear_params / tp_;
-  lm_head_flops_per_row_ = 2.0 * embed / tp_;
-  weight_bytes_ = m.num_params * ctx.weight_elem_bytes / tp_;
-  kv_bytes_per_token_ = m.kv_bytes_per_token(ctx.kv_elem_bytes) / tp_;
-  const double heads = static_cast<double>(m.num_attention_heads) / tp_;
-  if (m.attention == "mla") {
-    // Absorbed MLA: scores over (latent + rope) and values over the latent.
-    attn_flops_per_pair_ = 2.0 * m.num_layers * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim);
-  } else {
-    attn_flops_per_pair_ = 4.0 * m.num_layers * heads * m.head_dim;  // QK^T and PV
-  }
-  decode_attn_flops_per_ctx_ = attn_flops_per_pair_;
-  act_bytes_per_token_allreduce_ = 2.0 * m.hidden_size;  // bf16 activations
-  peak_flops_ =
-      (cfg.use_fp8_compute && ctx.gpu.fp8_flops > 0) ? ctx.gpu.fp8_flops : ctx.gpu.bf16_flops;
-  bw_ = ctx.gpu.memory_bandwidth_Bps;
-  link_bw_ = ctx.gpu.interconnect_Bps;
-  link_lat_ = ctx.gpu.interconnect_latency_s;
-}
+RooflineCostModel::RooflineCostModel(const Config& cfg, const CostContext& ctx)
+    : cfg_(cfg),
+      work_(ctx),
+      layers_(ctx.model.num_layers),
+      tp_(ctx.tensor_parallel),
+      link_bw_(ctx.gpu.interconnect_Bps),
+      link_lat_(ctx.gpu.interconnect_latency_s) {}
 
 StepCost RooflineCostModel::cost(const Batch& b) const {
   StepCost c;
   if (b.num_seqs == 0) return c;
-  const double tokens = static_cast<double>(b.num_tokens());
-  const double gemm_flops = tokens * flops_per_token_ + b.num_sampled * lm_head_flops_per_row_;
-  c.gemm_s = std::max(gemm_flops / (peak_flops_ * cfg_.gemm_compute_efficiency),
-                      weight_bytes_ / (bw_ * cfg_.gemm_memory_efficiency));
+  const StepWork w = work_.work(b);
+  const double bw = work_.bandwidth_Bps();
+  const double attn_peak = work_.attention_peak_flops();
+  c.gemm_s = std::max(w.gemm_flops / (work_.gemm_peak_flops() * cfg_.gemm_compute_efficiency),
+                      w.gemm_bytes / (bw * cfg_.gemm_memory_efficiency));
   if (b.num_prefill_tokens > 0) {
-    const double flops = b.prefill_attention_pairs * attn_flops_per_pair_;
-    // Read the cached prefix once per chunk, write the chunk's new KV.
-    const double bytes =
-        static_cast<double>(b.prefill_context_tokens + b.num_prefill_tokens) * kv_bytes_per_token_;
-    c.prefill_attn_s = std::max(flops / (peak_flops_ * cfg_.attention_compute_efficiency),
-                                bytes / (bw_ * cfg_.attention_memory_efficiency));
+    c.prefill_attn_s =
+        std::max(w.prefill_attn_flops / (attn_peak * cfg_.attention_compute_efficiency),
+                 w.prefill_attn_bytes / (bw * cfg_.attention_memory_efficiency));
   }
   if (b.num_decode_seqs > 0) {
-    const double ctx = static_cast<double>(b.decode_context_tokens);
-    const double flops = ctx * decode_attn_flops_per_ctx_;
-    const double bytes = (ctx + b.num_decode_seqs) * kv_bytes_per_token_;
-    c.decode_attn_s = std::max(flops / (peak_flops_ * cfg_.attention_compute_efficiency),
-                               bytes / (bw_ * cfg_.attention_memory_efficiency));
+    c.decode_attn_s =
+        std::max(w.decode_attn_flops / (attn_peak * cfg_.attention_compute_efficiency),
+                 w.decode_attn_bytes / (bw * cfg_.attention_memory_efficiency));
   }
   if (tp_ > 1 && link_bw_ > 0) {
     // Two all-reduces per layer (after attention and after the MLP), ring algorithm.
-    const double bytes = tokens * act_bytes_per_token_allreduce_;
-    const double per = 2.0 * (tp_ - 1) * link_lat_ + 2.0 * (tp_ - 1) / tp_ * bytes / link_bw_;
+    const double per =
+        2.0 * (tp_ - 1) * link_lat_ + 2.0 * (tp_ - 1) / tp_ * w.comm_bytes / link_bw_;
     c.comm_s = 2.0 * layers_ * per;
   }
   c.overhead_s = cfg_.step_overhead_s + cfg_.per_seq_overhead_s * b.num_seqs;
@@ -67,8 +43,9 @@ StepCost RooflineCostModel::cost(const Batch& b) const {
 }
 
 double RooflineCostModel::gemm_s(const Config& cfg, const GpuSpec& gpu, double m, double n,
-                                 double k, double weight_elem_bytes, double act_elem_bytes) {
-  const double peak = (cfg.use_fp8_compute && gpu.fp8_flops > 0) ? gpu.fp8_flops : gpu.bf16_flops;
+                                 double k, double weight_elem_bytes, double act_elem_bytes,
+                                 double peak_flops) {
+  const double peak = peak_flops > 0 ? peak_flops : gpu.bf16_flops;
   const double flops = 2.0 * m * n * k;
   const double bytes = n * k * weight_elem_bytes + (m * k + m * n) * act_elem_bytes;
   return std::max(flops / (peak * cfg.gemm_compute_efficiency),

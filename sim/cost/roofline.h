@@ -1,11 +1,13 @@
 #pragma once
 #include "sim/cost/cost_model.h"
+#include "sim/cost/work.h"
 
 namespace kvfleet::sim {
 
 // Datasheet roofline: each kind of work takes max(FLOPs / (peak × efficiency), bytes /
-// (bandwidth × efficiency)); kinds add up (no overlap). Uncalibrated: its efficiencies are
-// guesses until a calibration profile replaces them.
+// (bandwidth × efficiency)); kinds add up (no overlap). FLOPs and bytes come from WorkModel; linear
+// layers run at the weight precision's rate (gemm_peak_flops), attention at the bf16 rate.
+// Uncalibrated: its efficiencies are guesses until a calibration profile replaces them.
 class RooflineCostModel final : public CostModel {
  public:
   struct Config {
@@ -15,7 +17,6 @@ class RooflineCostModel final : public CostModel {
     double attention_memory_efficiency = 0.75;
     double step_overhead_s = 0.001;
     double per_seq_overhead_s = 5e-6;
-    bool use_fp8_compute = false;
 
     template <class V>
     void visit(V& v) {
@@ -45,8 +46,6 @@ class RooflineCostModel final : public CostModel {
                .min = 0});
       v.param("per_seq_overhead_s", per_seq_overhead_s,
               {.unit = "s", .desc = "extra time per sequence in the step", .min = 0});
-      v.param("use_fp8_compute", use_fp8_compute,
-              {.desc = "linear layers run at the GPU's fp8 rate (fp8 weights)"});
     }
   };
 
@@ -56,22 +55,16 @@ class RooflineCostModel final : public CostModel {
   // One linear layer D[m, n] = A[m, k] · W[k, n] by the same rule: max(2mnk FLOPs at the peak ×
   // compute efficiency, bytes (weights once, activations in and out) at the bandwidth × memory
   // efficiency). What calibration compares with measured GEMMs and writes into roofline profiles.
+  // `peak_flops` 0 means the GPU's bf16 rate.
   static double gemm_s(const Config& cfg, const GpuSpec& gpu, double m, double n, double k,
-                       double weight_elem_bytes, double act_elem_bytes = 2);
+                       double weight_elem_bytes, double act_elem_bytes = 2, double peak_flops = 0);
 
  private:
   Config cfg_;
-  // Precomputed per-replica constants (per GPU under tensor parallelism).
-  double flops_per_token_;  // linear layers, excluding lm_head
-  double lm_head_flops_per_row_;
-  double weight_bytes_;         // read once per step
-  double kv_bytes_per_token_;   // per GPU
-  double attn_flops_per_pair_;  // per (query, key) pair, per GPU
-  double decode_attn_flops_per_ctx_;
-  double act_bytes_per_token_allreduce_;
+  WorkModel work_;  // FLOPs and bytes per GPU; this model divides them by the GPU's rates
   int layers_;
   int tp_;
-  double peak_flops_, bw_, link_bw_, link_lat_;
+  double link_bw_, link_lat_;
 };
 
 // Step time as a linear function of the batch: the shape of fitted models such as BLIS's, and a

@@ -90,7 +90,8 @@ struct EngineConfig {
              .min = 0});
     v.param(
         "kv_cache_dtype", kv_cache_dtype,
-        {.desc = "KV cache precision; auto = the model's weight precision. int8: fp16 scale per "
+        {.desc = "KV cache precision; auto = the activations' (fp16 for fp16 models, else bf16, "
+                 "whatever weight_dtype is). int8: fp16 scale per "
                  "64 elements (1.03 bytes/element); int4: fp16 scale and zero per 64 (0.56)",
          .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
     v.param("runtime_overhead_gib", runtime_overhead_gib,

@@ -32,11 +32,13 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
                                    const std::string& weight_dtype, const EngineConfig& e) {
   MemoryBudget b;
   b.weight_dtype = weight_dtype;
-  b.kv_dtype = e.kv_cache_dtype == "auto" ? weight_dtype : e.kv_cache_dtype;
+  // "auto" is the activations' precision, as vLLM's (model_config.dtype): fp16 for fp16 models,
+  // else bf16, whatever the weights are quantised to.
+  b.kv_dtype = e.kv_cache_dtype != "auto" ? e.kv_cache_dtype : m.dtype == "fp16" ? "fp16" : "bf16";
   b.device_bytes = g.memory_bytes;
   b.usable_bytes = g.memory_bytes * e.gpu_memory_utilization;
   b.margin_bytes = b.device_bytes - b.usable_bytes;
-  b.weights_bytes = m.num_params * dtype_bytes(weight_dtype) / tp;
+  b.weights_bytes = m.num_params * weight_dtype_bytes(weight_dtype) / tp;
   b.activation_peak_bytes =
       e.activation_peak_gib > 0
           ? e.activation_peak_gib * kGiB

@@ -7,6 +7,18 @@ namespace kvfleet::sim {
 const std::vector<std::string_view> kKvDtypes = {"bf16",     "fp16", "fp8", "fp8_e4m3",
                                                  "fp8_e5m2", "int8", "int4"};
 
+double weight_dtype_bytes(const std::string& d) {
+  if (d == "int8") return 1.0;
+  if (d == "int4") return 0.5 + 4.0 / 128;
+  return dtype_bytes(d);
+}
+
+double gemm_peak_flops(const GpuSpec& gpu, const std::string& d) {
+  if ((d == "fp8" || d == "fp8_e4m3" || d == "fp8_e5m2") && gpu.fp8_flops > 0) return gpu.fp8_flops;
+  if (d == "int8" && gpu.int8_flops > 0) return gpu.int8_flops;
+  return gpu.bf16_flops;
+}
+
 // Bytes per element, scale overhead included. fp8 uses per-tensor scales (vLLM's fp8 KV cache),
 // negligible per element. int8 is symmetric with one fp16 scale per group of 64 elements; int4 is
 // asymmetric with an fp16 scale and an fp16 zero point per group of 64 (KIVI-style grouping).
@@ -108,22 +120,27 @@ const std::vector<GpuSpec>& gpu_presets() {
     const double MiB = 1024.0 * 1024.0;
     // Memory sizes are what nvidia-smi reports as total (MiB), which is what the engine sees.
     // Compute peaks are dense (no sparsity) tensor-core rates from NVIDIA datasheets.
-    v.push_back({"A100-80GB", 81920 * MiB, 2.039e12, 312e12, 0.0, 600e9 / 2, 5e-6, 32e9,
-                 "NVIDIA A100 datasheet (SXM4 80GB): 2,039 GB/s HBM2e, 312 TFLOP/s bf16, no fp8; "
-                 "NVLink3 600 GB/s total (300 GB/s each way), PCIe Gen4"});
-    v.push_back({"H100-SXM", 81559 * MiB, 3.35e12, 989.4e12, 1978.9e12, 900e9 / 2, 5e-6, 64e9,
-                 "NVIDIA H100 datasheet (SXM5 80GB): 3.35 TB/s HBM3, 989 TFLOP/s bf16, 1,979 fp8; "
-                 "NVLink4 900 GB/s total, PCIe Gen5"});
-    v.push_back({"H200-SXM", 143771 * MiB, 4.8e12, 989.4e12, 1978.9e12, 900e9 / 2, 5e-6, 64e9,
+    v.push_back(
+        {"A100-80GB", 81920 * MiB, 2.039e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
+         "NVIDIA A100 datasheet (SXM4 80GB): 2,039 GB/s HBM2e, 312 TFLOP/s bf16, no fp8, 624 TOPS "
+         "int8; "
+         "NVLink3 600 GB/s total (300 GB/s each way), PCIe Gen4"});
+    v.push_back(
+        {"H100-SXM", 81559 * MiB, 3.35e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6, 64e9,
+         "NVIDIA H100 datasheet (SXM5 80GB): 3.35 TB/s HBM3, 989 TFLOP/s bf16, 1,979 fp8 and int8; "
+         "NVLink4 900 GB/s total, PCIe Gen5"});
+    v.push_back({"H200-SXM", 143771 * MiB, 4.8e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6,
+                 64e9,
                  "NVIDIA H200 datasheet (SXM 141GB): 4.8 TB/s HBM3e, compute as H100 SXM; "
                  "NVLink4 900 GB/s total, PCIe Gen5"});
-    v.push_back({"L40S", 46068 * MiB, 864e9, 362.05e12, 733e12, 32e9, 10e-6, 32e9,
+    v.push_back({"L40S", 46068 * MiB, 864e9, 362.05e12, 733e12, 733e12, 32e9, 10e-6, 32e9,
                  "NVIDIA L40S datasheet: 48 GB GDDR6 at 864 GB/s, 362 TFLOP/s bf16 and 733 fp8 "
-                 "dense; no NVLink, peers over PCIe Gen4"});
+                 "and int8 dense; no NVLink, peers over PCIe Gen4"});
     v.push_back(
-        {"RTX-4090", 25250627584.0, 1008e9, 165.2e12, 330.3e12, 25e9, 10e-6, 25e9,
+        {"RTX-4090", 25250627584.0, 1008e9, 165.2e12, 330.3e12, 660.6e12, 25e9, 10e-6, 25e9,
          "NVIDIA Ada whitepaper (RTX 4090): 1,008 GB/s GDDR6X, 165.2 TFLOP/s bf16 and 330.3 "
-         "fp8 dense with fp32 accumulate; memory as torch reports it in the vLLM 0.19 run "
+         "fp8 dense (660.6 TOPS int8) with fp32 accumulate; memory as torch reports it in the vLLM "
+         "0.19 run "
          "of shared/reference/validation; PCIe Gen4"});
     return v;
   }();

@@ -11,8 +11,11 @@ namespace kvfleet::sim {
 
 // Bytes per element of a numeric format used for weights or KV.
 double dtype_bytes(const std::string& dtype);
-// The formats accepted for weights and KV: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
+// The formats accepted for KV: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.
 extern const std::vector<std::string_view> kKvDtypes;
+// Bytes per stored weight element: bf16/fp16 2, fp8 1, int8 1 (per-channel scales, negligible),
+// int4 0.5 + an fp16 scale and zero point per group of 128 (GPTQ/AWQ defaults).
+double weight_dtype_bytes(const std::string& weight_dtype);
 
 struct ModelSpec {
   std::string name;
@@ -77,6 +80,7 @@ struct GpuSpec {
   double memory_bandwidth_Bps = 0;    // HBM/GDDR peak, bytes/s
   double bf16_flops = 0;              // dense tensor-core peak, FLOP/s
   double fp8_flops = 0;               // dense fp8 peak, FLOP/s (0 = no fp8 tensor cores)
+  double int8_flops = 0;              // dense int8 peak, OP/s (0 = unknown: bf16 rate used)
   double interconnect_Bps = 0;        // per-GPU bandwidth to peers for tensor parallelism, bytes/s
   double interconnect_latency_s = 0;  // per collective step
   double host_link_Bps = 0;           // to host memory (PCIe), bytes/s
@@ -95,6 +99,10 @@ struct GpuSpec {
         {.unit = "FLOP/s", .desc = "dense bf16 tensor peak", .positive = true, .required = true});
     v.param("fp8_flops", fp8_flops,
             {.unit = "FLOP/s", .desc = "dense fp8 peak; 0 = none", .min = 0});
+    v.param("int8_flops", int8_flops,
+            {.unit = "OP/s",
+             .desc = "dense int8 peak; 0 = unknown (int8 GEMMs at bf16 rate)",
+             .min = 0});
     v.param("interconnect_Bps", interconnect_Bps,
             {.unit = "bytes/s", .desc = "GPU-to-GPU bandwidth for tensor parallelism", .min = 0});
     v.param("interconnect_latency_s", interconnect_latency_s,
@@ -104,6 +112,12 @@ struct GpuSpec {
     v.param("source", source, {.desc = "where the numbers come from"});
   }
 };
+
+// Dense tensor-core rate the linear layers run at with weights of this precision: bf16/fp16 at
+// the bf16 rate; fp8 at the fp8 rate (W8A8) where the GPU has one, else the bf16 rate (weight-only
+// fp8, as vLLM's Marlin kernels on Ampere); int8 at the int8 rate (W8A8) where known, else bf16;
+// int4 at the bf16 rate (weight-only W4A16: dequantised inside the kernel, bf16 activations).
+double gemm_peak_flops(const GpuSpec& gpu, const std::string& weight_dtype);
 
 const std::vector<ModelSpec>& model_presets();
 const std::vector<GpuSpec>& gpu_presets();
