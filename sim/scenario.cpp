@@ -60,6 +60,9 @@ void ScenarioConfig::visit(V& v) {
   v.param("models", models, {.desc = "extra model definitions (presets are always available)"});
   v.param("gpus", gpus, {.desc = "extra GPU definitions (presets are always available)"});
   v.param("simulation", simulation, {.desc = "clock and sampling"});
+  v.param("alerts", alerts,
+          {.desc = "alert rules evaluated on the simulated signals, with the events they should "
+                   "warn of (docs/operations.md)"});
 }
 
 void ScenarioConfig::check(config::Reader& r) const {

@@ -12,6 +12,7 @@
 #include "sim/fleet/client.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/lifecycle.h"
+#include "sim/metrics/alerts.h"
 #include "sim/model/presets.h"
 
 namespace kvfleet::sim {
@@ -85,6 +86,7 @@ struct ScenarioConfig {
   std::vector<ModelSpec> models;
   std::vector<GpuSpec> gpus;
   SimulationConfig simulation;
+  AlertsConfig alerts;
 
   template <class V>
   void visit(V& v);

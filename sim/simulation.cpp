@@ -75,6 +75,7 @@ Simulation::Simulation(const Scenario& sc)
       setup.max_model_len = info.max_model_len;
       setup.host_link_Bps = info.gpu.host_link_Bps;
       setup.gpus = pc.tensor_parallel;
+      setup.work = WorkModel(ctx);
       setup.check_invariants = sc.config.simulation.check_invariants;
       const int index = static_cast<int>(replicas_.size());
       replicas_.push_back(std::make_unique<Replica>(std::move(setup),
@@ -328,6 +329,20 @@ void Simulation::sample(SimTime now) {
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);
     ts.available.push_back(nodes_[i].life == Life::kUp);
+    if (last_sample_.size() < replicas_.size()) last_sample_.resize(replicas_.size());
+    Cumulative& last = last_sample_[i];
+    const EngineStats& st = r.stats();
+    const double dt = to_seconds(now) - last.t_s;
+    // A step is counted whole in the interval it starts in: clip the overhang at 1.
+    auto share = [&](double now_s, double then_s) {
+      return dt > 0 ? std::min(1.0, (now_s - then_s) / dt) : 0.0;
+    };
+    ts.busy_fraction.push_back(share(st.busy_s, last.busy_s));
+    ts.compute_utilization.push_back(share(st.compute_s_at_peak, last.compute_s));
+    ts.memory_bandwidth_utilization.push_back(share(st.memory_s_at_peak, last.memory_s));
+    ts.kv_used_bytes.push_back(static_cast<double>(r.kv_tokens_allocated()) *
+                               r.memory().kv_bytes_per_token);
+    last = {to_seconds(now), st.busy_s, st.compute_s_at_peak, st.memory_s_at_peak};
   }
 }
 
@@ -720,6 +735,7 @@ RunResult Simulation::run() {
   for (auto& p : pools_) res.pools.push_back(p.result);
   for (auto& r : replicas_) r->trace_steps(nullptr, 0);
   res.steps = std::move(steps_);
+  res.alerts = evaluate_alerts(scenario_.config.alerts, res);
   return res;
 }
 

@@ -17,6 +17,7 @@
 #include "sim/fleet/client.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
+#include "sim/metrics/alerts.h"
 #include "sim/metrics/request_log.h"
 #include "sim/scenario.h"
 #include "sim/workload/workload.h"
@@ -36,6 +37,12 @@ struct TimeSeries {
   std::vector<std::int64_t> prompt_tokens;
   std::vector<std::int64_t> generation_tokens;
   std::vector<std::int32_t> available;  // 1 while it takes requests (up, not draining)
+  // Since the previous sample, per GPU: share of the time in steps, and achieved over peak
+  // FLOP/s and device-memory bandwidth (WorkModel; a step counts in the interval it starts in).
+  std::vector<double> busy_fraction;
+  std::vector<double> compute_utilization;
+  std::vector<double> memory_bandwidth_utilization;
+  std::vector<double> kv_used_bytes;  // KV memory given to requests, per GPU
 };
 
 struct ReplicaResult {
@@ -76,7 +83,8 @@ struct RunResult {
   bool stopped_early = false;                                  // simulation.max_time_s cut the run
   std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
   std::vector<std::vector<StepTrace>>
-      steps;  // per replica, when Simulation::record_steps was asked
+      steps;           // per replica, when Simulation::record_steps was asked
+  AlertReport alerts;  // the scenario's alert rules on this run (empty without rules)
 };
 
 class Simulation final : public EventHandler, public RequestObserver {
@@ -186,6 +194,10 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::vector<std::vector<StepTrace>> steps_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<TimeSeries> series_;
+  struct Cumulative {  // a replica's counters at the previous sample
+    double t_s = 0, busy_s = 0, compute_s = 0, memory_s = 0;
+  };
+  std::vector<Cumulative> last_sample_;
   // Clients.
   RetryBudget budget_;
   RngStream backoff_rng_;

@@ -169,6 +169,7 @@ void Replica::preempt(std::uint32_t slot) {
   q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
   ++r.num_preemptions;
   ++stats_.num_preemptions;
+  if (stats_.first_preemption_s < 0) stats_.first_preemption_s = to_seconds(queue_.now());
   waiting_.push_preempted(slot, r.priority, r.arrival, r.id);
   preempted_this_step_ = true;
 }
@@ -263,6 +264,7 @@ void Replica::schedule() {
   }
 
   // WAITING next, only if nothing was preempted in this step.
+  bool prompt_over_budget = false;  // without chunked prefill the next prompt did not fit
   if (!preempted_this_step_) {
     while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < e.max_num_seqs) {
       const std::uint32_t s = waiting_.front();
@@ -326,7 +328,10 @@ void Replica::schedule() {
       std::int64_t n = q.num_tokens() - computed;
       if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
         n = e.long_prefill_token_threshold;
-      if (!e.enable_chunked_prefill && n > budget) break;
+      if (!e.enable_chunked_prefill && n > budget) {
+        prompt_over_budget = true;
+        break;
+      }
       n = std::min(n, budget);
       if (contiguous_) {
         if (!ckv_->reserve(s, reservation_for(q))) break;
@@ -369,6 +374,17 @@ void Replica::schedule() {
       if (rec.first_scheduled < 0) rec.first_scheduled = queue_.now();
     }
   }
+
+  if (waiting_.empty())
+    wait_cause_ = WaitCause::kNone;
+  else if (preempted_this_step_)
+    wait_cause_ = WaitCause::kKv;
+  else if (budget <= 0 || prompt_over_budget)
+    wait_cause_ = WaitCause::kTokenBudget;
+  else if (static_cast<int>(running_.size()) >= e.max_num_seqs)
+    wait_cause_ = WaitCause::kMaxSeqs;
+  else
+    wait_cause_ = WaitCause::kKv;  // the next request's KV blocks could not be allocated
 
   if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
     batch_ = Batch{};
@@ -506,6 +522,24 @@ void Replica::start_step(SimTime now) {
   stats_.cost_sum.comm_s += c.comm_s;
   stats_.cost_sum.overhead_s += c.overhead_s;
   stats_.cost_sum.kv_transfer_s += c.kv_transfer_s;
+  const StepWork w = setup_.work.work(batch_);
+  stats_.compute_s_at_peak += setup_.work.compute_s_at_peak(w);
+  stats_.memory_s_at_peak += setup_.work.memory_s_at_peak(w);
+  stats_.flops += w.flops();
+  stats_.hbm_bytes += w.hbm_bytes();
+  switch (wait_cause_) {
+    case WaitCause::kNone:
+      break;
+    case WaitCause::kKv:
+      stats_.wait_kv_s += to_seconds(dur);
+      break;
+    case WaitCause::kTokenBudget:
+      stats_.wait_token_budget_s += to_seconds(dur);
+      break;
+    case WaitCause::kMaxSeqs:
+      stats_.wait_max_seqs_s += to_seconds(dur);
+      break;
+  }
   const double u = kv_cache_usage();
   stats_.kv_usage_time_integral += u * to_seconds(dur);
   stats_.kv_held_token_seconds += static_cast<double>(held_tokens_) * to_seconds(dur);

@@ -18,6 +18,7 @@
 
 #include "sim/core/event_queue.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/work.h"
 #include "sim/engine/block_hash.h"
 #include "sim/engine/contiguous_kv.h"
 #include "sim/engine/engine_config.h"
@@ -65,6 +66,15 @@ struct EngineStats {
   double kv_held_token_seconds = 0;              // ∫ token states held (Σ computed tokens) dt
   double kv_allocated_token_seconds = 0;         // ∫ KV memory given to requests, in tokens, dt
   StepCost cost_sum;                             // seconds by kind of work, summed over steps
+  // Utilisation (per GPU): Σ over steps of the seconds the step's FLOPs and device-memory bytes
+  // need at the GPU's peaks (WorkModel); divided by elapsed time they are the achieved fractions.
+  double compute_s_at_peak = 0, memory_s_at_peak = 0;
+  double flops = 0, hbm_bytes = 0;  // per GPU, summed over steps
+  // Time requests waited in this engine's queue, by what stopped the scheduler admitting them:
+  // KV blocks ran out (or a preemption this step), the step's token budget was spent, or
+  // max_num_seqs requests were already running.
+  double wait_kv_s = 0, wait_token_budget_s = 0, wait_max_seqs_s = 0;
+  double first_preemption_s = -1;  // when KV first ran out for a running request; -1 = never
 };
 
 struct ReplicaSetup {
@@ -74,6 +84,7 @@ struct ReplicaSetup {
   int max_model_len = 0;
   double host_link_Bps = 0;  // per GPU, for swapping KV
   int gpus = 1;              // GPUs of the replica (tensor parallelism), for GPU-seconds
+  WorkModel work;            // FLOPs and bytes of a step, for utilisation
   bool check_invariants = false;
 };
 
@@ -276,6 +287,8 @@ class Replica final : public EventHandler, private VictimChooser {
   // The step in flight.
   bool stepping_ = false;
   bool preempted_this_step_ = false;
+  // Why the last schedule() left requests waiting (see EngineStats::wait_*_s).
+  enum class WaitCause : std::uint8_t { kNone, kKv, kTokenBudget, kMaxSeqs } wait_cause_{};
   bool batch_dirty_ = false;
   double transfer_s_ = 0;       // KV copy time added to the step being scheduled
   double load_s_ = 0;           // tier loads of the step being scheduled

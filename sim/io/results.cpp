@@ -119,12 +119,83 @@ Table timeseries_table(const TimeSeries& ts) {
   for (auto x : ts.available) avail.push_back(x);
   t.i64("prompt_tokens_total") = ts.prompt_tokens;
   t.i64("generation_tokens_total") = ts.generation_tokens;
+  t.f64("busy_fraction") = ts.busy_fraction;
+  t.f64("compute_utilization") = ts.compute_utilization;
+  t.f64("memory_bandwidth_utilization") = ts.memory_bandwidth_utilization;
+  t.f64("kv_used_bytes") = ts.kv_used_bytes;
   return t;
 }
 
 Table summary_table(const Summary& s) {
   Table t;
   for (const auto& [k, v] : s.flatten()) t.f64(k).push_back(v);
+  return t;
+}
+
+Table alerts_table(const AlertReport& a) {
+  Table t;
+  auto& rule = t.str("rule");
+  auto& scope = t.str("scope");
+  auto& fire = t.f64("fire_s");
+  auto& clear = t.f64("clear_s");
+  auto& oom = t.f64("lead_oom_s");
+  auto& wave = t.f64("lead_rejection_wave_s");
+  auto& slo = t.f64("lead_slo_breach_s");
+  for (const auto& f : a.firings) {
+    rule.push_back(f.rule);
+    scope.push_back(f.scope);
+    fire.push_back(f.fire_s);
+    clear.push_back(f.clear_s);
+    oom.push_back(f.lead_oom_s);
+    wave.push_back(f.lead_rejection_wave_s);
+    slo.push_back(f.lead_slo_breach_s);
+  }
+  return t;
+}
+
+Table alert_events_table(const AlertReport& a) {
+  Table t;
+  auto& kind = t.str("event");
+  auto& scope = t.str("scope");
+  auto& ts = t.f64("t_s");
+  auto& detail = t.str("detail");
+  for (const auto& e : a.events) {
+    kind.push_back(e.kind);
+    scope.push_back(e.scope);
+    ts.push_back(e.t_s);
+    detail.push_back(e.detail);
+  }
+  return t;
+}
+
+// The binding resource of the fleet and of each pool (summary.h, binding_resource).
+Table binding_table(const Scenario& sc, const RunResult& r, const Summary& s) {
+  Table t;
+  auto& scope = t.str("scope");
+  auto& res = t.str("resource");
+  auto& ev = t.str("evidence");
+  auto& cu = t.f64("compute_utilization");
+  auto& mu = t.f64("memory_bandwidth_utilization");
+  auto& kv = t.f64("kv_cache_usage_mean");
+  auto& wkv = t.f64("wait_kv_fraction");
+  auto& wtb = t.f64("wait_token_budget_fraction");
+  auto& wms = t.f64("wait_max_seqs_fraction");
+  auto add = [&](const std::string& name, const Summary& x) {
+    const Binding b = binding_resource(x);
+    scope.push_back(name);
+    res.push_back(b.resource);
+    ev.push_back(b.evidence);
+    cu.push_back(x.compute_utilization);
+    mu.push_back(x.memory_bandwidth_utilization);
+    kv.push_back(x.kv_usage_mean);
+    wkv.push_back(x.wait_kv_fraction);
+    wtb.push_back(x.wait_token_budget_fraction);
+    wms.push_back(x.wait_max_seqs_fraction);
+  };
+  add("fleet", s);
+  if (sc.config.pools.size() > 1)
+    for (std::size_t p = 0; p < sc.config.pools.size(); ++p)
+      add(sc.config.pools[p].name, summarize(r, static_cast<int>(p)));
   return t;
 }
 
@@ -151,6 +222,12 @@ Table replicas_table(const RunResult& r) {
   auto& ph = t.i64("prefix_cache_hits");
   auto& ev = t.i64("cache_evictions");
   auto& xfer = t.f64("kv_transfer_s");
+  auto& csp = t.f64("compute_s_at_peak");
+  auto& msp = t.f64("memory_s_at_peak");
+  auto& wkv = t.f64("wait_kv_s");
+  auto& wtb = t.f64("wait_token_budget_s");
+  auto& wms = t.f64("wait_max_seqs_s");
+  auto& fpre = t.f64("first_preemption_s");
   auto& swaps = t.i64("num_swaps");
   auto& sob = t.f64("swap_out_bytes");
   auto& thit = t.i64("tier_hit_tokens");
@@ -178,6 +255,12 @@ Table replicas_table(const RunResult& r) {
     ph.push_back(x.stats.prefix_cache_hits);
     ev.push_back(x.stats.cache_evictions);
     xfer.push_back(x.stats.cost_sum.kv_transfer_s);
+    csp.push_back(x.stats.compute_s_at_peak);
+    msp.push_back(x.stats.memory_s_at_peak);
+    wkv.push_back(x.stats.wait_kv_s);
+    wtb.push_back(x.stats.wait_token_budget_s);
+    wms.push_back(x.stats.wait_max_seqs_s);
+    fpre.push_back(x.stats.first_preemption_s < 0 ? std::nan("") : x.stats.first_preemption_s);
     swaps.push_back(x.stats.num_swaps);
     sob.push_back(x.stats.swap_out_bytes);
     thit.push_back(x.stats.tier_hit_tokens);
@@ -272,6 +355,11 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     write_table(file, "replicas", replicas_table(r));
     write_table(file, "tenants", tenants_table(r));
     write_table(file, "sessions", sessions_table(r.requests));
+    write_table(file, "binding", binding_table(sc, r, s));
+    if (!sc.config.alerts.rules.empty()) {
+      write_table(file, "alerts", alerts_table(r.alerts));
+      write_table(file, "alert_events", alert_events_table(r.alerts));
+    }
     H5 group{check_id(H5Gcreate2(file, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "timeseries group"),
              H5Gclose};

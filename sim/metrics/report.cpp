@@ -64,6 +64,40 @@ void print_fleet(std::ostream& o, const RunResult& r, const Summary& s) {
   }
 }
 
+std::string left(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+// Seconds of warning before an event, as text: "12.0 s ahead", "3.0 s late" or "no event".
+std::string lead_text(double lead) {
+  if (std::isnan(lead)) return "none in the run";
+  return lead >= 0 ? fmt("%.1f s ahead", lead) : fmt("%.1f s late", -lead);
+}
+
+void print_alerts(std::ostream& o, const AlertsConfig& cfg, const AlertReport& a) {
+  o << "\nAlert events (first of each kind):";
+  if (a.events.empty()) o << " none";
+  o << "\n";
+  for (const auto& e : a.events)
+    o << "  " << fmt("%9.1f s  ", e.t_s) << left(e.kind, 15) << left(e.scope, 10) << e.detail
+      << "\n";
+  for (const auto& rule : cfg.rules) {
+    std::vector<const AlertFiring*> mine;
+    for (const auto& f : a.firings)
+      if (f.rule == rule.name) mine.push_back(&f);
+    o << "Alert " << rule.name << " (" << rule.scope << "): fired " << mine.size()
+      << (mine.size() == 1 ? " time" : " times") << "\n";
+    constexpr std::size_t kShown = 10;
+    for (std::size_t i = 0; i < mine.size() && i < kShown; ++i) {
+      const AlertFiring& f = *mine[i];
+      o << "  " << fmt("%9.1f s  ", f.fire_s) << left(f.scope, 10) << "lead before out of memory "
+        << lead_text(f.lead_oom_s) << "; rejection wave " << lead_text(f.lead_rejection_wave_s)
+        << "; SLO breach " << lead_text(f.lead_slo_breach_s) << "\n";
+    }
+    if (mine.size() > kShown) o << "  ... " << mine.size() - kShown << " more in /alerts\n";
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
@@ -246,7 +280,18 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << fmt("%.0f%%", 100 * sum.overhead_s / tot) << ", KV transfers "
       << fmt("%.0f%%", 100 * sum.kv_transfer_s / tot);
   o << "\n";
+  o << "GPU utilisation (per GPU, mean over replicas): compute "
+    << fmt("%.0f%%", 100 * s.compute_utilization) << " of peak FLOP/s, memory bandwidth "
+    << fmt("%.0f%%", 100 * s.memory_bandwidth_utilization) << " of peak\n";
+  const Binding b = binding_resource(s);
+  o << "Binding resource: " << b.resource << " — " << b.evidence << "\n";
+  if (c.pools.size() > 1)
+    for (std::size_t p = 0; p < c.pools.size(); ++p) {
+      const Binding pb = binding_resource(summarize(r, static_cast<int>(p)));
+      o << "  pool " << c.pools[p].name << ": " << pb.resource << " — " << pb.evidence << "\n";
+    }
   print_fleet(o, r, s);
+  if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
 }
 
 }  // namespace kvfleet::sim

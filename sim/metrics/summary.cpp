@@ -150,6 +150,11 @@ Summary summarize(const RunResult& r, int pool) {
     if (span_s > 0) {
       s.kv_usage_mean += rep.stats.kv_usage_time_integral / span_s;
       s.busy_fraction += rep.stats.busy_s / span_s;
+      s.compute_utilization += rep.stats.compute_s_at_peak / span_s;
+      s.memory_bandwidth_utilization += rep.stats.memory_s_at_peak / span_s;
+      s.wait_kv_fraction += rep.stats.wait_kv_s / span_s;
+      s.wait_token_budget_fraction += rep.stats.wait_token_budget_s / span_s;
+      s.wait_max_seqs_fraction += rep.stats.wait_max_seqs_s / span_s;
     }
   }
   s.cost_per_million_output_tokens =
@@ -206,6 +211,9 @@ Summary summarize(const RunResult& r, int pool) {
   if (num_replicas > 0) {
     s.kv_usage_mean /= static_cast<double>(num_replicas);
     s.busy_fraction /= static_cast<double>(num_replicas);
+    for (double* x : {&s.compute_utilization, &s.memory_bandwidth_utilization, &s.wait_kv_fraction,
+                      &s.wait_token_budget_fraction, &s.wait_max_seqs_fraction})
+      *x /= static_cast<double>(num_replicas);
   }
   return s;
 }
@@ -242,6 +250,11 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"kv_cache_usage_max", kv_usage_max});
   v.push_back({"kv_token_utilization", kv_token_utilization});
   v.push_back({"busy_fraction", busy_fraction});
+  v.push_back({"compute_utilization", compute_utilization});
+  v.push_back({"memory_bandwidth_utilization", memory_bandwidth_utilization});
+  v.push_back({"wait_kv_fraction", wait_kv_fraction});
+  v.push_back({"wait_token_budget_fraction", wait_token_budget_fraction});
+  v.push_back({"wait_max_seqs_fraction", wait_max_seqs_fraction});
   v.push_back({"steps", double(steps)});
   v.push_back({"prefix_cache_queries", double(prefix_cache_queries)});
   v.push_back({"prefix_cache_hits", double(prefix_cache_hits)});
@@ -280,6 +293,40 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   v.push_back({"scale_downs", double(scale_downs)});
   v.push_back({"peak_replicas", double(peak_replicas)});
   return v;
+}
+
+Binding binding_resource(const Summary& s) {
+  auto pct = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.0f%%", 100 * x);
+    return std::string(b);
+  };
+  const double waiting =
+      s.wait_kv_fraction + s.wait_token_budget_fraction + s.wait_max_seqs_fraction;
+  const std::string gpu = "compute utilisation " + pct(s.compute_utilization) +
+                          ", memory bandwidth " + pct(s.memory_bandwidth_utilization) + ", busy " +
+                          pct(s.busy_fraction);
+  const std::string kv = "KV usage mean " + pct(s.kv_usage_mean) + ", max " + pct(s.kv_usage_max) +
+                         ", " + std::to_string(s.num_preemptions) + " preemptions";
+  const std::string steps = s.memory_bandwidth_utilization > s.compute_utilization
+                                ? " (steps limited by memory bandwidth more than FLOPs)"
+                                : " (steps limited by FLOPs more than memory bandwidth)";
+  if (waiting < 0.05)
+    return {"unsaturated",
+            "requests waited in engines " + pct(waiting) +
+                " of the time: no limit held them back (busy time is no saturation signal: a "
+                "continuous-batching engine steps whenever one request runs); " +
+                gpu + "; " + kv};
+  const std::string waited = "requests waited " + pct(waiting) + " of the time: for KV " +
+                             pct(s.wait_kv_fraction) + ", for the token budget " +
+                             pct(s.wait_token_budget_fraction) + ", for max_num_seqs " +
+                             pct(s.wait_max_seqs_fraction);
+  if (s.wait_kv_fraction >= s.wait_token_budget_fraction &&
+      s.wait_kv_fraction >= s.wait_max_seqs_fraction)
+    return {"memory-bound", waited + "; " + kv + "; " + gpu};
+  if (s.wait_token_budget_fraction >= s.wait_max_seqs_fraction)
+    return {"compute-bound", waited + steps + "; " + gpu + "; " + kv};
+  return {"queue-bound", waited + "; " + kv + "; " + gpu};
 }
 
 }  // namespace kvfleet::sim

@@ -31,7 +31,12 @@ struct Summary {
   double requests_per_s = 0;  // completed
   double kv_usage_mean = 0;   // time-weighted over the run, mean over replicas
   double kv_usage_max = 0;
-  double busy_fraction = 0;               // share of the run replicas spent in steps
+  double busy_fraction = 0;  // share of the run replicas spent in steps
+  // Per GPU, mean over replicas, over the run: achieved / peak FLOP/s and device-memory
+  // bandwidth (WorkModel's FLOPs and bytes of every step), and the share of the run each
+  // replica's queue held requests, by what kept them waiting (EngineStats::wait_*_s).
+  double compute_utilization = 0, memory_bandwidth_utilization = 0;
+  double wait_kv_fraction = 0, wait_token_budget_fraction = 0, wait_max_seqs_fraction = 0;
   std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
   std::int64_t prefix_cache_hits = 0;     // of which served from the cache
   std::int64_t cache_evictions = 0;
@@ -81,5 +86,20 @@ struct Summary {
 
 // The whole fleet, or one pool (index into r.pools) when `pool` >= 0.
 Summary summarize(const RunResult& r, int pool = -1);
+
+// What limited a run, named for operators with the numbers that show it:
+//  - memory-bound: requests waited mostly because KV blocks ran out (or were preempted for them);
+//    more KV memory (fp8 KV, more GPUs, shorter context) is the fix;
+//  - compute-bound: they waited mostly because each step's token budget was spent: the GPU's
+//    steps are as large as allowed; faster or more GPUs are the fix;
+//  - queue-bound: they waited mostly because max_num_seqs requests already ran, with KV and
+//    token budget to spare; the concurrency limit is the bottleneck;
+//  - unsaturated: requests waited in engines less than 5% of the time. (Busy time says nothing
+//    here: a continuous-batching engine steps whenever a single request runs.)
+struct Binding {
+  std::string resource;  // memory-bound, compute-bound, queue-bound or unsaturated
+  std::string evidence;  // one sentence with the numbers
+};
+Binding binding_resource(const Summary& s);
 
 }  // namespace kvfleet::sim
