@@ -18,6 +18,12 @@ void PoolConfig::visit(V& v) {
   v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:"});
   v.param("tensor_parallel", tensor_parallel,
           {.unit = "GPUs", .desc = "GPUs per replica (tensor parallelism)", .min = 1, .max = 64});
+  v.param("pipeline_parallel", pipeline_parallel,
+          {.unit = "stages",
+           .desc = "pipeline stages per replica, each on tensor_parallel GPUs holding its share of "
+                   "the layers; the engine splits each step into as many micro-batches",
+           .min = 1,
+           .max = 64});
   v.param("weight_dtype", weight_dtype,
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
@@ -167,6 +173,9 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
     if (!g)
       r.fail_key("gpu",
                  "unknown GPU '" + p.gpu + "' (known: " + names_of(c.gpus, gpu_presets()) + ")");
+    if (p.pipeline_parallel > m->num_layers)
+      r.fail_key("pipeline_parallel",
+                 "exceeds the model's " + std::to_string(m->num_layers) + " layers");
     if (m->num_attention_heads % p.tensor_parallel != 0)
       r.fail_key(
           "tensor_parallel",
@@ -183,7 +192,8 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
                                        std::to_string(m->max_position_embeddings) + " tokens");
     }
     try {
-      info.memory = compute_memory_budget(*m, *g, p.tensor_parallel, info.weight_dtype, p.engine);
+      info.memory = compute_memory_budget(*m, *g, p.tensor_parallel, info.weight_dtype, p.engine,
+                                          p.pipeline_parallel);
     } catch (const std::invalid_argument& e) {
       r.fail_key("gpu", e.what());
     }

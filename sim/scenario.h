@@ -23,6 +23,8 @@ struct PoolConfig {
   std::string model = "Llama-3-8B";
   std::string gpu = "H100-SXM";
   int tensor_parallel = 1;
+  int pipeline_parallel = 1;
+  int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
   std::string weight_dtype = "auto";
   double price_per_hour = 0;
   EngineConfig engine;

@@ -65,7 +65,8 @@ Simulation::Simulation(const Scenario& sc)
                           pc.tensor_parallel,
                           weight_dtype_bytes(info.weight_dtype),
                           dtype_bytes(info.memory.kv_dtype),
-                          gemm_peak_flops(info.gpu, info.weight_dtype)};
+                          gemm_peak_flops(info.gpu, info.weight_dtype),
+                          pc.pipeline_parallel};
     const int n = pc.max_replicas();
     for (int r = 0; r < n; ++r) {
       ReplicaSetup setup;
@@ -74,7 +75,11 @@ Simulation::Simulation(const Scenario& sc)
       setup.memory = info.memory;
       setup.max_model_len = info.max_model_len;
       setup.host_link_Bps = info.gpu.host_link_Bps;
-      setup.gpus = pc.tensor_parallel;
+      setup.gpus = pc.gpus_per_replica();
+      setup.pipeline_stages = pc.pipeline_parallel;
+      setup.p2p_Bps = info.gpu.interconnect_Bps;
+      setup.p2p_latency_s = info.gpu.interconnect_latency_s;
+      setup.activation_bytes_per_token = 2.0 * info.model.hidden_size;
       setup.work = WorkModel(ctx);
       setup.check_invariants = sc.config.simulation.check_invariants;
       const int index = static_cast<int>(replicas_.size());
@@ -721,7 +726,7 @@ RunResult Simulation::run() {
     if (node.life != Life::kOff) node.paid_s += to_seconds(res.end_time - node.since);
     ReplicaResult rr{
         rep.name(), scenario_.config.pools[node.pool].name, rep.stats(), rep.memory(), {}, {}};
-    rr.gpus = scenario_.config.pools[node.pool].tensor_parallel;
+    rr.gpus = scenario_.config.pools[node.pool].gpus_per_replica();
     rr.paid_s = node.paid_s;
     rr.failures = node.failures;
     rr.restarts = node.restarts;

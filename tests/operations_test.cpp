@@ -252,3 +252,70 @@ TEST(Utilization, TimeSeriesIntervalsAddUpToTheRun) {
 
 }  // namespace
 }  // namespace kvfleet
+
+namespace kvfleet {
+namespace {
+
+// One replica of Llama-3-8B on H100s, decode-heavy: `n` requests of 16 prompt and 200 output
+// tokens, all at time 0.
+std::string pipeline_yaml(int n) {
+  return R"(workload:
+  impl: synthetic
+  num_requests: )" +
+         std::to_string(n) + R"(
+  arrival: {impl: constant, rate_per_s: 100000}
+  input_tokens: {impl: fixed, value: 16}
+  output_tokens: {impl: fixed, value: 200}
+pools:
+  - {name: p, model: Llama-3-8B, gpu: H100-SXM, price_per_hour: 2}
+)";
+}
+
+TEST(Pipeline, StagesHoldTheirShareOfWeightsAndKv) {
+  const auto one = testing::scenario_from(pipeline_yaml(1));
+  const auto four = testing::scenario_from(pipeline_yaml(1), {"pools[0].pipeline_parallel=4"});
+  const sim::MemoryBudget& a = one.pools[0].memory;
+  const sim::MemoryBudget& b = four.pools[0].memory;
+  const sim::ModelSpec& m = one.pools[0].model;
+  const double embed = static_cast<double>(m.vocab_size) * m.hidden_size;
+  EXPECT_DOUBLE_EQ(b.weights_bytes, ((m.num_params - 2 * embed) / 4 + embed) * 2.0);
+  EXPECT_EQ(b.stage_layers, 8);
+  EXPECT_DOUBLE_EQ(b.kv_bytes_per_token, a.kv_bytes_per_token / 4);
+  EXPECT_GT(b.num_blocks, 4 * a.num_blocks);  // a quarter of the KV per token, more room
+  try {
+    testing::scenario_from(pipeline_yaml(1), {"pools[0].pipeline_parallel=33"});
+    FAIL() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline_parallel"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pipeline, OneSequenceWaitsOnEveryStageAndManyFillThePipeline) {
+  const auto run = [](int n, int pp) {
+    return testing::run_yaml(pipeline_yaml(n),
+                             {"pools[0].pipeline_parallel=" + std::to_string(pp)});
+  };
+  // One sequence: a token passes all stages in turn; each stage reads about a quarter of the
+  // weights, so the token takes about as long as on one GPU (a little longer: the last stage
+  // also holds the lm_head and sets the pace), and while one stage works the other three wait:
+  // three quarters of the stages' time, overhead aside, is bubble.
+  const auto s1 = run(1, 1), s4 = run(1, 4);
+  const double ratio = s4.summary.tpot.mean / s1.summary.tpot.mean;
+  EXPECT_GT(ratio, 1.0);
+  EXPECT_LT(ratio, 1.2);
+  const auto& c4 = s4.result.replicas[0].stats.cost_sum;
+  EXPECT_NEAR(c4.pipeline_bubble_s / (c4.total_s() - c4.overhead_s), 0.75, 0.01);
+  // Four GPUs are paid for.
+  EXPECT_EQ(s4.result.replicas[0].gpus, 4);
+  EXPECT_DOUBLE_EQ(s4.summary.gpu_hours, s4.result.replicas[0].paid_s * 4 / 3600);
+  // 256 equal sequences split into 4 equal micro-batches: almost no bubble, and each step reads
+  // the weights and the KV once over four GPUs working at once.
+  const auto m1 = run(256, 1), m4 = run(256, 4);
+  const auto& d4 = m4.result.replicas[0].stats.cost_sum;
+  EXPECT_LT(d4.pipeline_bubble_s / d4.total_s(), 0.05);
+  EXPECT_LT(m4.summary.tpot.mean, m1.summary.tpot.mean);
+  EXPECT_EQ(m4.summary.ok, 256);
+}
+
+}  // namespace
+}  // namespace kvfleet

@@ -115,6 +115,44 @@ TEST(Sweep, BadInputIsNamedBeforeAnyPointRuns) {
             std::string::npos);
 }
 
+// Cases: named sets of overrides, an axis like any other (equal-cost comparisons).
+TEST(Sweep, CasesApplyTheirOverridesAndAreCheckedByName) {
+  const SweepSpec s = load_sweep_text(R"(set: [workload.num_requests=200]
+axes:
+  - key: config
+    cases:
+      - {name: one, set: ["pools[0].replicas=1"]}
+      - {name: two-tp2, set: ["pools[0].replicas=2", "pools[0].tensor_parallel=2"]}
+  - {key: workload.arrival.rate_per_s, values: [10, 20]}
+)",
+                                      "cases.yaml", kDir);
+  ASSERT_EQ(s.num_points(), 4u);
+  EXPECT_EQ(s.axis_values(2), (std::vector<std::string>{"two-tp2", "10"}));
+  EXPECT_EQ(s.overrides(2, 5),
+            (std::vector<std::string>{"pools[0].replicas=2", "pools[0].tensor_parallel=2",
+                                      "workload.arrival.rate_per_s=10", "seed=5"}));
+  validate_sweep(s);
+  const SweepResults r = run(s, 2);
+  ASSERT_EQ(r.completed(), 4u);
+  EXPECT_EQ(r.failed(), 0u);
+  auto message = [](const std::string& yaml) {
+    try {
+      validate_sweep(load_sweep_text(yaml, "bad.yaml", kDir));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("axes: [{key: c, cases: [{name: a, set: [\"pools[0].replicas=0\"]}]}]")
+                .find("replicas"),
+            std::string::npos);
+  EXPECT_NE(message("axes: [{key: c, cases: [{name: a, set: [x=1]}, {name: a, set: [x=2]}]}]")
+                .find("names two cases"),
+            std::string::npos);
+  EXPECT_NE(message("axes: [{key: c, cases: [{name: a, set: [nonsense]}]}]").find("key=value"),
+            std::string::npos);
+}
+
 TEST(Sweep, ResultsDoNotDependOnTheThreadCount) {
   const SweepSpec s = small();
   const SweepResults one = run(s, 1);

@@ -228,6 +228,8 @@ void MainWindow::buildPanel() {
   add("pools[0].gpu", "GPU", combo(gpus));
   add("pools[0].replicas", "Replicas", new QLineEdit);
   add("pools[0].tensor_parallel", "Tensor parallel", new QLineEdit);
+  add("pools[0].pipeline_parallel", "Pipeline stages", new QLineEdit);
+  add("pools[0].weight_dtype", "Weight dtype", new QLineEdit);
   add("pools[0].engine.kv_cache_dtype", "KV dtype", new QLineEdit);
   add("pools[0].engine.block_size", "Block size", new QLineEdit);
   add("pools[0].engine.enable_prefix_caching", "Prefix caching", new QCheckBox);

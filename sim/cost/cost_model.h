@@ -41,12 +41,18 @@ struct StepCost {
   double comm_s = 0;          // tensor-parallel collectives
   double overhead_s = 0;      // fixed per-step and per-sequence engine overhead
   double kv_transfer_s = 0;   // KV copied between GPU and host or lower tiers, not overlapped
+  // Pipeline parallelism: time a stage's GPUs wait for micro-batches (fill, drain, unequal
+  // micro-batches, activations sent between stages). The kinds above are one stage's busy time.
+  double pipeline_bubble_s = 0;
   double total_s() const {
-    return gemm_s + prefill_attn_s + decode_attn_s + comm_s + overhead_s + kv_transfer_s;
+    return gemm_s + prefill_attn_s + decode_attn_s + comm_s + overhead_s + kv_transfer_s +
+           pipeline_bubble_s;
   }
 };
 
-// What a backend is built for: one replica's model on its GPUs.
+// What a backend is built for: one replica's model on its GPUs. Under pipeline parallelism a
+// backend prices one stage (stage_layers() layers; the lm_head too, as the last stage, the
+// slowest, runs it); the engine runs the stages and micro-batches (Replica::pipeline_cost).
 struct CostContext {
   const ModelSpec& model;
   const GpuSpec& gpu;
@@ -54,6 +60,8 @@ struct CostContext {
   double weight_elem_bytes;    // bytes per weight element
   double kv_elem_bytes;        // bytes per KV element
   double gemm_peak_flops = 0;  // tensor rate of the linear layers (gemm_peak_flops()); 0 = bf16
+  int pipeline_stages = 1;
+  int stage_layers() const { return (model.num_layers + pipeline_stages - 1) / pipeline_stages; }
 };
 
 class CostModel {

@@ -160,7 +160,7 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx)
 ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& p)
     : cfg_(cfg),
       attention_(p.attention),
-      layers_(ctx.model.num_layers),
+      layers_(ctx.stage_layers()),
       tp_(ctx.tensor_parallel),
       allreduce_bytes_per_token_(2.0 * ctx.model.hidden_size),
       link_bw_(ctx.gpu.interconnect_Bps),

@@ -9,7 +9,7 @@ namespace kvfleet::sim {
 RooflineCostModel::RooflineCostModel(const Config& cfg, const CostContext& ctx)
     : cfg_(cfg),
       work_(ctx),
-      layers_(ctx.model.num_layers),
+      layers_(ctx.stage_layers()),
       tp_(ctx.tensor_parallel),
       link_bw_(ctx.gpu.interconnect_Bps),
       link_lat_(ctx.gpu.interconnect_latency_s) {}

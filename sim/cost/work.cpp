@@ -10,17 +10,20 @@ WorkModel::WorkModel(const CostContext& ctx) {
   const double embed = static_cast<double>(m.vocab_size) * m.hidden_size;
   // Linear-layer parameters touched per token: all active parameters but the input embedding
   // (a lookup) and the lm_head (counted per sampled row below). Untied embeddings assumed.
-  const double linear_params = std::max(0.0, m.active_params() - 2.0 * embed);
+  // A pipeline stage holds its share of the layers, and (the last) the lm_head.
+  const int layers = ctx.stage_layers();
+  const double share = static_cast<double>(layers) / m.num_layers;
+  const double linear_params = std::max(0.0, m.active_params() - 2.0 * embed) * share;
   flops_per_token_ = 2.0 * linear_params / tp;
   lm_head_flops_per_row_ = 2.0 * embed / tp;
-  weight_bytes_ = m.num_params * ctx.weight_elem_bytes / tp;
-  kv_bytes_per_token_ = m.kv_bytes_per_token(ctx.kv_elem_bytes) / tp;
+  weight_bytes_ = stage_weight_params(m, ctx.pipeline_stages) * ctx.weight_elem_bytes / tp;
+  kv_bytes_per_token_ = m.kv_bytes_per_token(ctx.kv_elem_bytes) * share / tp;
   const double heads = static_cast<double>(m.num_attention_heads) / tp;
   if (m.attention == "mla") {
     // Absorbed MLA: scores over (latent + rope) and values over the latent.
-    attn_flops_per_pair_ = 2.0 * m.num_layers * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim);
+    attn_flops_per_pair_ = 2.0 * layers * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim);
   } else {
-    attn_flops_per_pair_ = 4.0 * m.num_layers * heads * m.head_dim;  // QK^T and PV
+    attn_flops_per_pair_ = 4.0 * layers * heads * m.head_dim;  // QK^T and PV
   }
   act_bytes_per_token_allreduce_ = 2.0 * m.hidden_size;  // bf16 activations
   gemm_peak_ = ctx.gemm_peak_flops > 0 ? ctx.gemm_peak_flops : ctx.gpu.bf16_flops;

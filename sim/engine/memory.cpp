@@ -29,8 +29,10 @@ double estimate_activation_peak_bytes(const ModelSpec& m, int tp, int tokens, in
 }
 
 MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
-                                   const std::string& weight_dtype, const EngineConfig& e) {
+                                   const std::string& weight_dtype, const EngineConfig& e, int pp) {
   MemoryBudget b;
+  b.pipeline_stages = pp;
+  b.stage_layers = (m.num_layers + pp - 1) / pp;
   b.weight_dtype = weight_dtype;
   // "auto" is the activations' precision, as vLLM's (model_config.dtype): fp16 for fp16 models,
   // else bf16, whatever the weights are quantised to.
@@ -38,13 +40,14 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
   b.device_bytes = g.memory_bytes;
   b.usable_bytes = g.memory_bytes * e.gpu_memory_utilization;
   b.margin_bytes = b.device_bytes - b.usable_bytes;
-  b.weights_bytes = m.num_params * weight_dtype_bytes(weight_dtype) / tp;
+  b.weights_bytes = stage_weight_params(m, pp) * weight_dtype_bytes(weight_dtype) / tp;
   b.activation_peak_bytes =
       e.activation_peak_gib > 0
           ? e.activation_peak_gib * kGiB
           : estimate_activation_peak_bytes(m, tp, e.max_num_batched_tokens, e.max_num_seqs);
   b.runtime_overhead_bytes = e.runtime_overhead_gib * kGiB;
-  b.kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, dtype_bytes(b.kv_dtype), tp);
+  b.kv_bytes_per_token =
+      kv_bytes_per_token_per_gpu(m, dtype_bytes(b.kv_dtype), tp) * b.stage_layers / m.num_layers;
   b.block_bytes = b.kv_bytes_per_token * e.block_size;
   b.kv_pool_bytes =
       b.usable_bytes - b.weights_bytes - b.activation_peak_bytes - b.runtime_overhead_bytes;
@@ -60,7 +63,8 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
         " × gpu_memory_utilization) − weights " + gib(b.weights_bytes) + " − activations " +
         gib(b.activation_peak_bytes) + " − runtime overhead " + gib(b.runtime_overhead_bytes) +
         " leaves " + gib(b.kv_pool_bytes) +
-        " for KV; use more GPUs (tensor_parallel), a smaller model or a larger GPU");
+        " for KV; use more GPUs (tensor_parallel, pipeline_parallel), a smaller model or a "
+        "larger GPU");
   }
   b.num_blocks = static_cast<std::int64_t>(std::floor(b.kv_pool_bytes / b.block_bytes));
   return b;

@@ -28,14 +28,20 @@ struct MemoryBudget {
   bool blocks_overridden = false;
   double margin_bytes = 0;  // device − usable: memory the engine leaves alone
   std::string weight_dtype, kv_dtype;
+  int pipeline_stages = 1;
+  int stage_layers = 0;  // layers on the GPU with the most (what the KV pool is sized by)
 
   std::int64_t kv_capacity_tokens(int block_size) const { return num_blocks * block_size; }
 };
 
 // Computes the budget. Throws std::invalid_argument with a readable reason when the model does
 // not fit (caller adds file and key).
+// Under pipeline parallelism (`pp` stages) each GPU holds its stage's layers' weights and KV; the
+// stage with the most layers (and an embedding-sized matrix) sets the block count, as vLLM takes
+// the smallest KV pool over its workers.
 MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
-                                   const std::string& weight_dtype, const EngineConfig& e);
+                                   const std::string& weight_dtype, const EngineConfig& e,
+                                   int pp = 1);
 
 // Peak activation bytes on one GPU for a forward pass over `tokens` tokens with `seqs` sampled
 // rows: the MLP intermediate (gate/up output and activation), a few hidden-size buffers, and the

@@ -502,7 +502,14 @@ void Replica::start_step(SimTime now) {
       throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
   }
   if (!tiers_.empty()) spill_evicted(now);
-  StepCost c = cost_->cost(batch_);
+  StepWork w;
+  StepCost c;
+  if (setup_.pipeline_stages > 1) {
+    c = pipeline_cost(w);
+  } else {
+    c = cost_->cost(batch_);
+    w = setup_.work.work(batch_);
+  }
   c.kv_transfer_s = transfer_s_;
   if (load_s_ > 0) {
     // Layer by layer, loads hide behind the step's compute; only the excess adds time.
@@ -522,7 +529,7 @@ void Replica::start_step(SimTime now) {
   stats_.cost_sum.comm_s += c.comm_s;
   stats_.cost_sum.overhead_s += c.overhead_s;
   stats_.cost_sum.kv_transfer_s += c.kv_transfer_s;
-  const StepWork w = setup_.work.work(batch_);
+  stats_.cost_sum.pipeline_bubble_s += c.pipeline_bubble_s;
   stats_.compute_s_at_peak += setup_.work.compute_s_at_peak(w);
   stats_.memory_s_at_peak += setup_.work.memory_s_at_peak(w);
   stats_.flops += w.flops();
@@ -553,6 +560,62 @@ void Replica::start_step(SimTime now) {
   gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
                      std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
   queue_.push(now + dur, this, kStepEnd, epoch_);
+}
+
+StepCost Replica::pipeline_cost(StepWork& work) const {
+  // Micro-batches balanced by tokens: longest first, each to the lightest micro-batch so far.
+  const int stages = setup_.pipeline_stages;
+  std::vector<Scheduled> order(scheduled_);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Scheduled& a, const Scheduled& b) { return a.tokens > b.tokens; });
+  std::vector<Batch> micro(stages);
+  std::vector<std::vector<PrefillChunk>> chunks(stages);
+  for (const Scheduled& sc : order) {
+    const auto lightest = std::min_element(micro.begin(), micro.end(), [](auto& a, auto& b) {
+      return a.num_tokens() != b.num_tokens() ? a.num_tokens() < b.num_tokens()
+                                              : a.num_seqs < b.num_seqs;
+    });
+    const auto m = static_cast<std::size_t>(lightest - micro.begin());
+    add_to(micro[m], chunks[m], seqs_[sc.slot], sc);
+    ++micro[m].num_seqs;
+  }
+  // Each stage runs every micro-batch once per step, so a stage's GPUs work Σ_m w_m (w_m: the
+  // micro-batch's stage time without the engine's overhead); micro-batch m needs its own output
+  // before its next step, so it comes round every stages × w_m plus its overhead (scheduling and
+  // sampling, once per micro-batch, overlapping the other micro-batches' work) plus the hops
+  // between stages. The step lasts the longer; overhead on the critical path and the stages'
+  // idle time (the bubble) make up the rest.
+  StepCost c;
+  double busy = 0, cycle = 0, overhead = 0;
+  for (int m = 0; m < stages; ++m) {
+    if (micro[m].num_seqs == 0) continue;
+    micro[m].prefill = chunks[m];
+    const StepCost t = cost_->cost(micro[m]);
+    c.gemm_s += t.gemm_s;
+    c.prefill_attn_s += t.prefill_attn_s;
+    c.decode_attn_s += t.decode_attn_s;
+    c.comm_s += t.comm_s;
+    busy += t.total_s() - t.overhead_s;
+    overhead = std::max(overhead, t.overhead_s);
+    const double hop = setup_.p2p_latency_s +
+                       (setup_.p2p_Bps > 0 ? static_cast<double>(micro[m].num_tokens()) *
+                                                 setup_.activation_bytes_per_token / setup_.p2p_Bps
+                                           : 0.0);
+    cycle =
+        std::max(cycle, stages * (t.total_s() - t.overhead_s) + t.overhead_s + (stages - 1) * hop);
+    const StepWork w = setup_.work.work(micro[m]);
+    work.gemm_flops += w.gemm_flops;
+    work.gemm_bytes += w.gemm_bytes;
+    work.prefill_attn_flops += w.prefill_attn_flops;
+    work.prefill_attn_bytes += w.prefill_attn_bytes;
+    work.decode_attn_flops += w.decode_attn_flops;
+    work.decode_attn_bytes += w.decode_attn_bytes;
+    work.comm_bytes += w.comm_bytes;
+  }
+  const double period = std::max(busy, cycle);
+  c.overhead_s = std::min(overhead, period - busy);
+  c.pipeline_bubble_s = period - busy - c.overhead_s;
+  return c;
 }
 
 void Replica::end_step(SimTime now) {

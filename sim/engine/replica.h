@@ -85,6 +85,10 @@ struct ReplicaSetup {
   double host_link_Bps = 0;  // per GPU, for swapping KV
   int gpus = 1;              // GPUs of the replica (tensor parallelism), for GPU-seconds
   WorkModel work;            // FLOPs and bytes of a step, for utilisation
+  // Pipeline parallelism: stages, and the link that carries activations between them.
+  int pipeline_stages = 1;
+  double p2p_Bps = 0, p2p_latency_s = 0;
+  double activation_bytes_per_token = 0;
   bool check_invariants = false;
 };
 
@@ -205,20 +209,25 @@ class Replica final : public EventHandler, private VictimChooser {
     add_to_batch(q, sc);
     scheduled_.push_back(sc);
   }
-  void add_to_batch(const Seq& q, const Scheduled& sc) {
+  void add_to_batch(const Seq& q, const Scheduled& sc) { add_to(batch_, chunks_, q, sc); }
+  static void add_to(Batch& b, std::vector<PrefillChunk>& chunks, const Seq& q,
+                     const Scheduled& sc) {
     const bool emits = q.num_computed + sc.tokens == q.num_tokens();
     if (is_decode(q, sc.tokens)) {
-      ++batch_.num_decode_seqs;
-      batch_.decode_context_tokens += q.num_computed + 1;
+      ++b.num_decode_seqs;
+      b.decode_context_tokens += q.num_computed + 1;
     } else {
       const double t = sc.tokens, p = q.num_computed;
-      batch_.num_prefill_tokens += sc.tokens;
-      batch_.prefill_context_tokens += q.num_computed + sc.tokens;
-      batch_.prefill_attention_pairs += t * p + t * (t + 1) / 2;
-      chunks_.push_back({sc.tokens, q.num_computed});
+      b.num_prefill_tokens += sc.tokens;
+      b.prefill_context_tokens += q.num_computed + sc.tokens;
+      b.prefill_attention_pairs += t * p + t * (t + 1) / 2;
+      chunks.push_back({sc.tokens, q.num_computed});
     }
-    batch_.num_sampled += emits;
+    b.num_sampled += emits;
   }
+  // The step's time and work (per GPU) under pipeline parallelism: the scheduled sequences split
+  // into one micro-batch per stage, each micro-batch priced as one stage.
+  StepCost pipeline_cost(StepWork& work) const;
   void start_step(SimTime now);
   void end_step(SimTime now);
   void schedule();

@@ -222,6 +222,7 @@ Table replicas_table(const RunResult& r) {
   auto& ph = t.i64("prefix_cache_hits");
   auto& ev = t.i64("cache_evictions");
   auto& xfer = t.f64("kv_transfer_s");
+  auto& bubble = t.f64("pipeline_bubble_s");
   auto& csp = t.f64("compute_s_at_peak");
   auto& msp = t.f64("memory_s_at_peak");
   auto& wkv = t.f64("wait_kv_s");
@@ -255,6 +256,7 @@ Table replicas_table(const RunResult& r) {
     ph.push_back(x.stats.prefix_cache_hits);
     ev.push_back(x.stats.cache_evictions);
     xfer.push_back(x.stats.cost_sum.kv_transfer_s);
+    bubble.push_back(x.stats.cost_sum.pipeline_bubble_s);
     csp.push_back(x.stats.compute_s_at_peak);
     msp.push_back(x.stats.memory_s_at_peak);
     wkv.push_back(x.stats.wait_kv_s);

@@ -110,6 +110,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     const auto& m = info.memory;
     o << "\nPool " << pc.name << ": " << pc.replicas << " × " << info.gpu.name;
     if (pc.tensor_parallel > 1) o << " ×" << pc.tensor_parallel << " (tensor parallel)";
+    if (pc.pipeline_parallel > 1)
+      o << " ×" << pc.pipeline_parallel << " (pipeline stages of " << m.stage_layers << " layers)";
     o << ", " << info.model.name << " weights " << m.weight_dtype << ", KV " << m.kv_dtype
       << ", cost model " << pc.cost_model.impl << "\n";
     o << "  engine: max_num_seqs " << pc.engine.max_num_seqs << ", max_num_batched_tokens "
@@ -268,6 +270,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     sum.comm_s += rep.stats.cost_sum.comm_s;
     sum.overhead_s += rep.stats.cost_sum.overhead_s;
     sum.kv_transfer_s += rep.stats.cost_sum.kv_transfer_s;
+    sum.pipeline_bubble_s += rep.stats.cost_sum.pipeline_bubble_s;
   }
   const double tot = sum.total_s();
   o << "Engine: " << s.steps << " steps, busy " << fmt("%.0f%%", 100 * s.busy_fraction)
@@ -279,6 +282,8 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << fmt("%.0f%%", 100 * sum.comm_s / tot) << ", overhead "
       << fmt("%.0f%%", 100 * sum.overhead_s / tot) << ", KV transfers "
       << fmt("%.0f%%", 100 * sum.kv_transfer_s / tot);
+  if (sum.pipeline_bubble_s > 0)
+    o << ", pipeline bubble " << fmt("%.0f%%", 100 * sum.pipeline_bubble_s / tot);
   o << "\n";
   o << "GPU utilisation (per GPU, mean over replicas): compute "
     << fmt("%.0f%%", 100 * s.compute_utilization) << " of peak FLOP/s, memory bandwidth "

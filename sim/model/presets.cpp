@@ -1,5 +1,6 @@
 #include "sim/model/presets.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kvfleet::sim {
@@ -11,6 +12,13 @@ double weight_dtype_bytes(const std::string& d) {
   if (d == "int8") return 1.0;
   if (d == "int4") return 0.5 + 4.0 / 128;
   return dtype_bytes(d);
+}
+
+double stage_weight_params(const ModelSpec& m, int stages) {
+  if (stages <= 1) return m.num_params;
+  const double embed = static_cast<double>(m.vocab_size) * m.hidden_size;
+  const int layers = (m.num_layers + stages - 1) / stages;
+  return std::max(0.0, m.num_params - 2.0 * embed) * layers / m.num_layers + embed;
 }
 
 double gemm_peak_flops(const GpuSpec& gpu, const std::string& d) {

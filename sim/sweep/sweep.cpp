@@ -116,7 +116,15 @@ std::vector<std::string> SweepSpec::axis_values(std::size_t point) const {
 std::vector<std::string> SweepSpec::overrides(std::size_t point, std::int64_t base_seed) const {
   const auto vals = axis_values(point);
   std::vector<std::string> o;
-  for (std::size_t k = 0; k < axes.size(); ++k) o.push_back(axes[k].key + "=" + vals[k]);
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k].cases.empty()) {
+      o.push_back(axes[k].key + "=" + vals[k]);
+      continue;
+    }
+    const auto at = std::find(axes[k].values.begin(), axes[k].values.end(), vals[k]);
+    const auto& set = axes[k].cases[static_cast<std::size_t>(at - axes[k].values.begin())];
+    o.insert(o.end(), set.begin(), set.end());
+  }
   o.push_back("seed=" + std::to_string(base_seed + static_cast<std::int64_t>(point % replicates)));
   return o;
 }
@@ -156,13 +164,36 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
     for (std::size_t i = 0; i < axes.size(); ++i) {
       const YAML::Node a = axes[i];
       const std::string p = "axes[" + std::to_string(i) + "]";
-      check_keys(name, a, p, {"key", "values", "range", "log_range"});
+      check_keys(name, a, p, {"key", "values", "range", "log_range", "cases"});
       if (!a["key"]) fail(name, a, p + ".key", "missing (required)");
       SweepAxis ax;
       ax.key = a["key"].as<std::string>();
-      const int kinds = (a["values"] ? 1 : 0) + (a["range"] ? 1 : 0) + (a["log_range"] ? 1 : 0);
-      if (kinds != 1) fail(name, a, p, "give exactly one of values, range, log_range");
-      if (auto v = a["values"]) {
+      const int kinds = (a["values"] ? 1 : 0) + (a["range"] ? 1 : 0) + (a["log_range"] ? 1 : 0) +
+                        (a["cases"] ? 1 : 0);
+      if (kinds != 1) fail(name, a, p, "give exactly one of values, range, log_range, cases");
+      if (auto cs = a["cases"]) {
+        if (!cs.IsSequence() || cs.size() == 0) fail(name, cs, p + ".cases", "empty list");
+        for (std::size_t j = 0; j < cs.size(); ++j) {
+          const std::string cp = p + ".cases[" + std::to_string(j) + "]";
+          check_keys(name, cs[j], cp, {"name", "set"});
+          if (!cs[j]["name"] || !cs[j]["name"].IsScalar())
+            fail(name, cs[j], cp + ".name", "missing (required)");
+          const std::string n = cs[j]["name"].Scalar();
+          if (std::find(ax.values.begin(), ax.values.end(), n) != ax.values.end())
+            fail(name, cs[j]["name"], cp + ".name", "'" + n + "' names two cases");
+          const YAML::Node set = cs[j]["set"];
+          if (!set || !set.IsSequence() || set.size() == 0)
+            fail(name, cs[j], cp + ".set", "expected a non-empty list of key=value overrides");
+          std::vector<std::string> o;
+          for (const auto& x : set) {
+            if (!x.IsScalar() || x.Scalar().find('=') == std::string::npos)
+              fail(name, x, cp + ".set", "expected key=value");
+            o.push_back(x.Scalar());
+          }
+          ax.values.push_back(n);
+          ax.cases.push_back(std::move(o));
+        }
+      } else if (auto v = a["values"]) {
         if (!v.IsSequence() || v.size() == 0) fail(name, v, p + ".values", "empty list");
         for (const auto& x : v) {
           if (!x.IsScalar()) fail(name, x, p + ".values", "values must be scalars");
@@ -292,6 +323,10 @@ void validate_sweep(const SweepSpec& spec) {
     return;
   }
   for (const auto& a : spec.axes) {
+    if (!a.cases.empty()) {
+      for (const auto& set : a.cases) check(set);
+      continue;
+    }
     for (const auto& v : a.values) check({a.key + "=" + v});
   }
 }

@@ -10,6 +10,10 @@
 //     - {key: workload.arrival.rate_per_s, values: [10, 20, 40]}
 //     - {key: pools[0].engine.max_num_seqs, range: {start: 64, stop: 256, step: 64}}
 //     - {key: pools[0].engine.gpu_memory_utilization, log_range: {start: 0.5, stop: 0.9, num: 3}}
+//     - key: config                # cases: named sets of overrides (the key is only a label)
+//       cases:
+//         - {name: tp4, set: [pools[0].tensor_parallel=4]}
+//         - {name: 2x-tp2, set: [pools[0].replicas=2, pools[0].tensor_parallel=2]}
 //   sample:                        # or instead: random or Latin-hypercube points in a box
 //     {method: latin_hypercube | random, n: 100, seed: 7,
 //      keys: [{key: ..., min: ..., max: ..., log: false, integer: false}]}
@@ -25,7 +29,8 @@ namespace kvfleet::sim {
 
 struct SweepAxis {
   std::string key;
-  std::vector<std::string> values;  // as --set values
+  std::vector<std::string> values;              // as --set values; for cases, their names
+  std::vector<std::vector<std::string>> cases;  // cases: each value's overrides; else empty
 };
 
 struct SweepSpec {
