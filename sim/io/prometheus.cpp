@@ -59,10 +59,12 @@ struct Done {
 
 void write_openmetrics(const std::string& path, const Scenario& sc, const RunResult& r,
                        double epoch_s) {
-  std::map<std::string, std::string> model_of;  // replica -> model name
+  std::map<std::string, std::string> model_of, gpu_of;  // replica -> model, GPU name
   for (const auto& rep : r.replicas) {
     for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
-      if (sc.config.pools[p].name == rep.pool) model_of[rep.name] = sc.pools[p].model.name;
+      if (sc.config.pools[p].name != rep.pool) continue;
+      model_of[rep.name] = sc.pools[p].model.name;
+      gpu_of[rep.name] = sc.pools[p].gpu.name;
     }
   }
   std::vector<std::vector<Done>> done(r.replicas.size());
@@ -83,15 +85,24 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
       const auto& name = r.timeseries[i].replica;
       return "model_name=\"" + escape(model_of[name]) + "\",engine=\"" + escape(name) + "\"";
     };
-    auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    // DCGM exporter's labels as well, for GPU dashboards: the replica stands for its host; its
+    // GPUs share one series (they do the same work).
+    auto dcgm_labels = [&](std::size_t i) {
+      const auto& name = r.timeseries[i].replica;
+      return labels(i) + ",gpu=\"0\",Hostname=\"" + escape(name) + "\",modelName=\"" +
+             escape(gpu_of[name]) + "\"";
+    };
+    auto family = [&](const char* name, const char* type, const char* help, auto value,
+                      bool dcgm = false) {
       o << "# TYPE " << name << " " << type << "\n# HELP " << name << " " << help << "\n";
       const std::string sample =
           std::string(name) + (std::string(type) == "counter" ? "_total" : "");
       for (std::size_t i = 0; i < r.timeseries.size(); ++i) {
         const auto& t = r.timeseries[i];
+        const std::string l = dcgm ? dcgm_labels(i) : labels(i);
         for (std::size_t k = 0; k < t.t_s.size(); ++k) {
-          o << sample << "{" << labels(i) << "} " << num(value(t, k)) << " "
-            << ts(epoch_s, t.t_s[k]) << "\n";
+          o << sample << "{" << l << "} " << num(value(t, k)) << " " << ts(epoch_s, t.t_s[k])
+            << "\n";
         }
       }
     };
@@ -107,6 +118,17 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
            [](const TimeSeries& t, std::size_t k) { return double(t.prompt_tokens[k]); });
     family("vllm:generation_tokens", "counter", "Number of generation tokens processed.",
            [](const TimeSeries& t, std::size_t k) { return double(t.generation_tokens[k]); });
+    // Utilisation under DCGM's profiling names (ratios over the scrape interval): achieved over
+    // peak tensor FLOP/s, and over peak device-memory bandwidth.
+    family(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+        "Ratio of cycles the tensor (HMMA) pipe is active (simulated: achieved / peak FLOP/s).",
+        [](const TimeSeries& t, std::size_t k) { return t.compute_utilization[k]; }, true);
+    family(
+        "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+        "Ratio of cycles the device memory interface is active (simulated: achieved / peak "
+        "bandwidth).",
+        [](const TimeSeries& t, std::size_t k) { return t.memory_bandwidth_utilization[k]; }, true);
 
     auto histogram = [&](const char* name, const char* help, const std::vector<double>& bounds,
                          auto observe) {

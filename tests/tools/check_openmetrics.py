@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Parses a kvfleet OpenMetrics backfill file with the Prometheus client library's own parser
 (Debian's python3-prometheus-client) and checks it: vLLM's families are there, timestamps rise,
-histogram buckets are cumulative and end at _count, and the last E2E _count equals the number
-of completed requests. Usage: check_openmetrics.py FILE COMPLETED_REQUESTS"""
+histogram buckets are cumulative and end at _count, the last E2E _count equals the number
+of completed requests, and the DCGM-named utilisation gauges are ratios with DCGM's labels. Usage: check_openmetrics.py FILE COMPLETED_REQUESTS"""
 import sys
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -50,6 +50,7 @@ want = {
     "vllm:time_to_first_token_seconds": "histogram",
     "vllm:inter_token_latency_seconds": "histogram",
     "vllm:e2e_request_latency_seconds": "histogram",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "gauge", "DCGM_FI_PROF_DRAM_ACTIVE": "gauge",
 }
 for name, kind in want.items():
     assert name in families, f"missing family {name}"
@@ -62,6 +63,11 @@ for name, fam in families.items():
         assert key not in last or t >= last[key], f"{name}: time goes back"
         last[key] = t
     assert all(0 <= s.value for s in fam.samples), f"{name}: negative value"
+for name in ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"):
+    samples = families[name].samples
+    assert all(s.value <= 1 for s in samples), f"{name}: a ratio above 1"
+    assert any(s.value > 0 for s in samples), f"{name}: never above 0"
+    assert all("Hostname" in s.labels and "gpu" in s.labels for s in samples), f"{name}: labels"
 for name in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
     by_time = {}
     for s in families[name].samples:
