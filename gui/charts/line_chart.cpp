@@ -57,7 +57,8 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   tf.setPointSize(13);
   tf.setBold(true);
   chart->setTitleFont(tf);
-  chart->legend()->setAlignment(Qt::AlignBottom);
+  // Many series: one per line on the right, so that no name is elided.
+  chart->legend()->setAlignment(spec.series.size() > 4 ? Qt::AlignRight : Qt::AlignBottom);
   chart->setBackgroundRoundness(0);
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
   for (const auto& s : spec.series) {
@@ -86,6 +87,11 @@ QChart* make_line_chart(const LineChartSpec& spec) {
                                 spec.log_y ? yhi * 1.5 : yhi * 1.05);
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
+  // Ten distinct colours (Tableau 10; Qt's default theme repeats after five); the SLO's red apart.
+  static const QColor kPalette[] = {
+      {31, 119, 180},  {255, 127, 14},  {44, 160, 44},  {148, 103, 189}, {140, 86, 75},
+      {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},  {214, 39, 40}};
+  std::size_t colour = 0;
   for (const auto& s : spec.series) {
     auto* line = new QLineSeries;
     line->setName(QString::fromStdString(s.name));
@@ -99,7 +105,7 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     line->attachAxis(ay);
     QPen pen = line->pen();
     pen.setWidthF(s.muted ? 1.2 : 2.4);
-    if (s.muted) pen.setColor(QColor(170, 170, 170));
+    pen.setColor(s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)]);
     line->setPen(pen);
     line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves
   }

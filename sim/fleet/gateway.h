@@ -41,12 +41,13 @@ struct AdmissionConfig {
     v.param("kv_threshold", kv_threshold,
             {.unit = "fraction",
              .desc = "saturation detector: KV usage that counts as 1; a replica's saturation is "
-                     "max(waiting / queue_threshold, KV usage / kv_threshold), the pool's the "
-                     "mean over replicas taking requests",
+                     "min(1, max(waiting / queue_threshold, KV usage / kv_threshold)), the pool's "
+                     "the mean over replicas taking requests (the share of them saturated)",
              .positive = true});
     v.param("saturation_limit", saturation_limit,
-            {.desc = "the pool is saturated at or above this saturation: nothing is admitted "
-                     "and low-priority requests are shed",
+            {.desc = "the pool is saturated at or above this saturation (1: every replica "
+                     "saturated): nothing is admitted and low-priority requests are shed",
+             .max = 1,
              .positive = true});
     v.param("kv_demand_limit", kv_demand_limit,
             {.unit = "fraction",
@@ -130,14 +131,15 @@ class PoolGateway {
       : c_(c), kv_tokens_per_replica_(kv_tokens_per_replica) {}
   const AdmissionConfig& config() const { return c_; }
 
-  // Mean over replicas taking requests of max(waiting / queue threshold, KV usage / KV
-  // threshold); infinite when none takes requests.
+  // Mean over replicas taking requests of min(1, max(waiting / queue threshold, KV usage / KV
+  // threshold)); infinite when none takes requests. Capped at 1 per replica: one replica's long
+  // queue must not mark the pool saturated while another has room (it starved idle replicas).
   double saturation(std::span<const ReplicaLoad> loads) const {
     double sum = 0;
     int n = 0;
     for (const auto& x : loads) {
       if (!x.available) continue;
-      sum += std::max(x.waiting / c_.queue_threshold, x.kv_usage / c_.kv_threshold);
+      sum += std::min(1.0, std::max(x.waiting / c_.queue_threshold, x.kv_usage / c_.kv_threshold));
       ++n;
     }
     return n ? sum / n : std::numeric_limits<double>::infinity();

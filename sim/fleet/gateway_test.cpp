@@ -27,10 +27,13 @@ AdmissionConfig enabled() {
   return c;
 }
 
-TEST(Gateway, SaturationIsTheMeanOfEachReplicasWorseRatio) {
+TEST(Gateway, SaturationIsTheMeanOfEachReplicasWorseRatioCappedAtOne) {
   PoolGateway g(enabled(), 1000);
-  // Replica 0: max(2/4, 0.4/0.8) = 0.5; replica 1: max(8/4, 0.2/0.8) = 2; mean 1.25.
-  EXPECT_DOUBLE_EQ(g.saturation(loads({2, 8}, {0.4, 0.2})), 1.25);
+  // Replica 0: max(2/4, 0.4/0.8) = 0.5; replica 1: max(8/4, 0.2/0.8) = 2, counted as 1: mean
+  // 0.75. One replica's long queue does not hold requests back from the other.
+  EXPECT_DOUBLE_EQ(g.saturation(loads({2, 8}, {0.4, 0.2})), 0.75);
+  EXPECT_FALSE(g.saturated(loads({0, 80}, {0.0, 1.0})));
+  EXPECT_TRUE(g.saturated(loads({4, 80}, {0.0, 1.0})));
   auto l = loads({2, 8}, {0.4, 0.2});
   l[1].available = false;  // replicas that take no requests do not count
   EXPECT_DOUBLE_EQ(g.saturation(l), 0.5);
