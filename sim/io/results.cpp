@@ -169,7 +169,7 @@ Table alert_events_table(const AlertReport& a) {
 }
 
 // The binding resource of the fleet and of each pool (summary.h, binding_resource).
-Table binding_table(const Scenario& sc, const RunResult& r, const Summary& s) {
+Table binding_table(const RunResult& r, const Summary& s) {
   Table t;
   auto& scope = t.str("scope");
   auto& res = t.str("resource");
@@ -193,9 +193,9 @@ Table binding_table(const Scenario& sc, const RunResult& r, const Summary& s) {
     wms.push_back(x.wait_max_seqs_fraction);
   };
   add("fleet", s);
-  if (sc.config.pools.size() > 1)
-    for (std::size_t p = 0; p < sc.config.pools.size(); ++p)
-      add(sc.config.pools[p].name, summarize(r, static_cast<int>(p)));
+  if (r.pools.size() > 1)
+    for (std::size_t p = 0; p < r.pools.size(); ++p)
+      add(r.pools[p].name, summarize(r, static_cast<int>(p)));
   return t;
 }
 
@@ -357,7 +357,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     write_table(file, "replicas", replicas_table(r));
     write_table(file, "tenants", tenants_table(r));
     write_table(file, "sessions", sessions_table(r.requests));
-    write_table(file, "binding", binding_table(sc, r, s));
+    write_table(file, "binding", binding_table(r, s));
     if (!sc.config.alerts.rules.empty()) {
       write_table(file, "alerts", alerts_table(r.alerts));
       write_table(file, "alert_events", alert_events_table(r.alerts));
@@ -400,6 +400,11 @@ void write_results_csv(const std::string& dir, const RunResult& r, const Summary
   write_csv((d / "replicas.csv").string(), replicas_table(r));
   write_csv((d / "tenants.csv").string(), tenants_table(r));
   write_csv((d / "sessions.csv").string(), sessions_table(r.requests));
+  write_csv((d / "binding.csv").string(), binding_table(r, s));
+  if (!r.alerts.firings.empty() || !r.alerts.events.empty()) {
+    write_csv((d / "alerts.csv").string(), alerts_table(r.alerts));
+    write_csv((d / "alert_events.csv").string(), alert_events_table(r.alerts));
+  }
   for (const auto& ts : r.timeseries)
     write_csv((d / ("timeseries_" + flat_name(ts.replica) + ".csv")).string(),
               timeseries_table(ts));

@@ -87,7 +87,7 @@ void print_alerts(std::ostream& o, const AlertsConfig& cfg, const AlertReport& a
       if (f.rule == rule.name) mine.push_back(&f);
     o << "Alert " << rule.name << " (" << rule.scope << "): fired " << mine.size()
       << (mine.size() == 1 ? " time" : " times") << "\n";
-    constexpr std::size_t kShown = 10;
+    constexpr std::size_t kShown = 5;  // all of them in /alerts and alerts.csv
     for (std::size_t i = 0; i < mine.size() && i < kShown; ++i) {
       const AlertFiring& f = *mine[i];
       o << "  " << fmt("%9.1f s  ", f.fire_s) << left(f.scope, 10) << "lead before out of memory "
