@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 
 #include "gui/charts/line_chart.h"
 #include "gui/charts/sweep_chart.h"
@@ -120,24 +121,27 @@ void RunView::redraw() {
 
 void TimelineView::draw(const LoadPoint* point, QChartView* top, QChartView* bottom) {
   charts::LineChartSpec kv, q;
-  kv.title = "KV cache usage over time (mean over replicas)";
+  kv.title = "KV memory against compute over time (mean over replicas)";
   kv.x_label = "time (s)";
-  kv.y_label = "fraction of KV blocks";
+  kv.y_label = "fraction";
   q.title = "Requests over time (all replicas)";
   q.x_label = "time (s)";
   q.y_label = "requests, preemptions";
   if (point != nullptr && !point->timeseries.empty()) {
     const auto& ts = point->timeseries;
     const std::size_t n = ts[0].t_s.size();
-    charts::Series use{"KV usage", {}, {}}, mark{"watermark (highest so far)", {}, {}};
+    charts::Series use{"KV usage", {}, {}}, mark{"KV watermark (highest so far)", {}, {}};
+    charts::Series comp{"compute utilisation", {}, {}}, bw{"memory-bandwidth utilisation", {}, {}};
     charts::Series run{"running", {}, {}}, wait{"waiting", {}, {}},
         pre{"preemptions (cumulative)", {}, {}};
     double high = 0;
     for (std::size_t k = 0; k < n; ++k) {
-      double u = 0, r = 0, w = 0, p = 0;
+      double u = 0, r = 0, w = 0, p = 0, c = 0, b = 0;
       for (const auto& t : ts) {
         if (k >= t.t_s.size()) continue;
         u += t.kv_cache_usage[k] / ts.size();
+        c += t.compute_utilization[k] / ts.size();
+        b += t.memory_bandwidth_utilization[k] / ts.size();
         r += t.num_requests_running[k];
         w += t.num_requests_waiting[k];
         p += static_cast<double>(t.num_preemptions[k]);
@@ -146,11 +150,15 @@ void TimelineView::draw(const LoadPoint* point, QChartView* top, QChartView* bot
       const double x = ts[0].t_s[k];
       use.x.push_back(x), use.y.push_back(u);
       mark.x.push_back(x), mark.y.push_back(high);
+      if (k > 0) {  // utilisation is over the interval that ends at this sample
+        comp.x.push_back(x), comp.y.push_back(c);
+        bw.x.push_back(x), bw.y.push_back(b);
+      }
       run.x.push_back(x), run.y.push_back(r);
       wait.x.push_back(x), wait.y.push_back(w);
       pre.x.push_back(x), pre.y.push_back(p);
     }
-    kv.series = {use, mark};
+    kv.series = {use, mark, comp, bw};
     q.series = {run, wait, pre};
   }
   set_chart(top, charts::make_line_chart(kv));
@@ -211,7 +219,10 @@ void PointsTable::setPoints(const std::string& load_key, const std::vector<LoadP
                             "E2E p99 (s)",
                             "requests/s",
                             "KV usage mean",
-                            "preemptions"};
+                            "preemptions",
+                            "compute util.",
+                            "bandwidth util.",
+                            "binding resource"};
   table_->clear();
   table_->setColumnCount(cols.size());
   table_->setHorizontalHeaderLabels(cols);
@@ -222,14 +233,28 @@ void PointsTable::setPoints(const std::string& load_key, const std::vector<LoadP
     const QString status = !p.done ? "pending"
                            : p.ok  ? "ok"
                                    : "failed: " + QString::fromStdString(p.error);
-    const double v[] = {
-        s.ttft.p50, s.ttft.p99,       s.tpot.p50,      s.tpot.p99,
-        s.e2e.p99,  s.requests_per_s, s.kv_usage_mean, static_cast<double>(s.num_preemptions)};
+    const double v[] = {s.ttft.p50,
+                        s.ttft.p99,
+                        s.tpot.p50,
+                        s.tpot.p99,
+                        s.e2e.p99,
+                        s.requests_per_s,
+                        s.kv_usage_mean,
+                        static_cast<double>(s.num_preemptions),
+                        s.compute_utilization,
+                        s.memory_bandwidth_utilization};
+    constexpr int kNumbers = static_cast<int>(std::size(v));
     table_->setItem(r, 0, new QTableWidgetItem(QString::number(p.load, 'g', 6)));
     table_->setItem(r, 1, new QTableWidgetItem(status));
-    for (int c = 0; c < 8; ++c) {
+    for (int c = 0; c < kNumbers; ++c) {
       table_->setItem(r, c + 2,
                       new QTableWidgetItem(p.done && p.ok ? QString::number(v[c], 'g', 6) : ""));
+    }
+    if (p.done && p.ok) {
+      const sim::Binding b = sim::binding_resource(s);
+      auto* item = new QTableWidgetItem(QString::fromStdString(b.resource));
+      item->setToolTip(QString::fromStdString(b.evidence));
+      table_->setItem(r, kNumbers + 2, item);
     }
   }
   table_->resizeColumnsToContents();
