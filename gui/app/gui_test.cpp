@@ -131,6 +131,15 @@ class GuiTest : public QObject {
 
     // The other views hold the runs: timeline, fleet, points table; exports work.
     QCOMPARE(w.pointsTable()->table()->rowCount(), 8);
+    {  // each point names what limits it, as the run report does
+      QTableWidget* t = w.pointsTable()->table();
+      const int col = t->columnCount() - 1;
+      QCOMPARE(t->horizontalHeaderItem(col)->text(), QString("binding resource"));
+      const QStringList known = {"unsaturated", "memory-bound", "compute-bound", "queue-bound"};
+      for (int r = 0; r < t->rowCount(); ++r)
+        QVERIFY2(t->item(r, col) && known.contains(t->item(r, col)->text()),
+                 qPrintable(QString("row %1").arg(r)));
+    }
     const QString dir = QDir::temp().filePath("kvfleet_gui_exports");
     QDir().mkpath(dir);
     w.tabs()->setCurrentIndex(1);  // run over time
