@@ -16,6 +16,13 @@ struct StepWork {
   double comm_bytes = 0;  // all-reduced activations per collective (interconnect, not HBM)
 
   double flops() const { return gemm_flops + prefill_attn_flops + decode_attn_flops; }
+  StepWork& operator+=(const StepWork& o) {
+    gemm_flops += o.gemm_flops, gemm_bytes += o.gemm_bytes;
+    prefill_attn_flops += o.prefill_attn_flops, prefill_attn_bytes += o.prefill_attn_bytes;
+    decode_attn_flops += o.decode_attn_flops, decode_attn_bytes += o.decode_attn_bytes;
+    comm_bytes += o.comm_bytes;
+    return *this;
+  }
   double hbm_bytes() const { return gemm_bytes + prefill_attn_bytes + decode_attn_bytes; }
 };
 

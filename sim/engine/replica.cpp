@@ -603,14 +603,7 @@ StepCost Replica::pipeline_cost(StepWork& work) const {
                                            : 0.0);
     cycle =
         std::max(cycle, stages * (t.total_s() - t.overhead_s) + t.overhead_s + (stages - 1) * hop);
-    const StepWork w = setup_.work.work(micro[m]);
-    work.gemm_flops += w.gemm_flops;
-    work.gemm_bytes += w.gemm_bytes;
-    work.prefill_attn_flops += w.prefill_attn_flops;
-    work.prefill_attn_bytes += w.prefill_attn_bytes;
-    work.decode_attn_flops += w.decode_attn_flops;
-    work.decode_attn_bytes += w.decode_attn_bytes;
-    work.comm_bytes += w.comm_bytes;
+    work += setup_.work.work(micro[m]);
   }
   const double period = std::max(busy, cycle);
   c.overhead_s = std::min(overhead, period - busy);
