@@ -168,11 +168,7 @@ void write_profile(const std::string& path, const Profile& p) {
 }
 
 Profile read_profile(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "", "profile file not found");
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (fid < 0) throw InputError(path, "", "not an HDF5 file");
-  h5::H5 file{fid, H5Fclose};
+  const h5::H5 file = h5::open_for_reading(path, "profile");
   Profile p;
   auto table = [&](const char* name) {
     try {

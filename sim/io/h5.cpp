@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "sim/core/error.h"
+
 namespace kvfleet::sim::h5 {
 
 std::string temp_name(const std::string& path) {
@@ -30,6 +32,24 @@ void write_string_dataset(hid_t loc, const char* name, const std::string& text) 
         H5Dclose};
   const char* p = text.c_str();
   check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+}
+
+std::string read_string_dataset(hid_t loc, const char* name) {
+  H5 ds{check_id(H5Dopen2(loc, name, H5P_DEFAULT), name), H5Dclose};
+  H5 type{check_id(H5Dget_type(ds.id), name), H5Tclose};
+  char* p = nullptr;
+  check(H5Dread(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+  std::string s = p ? p : "";
+  H5free_memory(p);
+  return s;
+}
+
+H5 open_for_reading(const std::string& path, const std::string& kind) {
+  if (!std::filesystem::exists(path)) throw InputError(path, "", kind + " file not found");
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) throw InputError(path, "", "not an HDF5 file");
+  return H5{fid, H5Fclose};
 }
 
 void write_table(hid_t loc, const char* name, const Table& t) {

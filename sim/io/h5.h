@@ -32,6 +32,8 @@ struct H5 {
 };
 
 void write_string_dataset(hid_t loc, const char* name, const std::string& text);
+// Reads a text dataset written by write_string_dataset (variable-length string).
+std::string read_string_dataset(hid_t loc, const char* name);
 // A table as one compound dataset: one member per column, one element per row. Strings are
 // fixed-length (the longest value), so h5py and pandas read them directly.
 void write_table(hid_t loc, const char* name, const Table& t);
@@ -42,6 +44,10 @@ void write_table(hid_t loc, const char* name, const Table& t);
 // not a compound of those.
 Table read_table(hid_t loc, const char* name);
 bool has_link(hid_t loc, const char* name);
+
+// Opens an input file read-only, HDF5's own error printing off. Throws InputError naming `path`:
+// "<kind> file not found" or "not an HDF5 file".
+H5 open_for_reading(const std::string& path, const std::string& kind);
 
 // Creates `path` atomically: `fill(file)` writes into a new file under a temporary name, which is
 // renamed to `path` only when fill returns; on any exception the temporary file is removed.

@@ -534,21 +534,11 @@ void write_sweep_h5(const std::string& path, const SweepResults& r) {
 }
 
 SweepResults read_sweep_h5(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "", "sweep results file not found");
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (fid < 0) throw InputError(path, "", "not an HDF5 file");
-  h5::H5 file{fid, H5Fclose};
+  const h5::H5 file = h5::open_for_reading(path, "sweep results");
   auto read_text = [&](const char* name) {
     if (!h5::has_link(file.id, name))
       throw InputError(path, name, "dataset missing: not a sweep file");
-    h5::H5 ds{h5::check_id(H5Dopen2(file.id, name, H5P_DEFAULT), name), H5Dclose};
-    h5::H5 type{h5::check_id(H5Dget_type(ds.id), name), H5Tclose};
-    char* p = nullptr;
-    h5::check(H5Dread(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
-    std::string s = p ? p : "";
-    H5free_memory(p);
-    return s;
+    return h5::read_string_dataset(file.id, name);
   };
   SweepResults r;
   r.sweep_text = read_text("sweep");
