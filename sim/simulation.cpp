@@ -99,6 +99,7 @@ Simulation::Simulation(const Scenario& sc)
     probes_.push_back(std::make_unique<Probe>(*this, p, pc.engine.block_size));
     pool.router->attach(probes_.back().get());
   }
+  last_sample_.resize(replicas_.size());
 }
 
 Simulation::~Simulation() = default;
@@ -334,7 +335,6 @@ void Simulation::sample(SimTime now) {
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);
     ts.available.push_back(nodes_[i].life == Life::kUp);
-    if (last_sample_.size() < replicas_.size()) last_sample_.resize(replicas_.size());
     Cumulative& last = last_sample_[i];
     const EngineStats& st = r.stats();
     const double dt = to_seconds(now) - last.t_s;

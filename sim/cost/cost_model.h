@@ -61,7 +61,7 @@ struct CostContext {
   double kv_elem_bytes;        // bytes per KV element
   double gemm_peak_flops = 0;  // tensor rate of the linear layers (gemm_peak_flops()); 0 = bf16
   int pipeline_stages = 1;
-  int stage_layers() const { return (model.num_layers + pipeline_stages - 1) / pipeline_stages; }
+  int stage_layers() const { return sim::stage_layers(model, pipeline_stages); }
 };
 
 class CostModel {

@@ -32,7 +32,7 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
                                    const std::string& weight_dtype, const EngineConfig& e, int pp) {
   MemoryBudget b;
   b.pipeline_stages = pp;
-  b.stage_layers = (m.num_layers + pp - 1) / pp;
+  b.stage_layers = stage_layers(m, pp);
   b.weight_dtype = weight_dtype;
   // "auto" is the activations' precision, as vLLM's (model_config.dtype): fp16 for fp16 models,
   // else bf16, whatever the weights are quantised to.

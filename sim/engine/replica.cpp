@@ -562,14 +562,18 @@ void Replica::start_step(SimTime now) {
   queue_.push(now + dur, this, kStepEnd, epoch_);
 }
 
-StepCost Replica::pipeline_cost(StepWork& work) const {
+StepCost Replica::pipeline_cost(StepWork& work) {
   // Micro-batches balanced by tokens: longest first, each to the lightest micro-batch so far.
   const int stages = setup_.pipeline_stages;
-  std::vector<Scheduled> order(scheduled_);
+  std::vector<Scheduled>& order = pp_order_;
+  order.assign(scheduled_.begin(), scheduled_.end());
   std::stable_sort(order.begin(), order.end(),
                    [](const Scheduled& a, const Scheduled& b) { return a.tokens > b.tokens; });
-  std::vector<Batch> micro(stages);
-  std::vector<std::vector<PrefillChunk>> chunks(stages);
+  std::vector<Batch>& micro = pp_micro_;
+  micro.assign(stages, Batch{});
+  std::vector<std::vector<PrefillChunk>>& chunks = pp_chunks_;
+  chunks.resize(stages);
+  for (auto& c : chunks) c.clear();
   for (const Scheduled& sc : order) {
     const auto lightest = std::min_element(micro.begin(), micro.end(), [](auto& a, auto& b) {
       return a.num_tokens() != b.num_tokens() ? a.num_tokens() < b.num_tokens()

@@ -227,7 +227,7 @@ class Replica final : public EventHandler, private VictimChooser {
   }
   // The step's time and work (per GPU) under pipeline parallelism: the scheduled sequences split
   // into one micro-batch per stage, each micro-batch priced as one stage.
-  StepCost pipeline_cost(StepWork& work) const;
+  StepCost pipeline_cost(StepWork& work);
   void start_step(SimTime now);
   void end_step(SimTime now);
   void schedule();
@@ -309,6 +309,11 @@ class Replica final : public EventHandler, private VictimChooser {
   std::uint64_t epoch_ = 0;     // bumped by stop(): step events of older epochs are void
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;
+  // pipeline_cost's per-step scratch, kept to spare allocations: the scheduled sequences by
+  // size, and each micro-batch with its prefill chunks.
+  std::vector<Scheduled> pp_order_;
+  std::vector<Batch> pp_micro_;
+  std::vector<std::vector<PrefillChunk>> pp_chunks_;
   Batch batch_;
   EngineStats stats_;
   absl::flat_hash_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> tenant_prefix_;

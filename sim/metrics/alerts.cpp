@@ -25,26 +25,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One signal of one replica at each sample.
 std::vector<double> replica_signal(const TimeSeries& ts, const std::string& name) {
-  const std::size_t n = ts.t_s.size();
-  std::vector<double> v(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    if (name == "kv_cache_usage") {
-      v[k] = ts.kv_cache_usage[k];
-    } else if (name == "num_requests_waiting") {
-      v[k] = ts.num_requests_waiting[k];
-    } else if (name == "num_requests_running") {
-      v[k] = ts.num_requests_running[k];
-    } else if (name == "busy_fraction") {
-      v[k] = ts.busy_fraction[k];
-    } else if (name == "compute_utilization") {
-      v[k] = ts.compute_utilization[k];
-    } else if (name == "memory_bandwidth_utilization") {
-      v[k] = ts.memory_bandwidth_utilization[k];
-    } else {  // preemptions_per_s, from the cumulative count
-      const double dt = k > 0 ? ts.t_s[k] - ts.t_s[k - 1] : 0;
-      v[k] =
-          dt > 0 ? static_cast<double>(ts.num_preemptions[k] - ts.num_preemptions[k - 1]) / dt : 0;
-    }
+  auto as_double = [](const auto& c) { return std::vector<double>(c.begin(), c.end()); };
+  if (name == "kv_cache_usage") return ts.kv_cache_usage;
+  if (name == "num_requests_waiting") return as_double(ts.num_requests_waiting);
+  if (name == "num_requests_running") return as_double(ts.num_requests_running);
+  if (name == "busy_fraction") return ts.busy_fraction;
+  if (name == "compute_utilization") return ts.compute_utilization;
+  if (name == "memory_bandwidth_utilization") return ts.memory_bandwidth_utilization;
+  // preemptions_per_s, from the cumulative count
+  std::vector<double> v(ts.t_s.size(), 0.0);
+  for (std::size_t k = 1; k < v.size(); ++k) {
+    const double dt = ts.t_s[k] - ts.t_s[k - 1];
+    if (dt > 0) v[k] = static_cast<double>(ts.num_preemptions[k] - ts.num_preemptions[k - 1]) / dt;
   }
   return v;
 }

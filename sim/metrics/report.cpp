@@ -51,12 +51,13 @@ void fleet_line(std::ostream& o, const char* label, const Summary& s) {
       << " rejected with retry-after\n";
 }
 
-void print_fleet(std::ostream& o, const RunResult& r, const Summary& s) {
+// `pools`: each pool's summary when there are several, else empty.
+void print_fleet(std::ostream& o, const RunResult& r, const Summary& s,
+                 const std::vector<Summary>& pools) {
   o << "\n";
   fleet_line(o, "Fleet: ", s);
-  if (r.pools.size() < 2) return;
-  for (std::size_t p = 0; p < r.pools.size(); ++p) {
-    const Summary ps = summarize(r, static_cast<int>(p));
+  for (std::size_t p = 0; p < pools.size(); ++p) {
+    const Summary& ps = pools[p];
     o << "  pool " << r.pools[p].name << ": " << ps.requests << " requests, " << ps.ok
       << " completed; TTFT p50 " << lat(ps.ttft.p50) << ", p99 " << lat(ps.ttft.p99)
       << "; TPOT p99 " << lat(ps.tpot.p99) << "; E2E p99 " << lat(ps.e2e.p99) << "\n";
@@ -290,12 +291,15 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     << fmt("%.0f%%", 100 * s.memory_bandwidth_utilization) << " of peak\n";
   const Binding b = binding_resource(s);
   o << "Binding resource: " << b.resource << " — " << b.evidence << "\n";
-  if (c.pools.size() > 1)
-    for (std::size_t p = 0; p < c.pools.size(); ++p) {
-      const Binding pb = binding_resource(summarize(r, static_cast<int>(p)));
-      o << "  pool " << c.pools[p].name << ": " << pb.resource << " — " << pb.evidence << "\n";
-    }
-  print_fleet(o, r, s);
+  std::vector<Summary> pools;  // summarised once, for the binding lines and the fleet section
+  if (r.pools.size() > 1)
+    for (std::size_t p = 0; p < r.pools.size(); ++p)
+      pools.push_back(summarize(r, static_cast<int>(p)));
+  for (std::size_t p = 0; p < pools.size(); ++p) {
+    const Binding pb = binding_resource(pools[p]);
+    o << "  pool " << r.pools[p].name << ": " << pb.resource << " — " << pb.evidence << "\n";
+  }
+  print_fleet(o, r, s, pools);
   if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
 }
 

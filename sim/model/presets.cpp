@@ -17,8 +17,7 @@ double weight_dtype_bytes(const std::string& d) {
 double stage_weight_params(const ModelSpec& m, int stages) {
   if (stages <= 1) return m.num_params;
   const double embed = static_cast<double>(m.vocab_size) * m.hidden_size;
-  const int layers = (m.num_layers + stages - 1) / stages;
-  return std::max(0.0, m.num_params - 2.0 * embed) * layers / m.num_layers + embed;
+  return std::max(0.0, m.num_params - 2.0 * embed) * stage_layers(m, stages) / m.num_layers + embed;
 }
 
 double gemm_peak_flops(const GpuSpec& gpu, const std::string& d) {

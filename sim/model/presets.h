@@ -119,6 +119,10 @@ struct GpuSpec {
 // int4 at the bf16 rate (weight-only W4A16: dequantised inside the kernel, bf16 activations).
 double gemm_peak_flops(const GpuSpec& gpu, const std::string& weight_dtype);
 
+// Layers on the largest of `stages` pipeline stages: ceil(layers / stages).
+inline int stage_layers(const ModelSpec& m, int stages) {
+  return (m.num_layers + stages - 1) / stages;
+}
 // Parameters one pipeline stage holds, the largest stage's: ceil(layers / stages) layers' worth of
 // the non-embedding parameters plus one embedding-sized matrix (the first stage's input embedding
 // or the last's lm_head); all parameters when stages is 1.
