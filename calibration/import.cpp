@@ -77,7 +77,7 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
   }
   Profile p;
   p.set("format", "kvfleet-profile");
-  p.set("schema_version", "1");
+  p.set("schema_version", sim::kProfileSchemaVersion);
   p.set("source", "llmservingsim");
   p.set("measured", "true");
   p.set("gpu", meta["gpu"] ? meta["gpu"].as<std::string>() : "");
@@ -191,7 +191,7 @@ Profile import_vidur(const std::string& dir, int tp, const std::string& network_
   }
   Profile p;
   p.set("format", "kvfleet-profile");
-  p.set("schema_version", "1");
+  p.set("schema_version", sim::kProfileSchemaVersion);
   p.set("source", "vidur");
   p.set("measured", "true");
   // compute/<gpu>/<org>/<model>

@@ -191,7 +191,7 @@ sim::Profile calibrate(const sim::ModelSpec& m, const RunOptions& opt, Backend& 
 
   sim::Profile p;
   p.set("format", "kvfleet-profile");
-  p.set("schema_version", "1");
+  p.set("schema_version", sim::kProfileSchemaVersion);
   p.set("source", "kvfleet-calibrate");
   p.set("backend", backend.name());
   p.set("measured", cpu ? "false" : "true");

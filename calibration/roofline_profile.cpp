@@ -23,7 +23,7 @@ sim::Profile roofline_profile(const sim::ModelSpec& m, const sim::GpuSpec& gpu, 
   const double wbytes = sim::dtype_bytes(m.dtype);
   sim::Profile p;
   p.set("format", "kvfleet-profile");
-  p.set("schema_version", "1");
+  p.set("schema_version", sim::kProfileSchemaVersion);
   p.set("source", "roofline");
   p.set("measured", "false");
   p.set("note",

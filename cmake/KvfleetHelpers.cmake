@@ -14,6 +14,7 @@ function(kvfleet_add_test name)
   cmake_parse_arguments(T "WHOLE" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})  # tests/support/
   target_compile_definitions(${name} PRIVATE
     KVFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     KVFLEET_REFERENCE_DIR="${KVFLEET_REFERENCE_DIR}"

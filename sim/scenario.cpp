@@ -199,6 +199,20 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
     }
     sc.pools.push_back(std::move(info));
   }
+  // Every replica the run may start holds its KV tables: the fleet's total is bounded too.
+  double fleet_blocks = 0;
+  for (std::size_t i = 0; i < c.pools.size(); ++i) {
+    fleet_blocks += static_cast<double>(sc.pools[i].memory.num_blocks) * c.pools[i].max_replicas();
+    if (fleet_blocks > static_cast<double>(kMaxKvBlocksPerFleet)) {
+      config::Reader r(croot["pools"][i], "pools[" + std::to_string(i) + "]", src);
+      r.fail_key("replicas",
+                 "the fleet's replicas would hold " + std::to_string(std::int64_t(fleet_blocks)) +
+                     " KV blocks together, above the limit of " +
+                     std::to_string(kMaxKvBlocksPerFleet) +
+                     " (the simulator keeps about 50 bytes per block): simulate fewer or "
+                     "smaller replicas");
+    }
+  }
   sc.resolved_yaml = emit_yaml(config::Writer::write(c));
   return sc;
 }
@@ -206,15 +220,7 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
 }  // namespace
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "", "scenario file not found");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ":" + std::to_string(e.mark.line + 1), "", "YAML syntax: " + e.msg);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path, "", "cannot read scenario file");
-  }
+  YAML::Node root = config::load_yaml_file(path, "scenario");
   config::Source src;
   src.file = path;
   src.base_dir = std::filesystem::path(path).parent_path().string();
@@ -224,12 +230,7 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 Scenario load_scenario_text(const std::string& yaml, const std::string& name,
                             const std::string& base_dir,
                             const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(name + ":" + std::to_string(e.mark.line + 1), "", "YAML syntax: " + e.msg);
-  }
+  YAML::Node root = config::parse_yaml(yaml, name);
   config::Source src;
   src.file = name;
   src.base_dir = base_dir;

@@ -60,7 +60,8 @@ struct SimulationConfig {
     v.param("timeseries_interval_s", timeseries_interval_s,
             {.unit = "s",
              .desc = "sampling interval of the per-replica time series",
-             .positive = true});
+             .min = 1e-3,
+             .why = "one row per replica per millisecond is finer than any engine step"});
     v.param("scrape_interval_s", scrape_interval_s,
             {.unit = "s",
              .desc = "routers see replicas' load signals as of the last scrape, this "

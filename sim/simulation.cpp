@@ -321,7 +321,103 @@ void Simulation::client_end(std::uint32_t id, SimTime now) {
   arm_arrival();
 }
 
+bool Simulation::quiet() const {
+  if (!retries_.empty() || !handoffs_.empty()) return false;
+  for (const auto& r : replicas_)
+    if (!r->idle()) return false;
+  for (const auto& p : pools_)
+    if (!p.gateway->empty()) return false;
+  return true;
+}
+
+void Simulation::schedule_periodic(Kind kind, SimTime next) {
+  if (!fast_forward_idle_ || !quiet()) {
+    queue_.push(next, this, kind);
+    return;
+  }
+  // Both periodic events pause together (the other is taken out of the queue), so that only an
+  // event that can change something wakes them.
+  (kind == kScrape ? paused_scrape_ : paused_sample_) = {next, std::nullopt};
+  const Kind other = kind == kScrape ? kSample : kScrape;
+  if (auto e = queue_.cancel(this, other))
+    (other == kScrape ? paused_scrape_ : paused_sample_) = {e->time, e};
+  queue_.wake_before_next(this, kWake);
+}
+
+void Simulation::resume_periodic(SimTime now) {
+  // Each paused event resumes at the first time on its grid at or after `now`. One still due
+  // then, taken out of the queue, goes back as it was. One that skipped instants goes back as if
+  // pushed at its previous instant: after every event pushed before the fleet went quiet, and,
+  // where both land on one instant, the one with the longer interval first (it was pushed
+  // earlier), the scrape first when the intervals are equal (the order of run()).
+  struct Due {
+    Kind kind;
+    SimTime at, interval;
+  };
+  std::vector<Due> due;
+  auto first_at_or_after = [&](SimTime next, SimTime interval) {
+    return next >= now ? next : next + (now - next + interval - 1) / interval * interval;
+  };
+  if (paused_scrape_.due != kTimeNever) {
+    const SimTime at = first_at_or_after(paused_scrape_.due, scrape_interval_);
+    if (at == paused_scrape_.due && paused_scrape_.cancelled) {
+      queue_.reinsert(*paused_scrape_.cancelled);
+    } else {
+      // A scrape taken out of the queue and skipped would have seen the fleet at rest.
+      if (paused_scrape_.cancelled)
+        for (std::size_t p = 0; p < pools_.size(); ++p) scrape(p);
+      due.push_back({kScrape, at, scrape_interval_});
+    }
+  }
+  if (paused_sample_.due != kTimeNever) {
+    const SimTime first = paused_sample_.due;
+    catch_up_samples(paused_sample_, now);
+    if (paused_sample_.due == first && paused_sample_.cancelled)
+      queue_.reinsert(*paused_sample_.cancelled);
+    else
+      due.push_back({kSample, paused_sample_.due, sample_interval_});
+  }
+  paused_scrape_ = paused_sample_ = Paused{};
+  std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+    return a.at - a.interval < b.at - b.interval;
+  });
+  for (const Due& d : due) queue_.push(d.at, this, d.kind);
+}
+
+void Simulation::catch_up_samples(Paused& p, SimTime until) {
+  // The rows due in [p.due, until) have the values of the fleet at rest (busy and utilisation
+  // shares 0 after the first, every other value unchanged). Up to kIdleRowsWritten of them are
+  // written as if sampled; a longer idle stretch keeps only its first and last rows, so that
+  // forward-filling restores the others and idle time costs nothing.
+  if (p.due >= until) return;
+  const SimTime rows = (until - 1 - p.due) / sample_interval_ + 1;
+  const SimTime last = p.due + (rows - 1) * sample_interval_;
+  if (rows <= static_cast<SimTime>(kIdleRowsWritten)) {
+    check_timeseries_rows(static_cast<std::size_t>(rows), last);
+    for (; p.due <= last; p.due += sample_interval_) sample(p.due);
+  } else {
+    if (p.cancelled) sample(p.due);  // the stretch's first row was not written yet
+    sample(last);
+    p.due = last + sample_interval_;
+  }
+}
+
+void Simulation::check_timeseries_rows(std::size_t more_samples, SimTime at) const {
+  if (more_samples <= kMaxTimeseriesRows &&
+      timeseries_rows_ + more_samples * replicas_.size() <= kMaxTimeseriesRows)
+    return;
+  throw InputError("simulation.timeseries_interval_s", "",
+                   "the time series would hold more than " + std::to_string(kMaxTimeseriesRows) +
+                       " rows (all " + std::to_string(replicas_.size()) +
+                       " replicas) by simulated time " +
+                       std::to_string(static_cast<long long>(to_seconds(at))) +
+                       " s: raise the interval, or end the run earlier with "
+                       "simulation.max_time_s");
+}
+
 void Simulation::sample(SimTime now) {
+  check_timeseries_rows(1, now);
+  timeseries_rows_ += replicas_.size();
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     const Replica& r = *replicas_[i];
     TimeSeries& ts = series_[i];
@@ -532,12 +628,15 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
         scrape(p);
         drain_gateway(p, now);
       }
-      if (active()) queue_.push(now + scrape_interval_, this, kScrape);
+      if (active()) schedule_periodic(kScrape, now + scrape_interval_);
       return;
     case kSample:
       sample(now);
       if (progress_) progress_(now, log_.size());
-      if (active()) queue_.push(now + sample_interval_, this, kSample);
+      if (active()) schedule_periodic(kSample, now + sample_interval_);
+      return;
+    case kWake:
+      resume_periodic(now);
       return;
     case kLifecycle: {
       const std::size_t n = (arg >> 4) & 0xFFFFFFF;
@@ -703,7 +802,9 @@ RunResult Simulation::run() {
   if (max_s > 0) {
     const SimTime stop = from_seconds(max_s);
     queue_.run(stop);
-    if (!queue_.empty()) {
+    const bool paused = paused_scrape_.due != kTimeNever || paused_sample_.due != kTimeNever;
+    if (paused_sample_.due != kTimeNever) catch_up_samples(paused_sample_, stop + 1);
+    if (!queue_.empty() || paused) {
       res.stopped_early = true;
       for (auto& r : replicas_) r->abandon(stop);
       for (auto& rec : log_)  // waiting at the gateway

@@ -87,6 +87,12 @@ struct RunResult {
   AlertReport alerts;  // the scenario's alert rules on this run (empty without rules)
 };
 
+// The time series of a run holds at most this many rows (all replicas together): about 2 GB.
+inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;
+// An idle stretch of the whole fleet longer than this many sampling intervals keeps only its
+// first and last rows in the time series (the rows between would repeat them).
+inline constexpr std::size_t kIdleRowsWritten = 10'000;
+
 class Simulation final : public EventHandler, public RequestObserver {
  public:
   explicit Simulation(const Scenario& scenario);
@@ -96,6 +102,9 @@ class Simulation final : public EventHandler, public RequestObserver {
   // shows progress with it).
   using Progress = std::function<void(SimTime now, std::size_t requests)>;
   void on_progress(Progress p) { progress_ = std::move(p); }
+  // While nothing is queued, running or in transit, the periodic scrape and sample events pause
+  // until the next event (on by default; results are the same either way, tests compare).
+  void fast_forward_idle(bool on) { fast_forward_idle_ = on; }
   // Records up to `max_steps` engine steps per replica into RunResult::steps (for traces).
   void record_steps(std::size_t max_steps);
 
@@ -116,6 +125,7 @@ class Simulation final : public EventHandler, public RequestObserver {
     kDeploy,     // the next replica of a rolling deploy (arg: pool)
     kAutoscale,  // the autoscaler decides (arg: pool)
     kTransfer,   // a disaggregated request's KV reaches its decode replica (arg: request)
+    kWake,       // the next event is due: periodic events paused while idle resume
   };
   enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
   enum Action : std::uint64_t {
@@ -182,6 +192,24 @@ class Simulation final : public EventHandler, public RequestObserver {
   void arm_arrival();
   void sample(SimTime now);
   bool active() const;
+  struct Paused {
+    SimTime due = kTimeNever;  // when it was next due (kTimeNever: not paused)
+    // Taken out of the queue (not paused by itself): its event, to go back unchanged when it is
+    // still due at resumption; its first row (a sample) or first refresh (a scrape) is owed.
+    std::optional<EventQueue::Event> cancelled;
+  };
+  // Nothing is queued, running or in transit anywhere: until the next event, no state changes.
+  bool quiet() const;
+  // Schedules the periodic event `kind` (kScrape or kSample) at `next`, or, while the fleet is
+  // quiet, pauses it: idle time costs no events. resume_periodic() takes the paused ones up
+  // again where they would have been: the skipped scrapes would have changed nothing, and the
+  // skipped samples' rows are written then (catch_up_samples).
+  void schedule_periodic(Kind kind, SimTime next);
+  void resume_periodic(SimTime now);
+  // Samples paused while quiet: writes the rows due before `until` (see kIdleRowsWritten).
+  void catch_up_samples(Paused& p, SimTime until);
+  // Throws InputError when `more_samples` samples more would pass kMaxTimeseriesRows.
+  void check_timeseries_rows(std::size_t more_samples, SimTime at) const;
 
   const Scenario& scenario_;
   EventQueue queue_;
@@ -210,6 +238,10 @@ class Simulation final : public EventHandler, public RequestObserver {
   SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
+  // Periodic events paused while the fleet is quiet: when each is next due (kTimeNever: running).
+  Paused paused_scrape_, paused_sample_;
+  bool fast_forward_idle_ = true;
+  std::size_t timeseries_rows_ = 0;  // rows written so far, all replicas
   Progress progress_;
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
   // Disaggregation: pools (-1: off) and, by request, the decode stage waiting for its prefill.

@@ -199,8 +199,11 @@ TEST(Alerts, RulesFireAndClearAsDefined) {
   EXPECT_DOUBLE_EQ(a.firings[0].lead_oom_s, 13);
   EXPECT_DOUBLE_EQ(a.firings[0].lead_rejection_wave_s, 32);
   EXPECT_DOUBLE_EQ(a.firings[0].lead_slo_breach_s, 30);
-  for (const auto& f : a.firings)
-    if (f.scope == "r1") EXPECT_TRUE(std::isnan(f.lead_oom_s));
+  for (const auto& f : a.firings) {
+    if (f.scope == "r1") {
+      EXPECT_TRUE(std::isnan(f.lead_oom_s));
+    }
+  }
 }
 
 TEST(Alerts, ARuleWithoutConditionsIsRefusedByName) {

@@ -5,8 +5,10 @@
 //   kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms [--metric arrival_rate|users]
 //   kvfleet schema            (the scenario reference, Markdown)
 //   kvfleet presets           (model and GPU presets)
-// Exit status: 0 success, 1 internal failure, 2 bad input (scenario, trace or command line);
-// sweep: 100 + the number of failed points (at most 200) when points failed.
+// Exit status (docs/scenarios.md, "Errors and exit codes"): 0 success with every output complete;
+// 2 bad input or an unusable output path (one message naming file, line or row, and key);
+// sweep: 100 + the number of failed points (at most 200) when points failed; 130 and 143 after
+// SIGINT and SIGTERM (temporaries removed); 1 only for a defect of kvfleet itself.
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,8 +24,10 @@
 #include "sim/cli/mpi.h"
 #include "sim/config/params.h"
 #include "sim/core/error.h"
+#include "sim/io/output_set.h"
 #include "sim/io/prometheus.h"
 #include "sim/io/results.h"
+#include "sim/io/temp_files.h"
 #include "sim/io/trace.h"
 #include "sim/metrics/report.h"
 #include "sim/metrics/summary.h"
@@ -104,14 +109,15 @@ int cmd_run(const std::vector<std::string>& args) {
   Scenario sc = vm.count("scenario") ? load_scenario_file(vm["scenario"].as<std::string>(), sets)
                                      : load_scenario_text(builtin_default_scenario(),
                                                           "<built-in default.yaml>", ".", sets);
-  // Check output locations before spending time on the run.
-  for (const char* key : {"out", "csv", "trace"}) {
-    if (!vm.count(key)) continue;
-    const std::filesystem::path parent =
-        std::filesystem::path(vm[key].as<std::string>()).parent_path();
-    if (!parent.empty() && !std::filesystem::is_directory(parent))
-      throw InputError("--" + std::string(key), "", "folder does not exist: " + parent.string());
-  }
+  // Every output path is checked before the run, written under a temporary name, and all are
+  // published together when every one is complete (io/output_set.h).
+  OutputSet outputs;
+  std::string out_h5, out_csv, out_trace, out_prom;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (vm.count("csv")) out_csv = outputs.add_folder("--csv", vm["csv"].as<std::string>());
+  if (vm.count("trace")) out_trace = outputs.add_file("--trace", vm["trace"].as<std::string>());
+  if (vm.count("prometheus"))
+    out_prom = outputs.add_folder("--prometheus", vm["prometheus"].as<std::string>());
 
   const auto t0 = std::chrono::steady_clock::now();
   Simulation simulation(sc);
@@ -136,21 +142,34 @@ int cmd_run(const std::vector<std::string>& args) {
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Summary s = summarize(r);
-  if (vm.count("out")) write_results_h5(vm["out"].as<std::string>(), sc, r, s);
-  if (vm.count("csv")) write_results_csv(vm["csv"].as<std::string>(), r, s);
+  // A write that fails (disk full, a path gone) is an unusable output path: exit 2, nothing
+  // published.
+  auto writing = [](const char* option, const auto& write) {
+    try {
+      write();
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(option, "", std::string("cannot write: ") + e.what());
+    }
+  };
+  if (vm.count("out")) writing("--out", [&] { write_results_h5(out_h5, sc, r, s); });
+  if (vm.count("csv")) writing("--csv", [&] { write_results_csv(out_csv, r, s); });
   if (vm.count("trace")) {
-    write_chrome_trace(vm["trace"].as<std::string>(), r, vm["trace-requests"].as<std::size_t>());
+    writing("--trace",
+            [&] { write_chrome_trace(out_trace, r, vm["trace-requests"].as<std::size_t>()); });
   }
   if (vm.count("prometheus")) {
-    const std::filesystem::path dir = vm["prometheus"].as<std::string>();
-    std::filesystem::create_directories(dir);
     const double epoch =
         vm.count("prometheus-epoch")
             ? vm["prometheus-epoch"].as<double>()
             : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
-    write_openmetrics((dir / "backfill.om").string(), sc, r, epoch);
+    writing("--prometheus", [&] {
+      write_openmetrics((std::filesystem::path(out_prom) / "backfill.om").string(), sc, r, epoch);
+    });
   }
+  outputs.publish();
   if (!vm.count("quiet")) {
     print_report(std::cout, sc, r, s);
     char buf[160];
@@ -215,9 +234,7 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   if (!vm.count("sweep")) throw UsageError("kvfleet sweep: the sweep file is missing");
   if (!vm.count("out")) throw UsageError("kvfleet sweep: --out RESULTS.h5 is required");
   const std::string out = vm["out"].as<std::string>();
-  const auto parent = std::filesystem::path(out).parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent))
-    throw InputError("--out", "", "folder does not exist: " + parent.string());
+  check_output_file("--out", out);
   SweepOptions opt;
   opt.threads = vm["threads"].as<int>();
   opt.checkpoint_every_s = vm["checkpoint-s"].as<double>();
@@ -243,6 +260,13 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   }
   const SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   validate_sweep(spec);  // bad input: exit 2 before any point runs
+  // One sweep at a time writes --out (rank 0 under MPI); the path must take a file.
+  std::optional<OutputLock> lock;
+  if (mpi.rank() == 0) {
+    lock.emplace("--out", out);
+    remove_stale_temps(out);
+    check_writable("--out", out);
+  }
   SweepResults previous;
   const bool resume = vm.count("resume") && std::filesystem::exists(out);
   if (resume) previous = read_sweep_h5(out);
@@ -256,8 +280,18 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   }
   SweepProgress bar;
   if (!quiet) opt.on_progress = std::ref(bar);
-  // Checkpoints keep an interrupted sweep resumable (single process or one shard).
-  if (mpi.size() == 1) opt.on_checkpoint = [&](const SweepResults& r) { write_sweep_h5(out, r); };
+  // Checkpoints keep an interrupted sweep resumable (single process or one shard). One that
+  // cannot be written stops the sweep (exit 2): the points done so far are in the last one.
+  auto write_out = [&](const SweepResults& r) {
+    try {
+      write_sweep_h5(out, r);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError("--out", "", out + ": cannot write: " + e.what());
+    }
+  };
+  if (mpi.size() == 1) opt.on_checkpoint = write_out;
   run_sweep(spec, results, opt);
   if (mpi.size() > 1) {
     // Every rank sends its points to rank 0, which writes the file.
@@ -272,7 +306,7 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
     }
   }
   if (!root) return 0;
-  write_sweep_h5(out, results);
+  write_out(results);
   const std::size_t failed = results.failed();
   std::cout << "kvfleet sweep: " << results.completed() << " of " << results.points.size()
             << " points done, " << failed << " failed -> " << out << "\n";
@@ -290,6 +324,8 @@ int cmd_merge(const std::vector<std::string>& args) {
            "shards (kvfleet sweep --shard k/N) into one file.\n";
     return help ? 0 : 2;
   }
+  check_output_file("OUT.h5", args[0]);
+  remove_stale_temps(args[0]);
   std::vector<SweepResults> parts;
   for (std::size_t i = 1; i < args.size(); ++i) parts.push_back(read_sweep_h5(args[i]));
   const SweepResults merged = merge_sweeps(parts);
@@ -417,6 +453,8 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  // SIGINT and SIGTERM remove this process's temporaries and exit 130 and 143.
+  install_temp_cleanup_on_signals();
   try {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "sweep") {

@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
+
+#include "sim/io/input_file.h"
+
 namespace kvfleet::sim::config {
 namespace {
 
@@ -104,17 +108,75 @@ YAML::Node Reader::child(std::string_view name) {
   return n;
 }
 
+YAML::Node Reader::value_child(std::string_view name) {
+  if (node_.IsDefined() && node_.IsMap()) {
+    const YAML::Node& cn = node_;
+    const YAML::Node n = cn[std::string(name)];
+    if (n.IsDefined() && n.IsNull()) {
+      seen_.emplace_back(name);
+      YAML::Node at = n;  // a missing value has no place of its own: name the key's line
+      for (auto it = cn.begin(); it != cn.end(); ++it)
+        if (it->first.IsScalar() && it->first.Scalar() == name) at.reset(it->first);
+      fail(at, child_path(name), "has no value (write one, or leave the key out for its default)");
+    }
+  }
+  return child(name);
+}
+
+const std::vector<UnitRange>& unit_ranges() {
+  static const std::vector<UnitRange> r = {
+      {"s", std::nullopt, 1e9,
+       "the simulated clock counts nanoseconds in 64 bits; times up to 1e9 s (31 years) keep "
+       "every sum of them inside it"},
+      {"requests/s", 1e-6, 1e7,
+       "arrivals more than 1e6 s apart would leave the clock's range within a few thousand "
+       "requests, and more than 1e7 per second fall below its resolution"},
+      {"tokens", std::nullopt, 1e8,
+       "token counts are 32-bit in the engine, and no model's context is near 1e8 tokens"},
+      {"requests", std::nullopt, 1e8,
+       "every request keeps a record of about 150 bytes; 1e8 requests need 15 GB"},
+      {"replicas", std::nullopt, 10000,
+       "each replica holds its own KV-cache tables and time series; simulate a representative "
+       "slice of a larger fleet"},
+      {"bytes", std::nullopt, 1e13, "10 TB: a thousand times today's largest GPU memory"},
+      {"bytes/s", std::nullopt, 1e14, "100 TB/s: a thousand times today's fastest memory"},
+      {"GB/s", std::nullopt, 1e5, "100 TB/s: a thousand times today's fastest link"},
+      {"GiB", std::nullopt, 1e5, "100 TiB"},
+      {"FLOP/s", std::nullopt, 1e18, "1 EFLOP/s: a thousand times today's largest GPU"},
+      {"OP/s", std::nullopt, 1e18, "1 EOP/s: a thousand times today's largest GPU"},
+      {"parameters", std::nullopt, 1e14, "a hundred times today's largest models"},
+      {"elements", std::nullopt, 1e6, "model dimensions beyond 1e6 exceed any model"},
+      {"heads", std::nullopt, 1e5, "beyond any model"},
+      {"layers", std::nullopt, 1e5, "beyond any model"},
+  };
+  return r;
+}
+
+Range effective_range(const Attr& a) {
+  Range r{a.min, a.max, a.min ? a.why : "", a.max ? a.why : ""};
+  for (const auto& u : unit_ranges()) {
+    if (u.unit != a.unit) continue;
+    if (!r.min && u.min) r.min = u.min, r.why_min = u.why;
+    if (!r.max && u.max) r.max = u.max, r.why_max = u.why;
+  }
+  return r;
+}
+
 void Reader::check_number(const YAML::Node& n, const std::string& p, double v,
                           const Attr& a) const {
   if (!std::isfinite(v)) fail(n, p, "must be a finite number");
   auto show = [](double x) { return format_double(x); };
+  const Range r = effective_range(a);
+  auto why = [](std::string_view w) { return w.empty() ? std::string() : ": " + std::string(w); };
   if (a.positive && !(v > 0)) fail(n, p, "must be > 0 (got " + show(v) + ")");
-  if (a.min && v < *a.min) fail(n, p, "must be >= " + show(*a.min) + " (got " + show(v) + ")");
-  if (a.max && v > *a.max) fail(n, p, "must be <= " + show(*a.max) + " (got " + show(v) + ")");
+  if (r.min && v < *r.min)
+    fail(n, p, "must be >= " + show(*r.min) + " (got " + show(v) + ")" + why(r.why_min));
+  if (r.max && v > *r.max)
+    fail(n, p, "must be <= " + show(*r.max) + " (got " + show(v) + ")" + why(r.why_max));
 }
 
 void Reader::param(std::string_view name, std::int64_t& v, const Attr& a) {
-  YAML::Node n = child(name);
+  YAML::Node n = value_child(name);
   const std::string p = child_path(name);
   if (!n.IsDefined()) {
     if (a.required) fail(node_, p, "missing (required)");
@@ -148,13 +210,13 @@ void Reader::param(std::string_view name, int& v, const Attr& a) {
   param(name, x, a);
   if (x > INT32_MAX || x < INT32_MIN) {
     const std::string p = child_path(name);
-    fail(node_, p, "value out of range");
+    fail(node_, p, "must be between -2147483648 and 2147483647 (got " + std::to_string(x) + ")");
   }
   v = static_cast<int>(x);
 }
 
 void Reader::param(std::string_view name, double& v, const Attr& a) {
-  YAML::Node n = child(name);
+  YAML::Node n = value_child(name);
   const std::string p = child_path(name);
   if (!n.IsDefined()) {
     if (a.required) fail(node_, p, "missing (required)");
@@ -175,7 +237,7 @@ void Reader::param(std::string_view name, double& v, const Attr& a) {
 }
 
 void Reader::param(std::string_view name, bool& v, const Attr& a) {
-  YAML::Node n = child(name);
+  YAML::Node n = value_child(name);
   const std::string p = child_path(name);
   if (!n.IsDefined()) {
     if (a.required) fail(node_, p, "missing (required)");
@@ -195,7 +257,7 @@ void Reader::param(std::string_view name, bool& v, const Attr& a) {
 }
 
 void Reader::param(std::string_view name, std::string& v, const Attr& a) {
-  YAML::Node n = child(name);
+  YAML::Node n = value_child(name);
   const std::string p = child_path(name);
   if (!n.IsDefined()) {
     if (a.required) fail(node_, p, "missing (required)");
@@ -215,7 +277,7 @@ void Reader::param(std::string_view name, std::string& v, const Attr& a) {
 }
 
 void Reader::param(std::string_view name, std::vector<double>& v, const Attr& a) {
-  YAML::Node n = child(name);
+  YAML::Node n = value_child(name);
   const std::string p = child_path(name);
   if (!n.IsDefined()) {
     if (a.required) fail(node_, p, "missing (required)");
@@ -233,6 +295,27 @@ void Reader::param(std::string_view name, std::vector<double>& v, const Attr& a)
     }
     check_number(n[i], ep, d, a);
     x.push_back(d);
+  }
+  if (a.required && x.empty()) fail(n, p, "must not be empty");
+  v = std::move(x);
+}
+
+void Reader::param(std::string_view name, std::vector<std::string>& v, const Attr& a) {
+  YAML::Node n = value_child(name);
+  const std::string p = child_path(name);
+  if (!n.IsDefined()) {
+    if (a.required) fail(node_, p, "missing (required)");
+    return;
+  }
+  if (!n.IsSequence()) fail(n, p, "expected a list");
+  std::vector<std::string> x;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string ep = p + "[" + std::to_string(i) + "]";
+    if (!n[i].IsScalar()) fail(n[i], ep, "expected a value, got " + scalar_text(n[i]));
+    if (!a.choices.empty() && std::find(a.choices.begin(), a.choices.end(),
+                                        std::string_view(n[i].Scalar())) == a.choices.end())
+      fail(n[i], ep, "'" + n[i].Scalar() + "' is not one of: " + describe_choices(a.choices));
+    x.push_back(n[i].Scalar());
   }
   if (a.required && x.empty()) fail(n, p, "must not be empty");
   v = std::move(x);
@@ -312,15 +395,23 @@ void Writer::param(std::string_view name, const std::vector<double>& v, const At
   node_[std::string(name)] = seq;
 }
 
+void Writer::param(std::string_view name, const std::vector<std::string>& v, const Attr&) {
+  YAML::Node seq(YAML::NodeType::Sequence);
+  for (const auto& x : v) seq.push_back(x);
+  seq.SetStyle(YAML::EmitterStyle::Flow);
+  node_[std::string(name)] = seq;
+}
+
 // ---------------------------------------------------------------------------------------------
 void Documenter::add(std::string_view name, std::string type, const Attr& a, std::string def) {
   Row r;
   r.key = key(name);
   if (!a.choices.empty()) type = "one of: " + describe_choices(a.choices);
   std::vector<std::string> cons;
+  const Range range = effective_range(a);
   if (a.positive) cons.push_back("> 0");
-  if (a.min) cons.push_back(">= " + format_double(*a.min));
-  if (a.max) cons.push_back("<= " + format_double(*a.max));
+  if (range.min) cons.push_back(">= " + format_double(*range.min));
+  if (range.max) cons.push_back("<= " + format_double(*range.max));
   if (!cons.empty()) type += " (" + join(cons, ", ") + ")";
   if (a.path) type += ", path";
   r.type = std::move(type);
@@ -358,6 +449,12 @@ void Documenter::param(std::string_view name, const std::vector<double>& v, cons
   std::string def = "[";
   for (std::size_t i = 0; i < v.size(); ++i) def += (i ? ", " : "") + format_double(v[i]);
   add(name, "list of numbers", a, def + "]");
+}
+
+void Documenter::param(std::string_view name, const std::vector<std::string>& v, const Attr& a) {
+  std::string def = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) def += (i ? ", " : "") + v[i];
+  add(name, "list", a, def + "]");
 }
 
 void Documenter::impl(std::string_view name, const ImplSpec& v, const RegistryBase& reg,
@@ -421,12 +518,78 @@ std::string to_markdown(const Documenter& d) {
 }
 
 // ---------------------------------------------------------------------------------------------
+namespace {
+
+std::string at_line(const std::string& name, const YAML::Mark& m) {
+  return m.line >= 0 ? name + ":" + std::to_string(m.line + 1) : name;
+}
+
+// Checks keys (plain scalars, each once per map) and depth of a parsed tree.
+void check_tree(const YAML::Node& n, const std::string& name, const std::string& path, int depth) {
+  if (depth > kMaxYamlDepth) {
+    throw InputError(at_line(name, n.Mark()), path,
+                     "nested deeper than " + std::to_string(kMaxYamlDepth) +
+                         " levels (a scenario needs fewer than ten)");
+  }
+  if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i)
+      check_tree(n[i], name, path + "[" + std::to_string(i) + "]", depth + 1);
+  } else if (n.IsMap()) {
+    std::map<std::string, int> lines;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node& k = it->first;
+      if (!k.IsScalar()) {
+        throw InputError(at_line(name, k.Mark()), path,
+                         "a key must be a plain name, not " + scalar_text(k));
+      }
+      const std::string key = k.Scalar();
+      const std::string kp = path.empty() ? key : path + "." + key;
+      const auto [seen, fresh] = lines.emplace(key, k.Mark().line + 1);
+      if (!fresh) {
+        throw InputError(at_line(name, k.Mark()), kp,
+                         "duplicate key (first given at line " + std::to_string(seen->second) +
+                             "; a key may appear once in a map)");
+      }
+      check_tree(it->second, name, kp, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
+YAML::Node parse_yaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(at_line(name, e.mark), "",
+                     "nested deeper than " + std::to_string(kMaxYamlDepth) +
+                         " levels (a scenario needs fewer than ten)");
+  } catch (const YAML::Exception& e) {
+    throw InputError(at_line(name, e.mark), "", "YAML syntax: " + e.msg);
+  }
+  check_tree(root, name, "", 0);
+  return root;
+}
+
+YAML::Node load_yaml_file(const std::string& path, const std::string& kind) {
+  return parse_yaml(read_input_file(path, kind, kMaxYamlFileBytes), path);
+}
+
 void apply_override(YAML::Node& root, const std::string& assignment, Source& src) {
   const std::string text = "--set " + assignment;
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) throw InputError(text, "", "expected key.path=value");
   const std::string path = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
+  if (value.find_first_not_of(" \t") == std::string::npos)
+    throw InputError(text, path, "no value after '=' (write the value, e.g. " + path + "=64)");
+  // A list index as a number, refusing what does not fit (a scenario's lists are short).
+  auto index = [&](const std::string& digits) -> long {
+    if (digits.size() > 6)
+      throw InputError(text, path, "list index " + digits + " is out of range");
+    return std::stol(digits);
+  };
 
   // Tokenise "a.b[2].c" or "a.b.2.c" into keys and indices.
   struct Tok {
@@ -442,7 +605,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
     if (!part.empty()) {
       bool numeric = std::all_of(part.begin(), part.end(), ::isdigit);
       if (numeric && !toks.empty()) {
-        toks.push_back({"", std::stol(part)});
+        toks.push_back({"", index(part)});
         canon += "[" + part + "]";
       } else {
         toks.push_back({part, -1});
@@ -456,7 +619,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
       std::string idx = path.substr(j + 1, k - j - 1);
       if (idx.empty() || !std::all_of(idx.begin(), idx.end(), ::isdigit))
         throw InputError(text, path, "list index must be a number");
-      toks.push_back({"", std::stol(idx)});
+      toks.push_back({"", index(idx)});
       canon += "[" + idx + "]";
       i = k + 1;
       if (i < path.size() && path[i] == '.') ++i;
@@ -468,9 +631,9 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
 
   YAML::Node parsed;
   try {
-    parsed = YAML::Load(value);
-  } catch (const YAML::Exception& e) {
-    throw InputError(text, canon, "value does not parse as YAML: " + e.msg);
+    parsed = parse_yaml(value, text);
+  } catch (const InputError& e) {
+    throw InputError(text, canon, "value does not parse as YAML: " + e.problem());
   }
 
   YAML::Node cur;

@@ -37,9 +37,28 @@ struct Attr {
   std::optional<double> max = std::nullopt;    // inclusive upper bound (numbers)
   bool positive = false;                       // strictly greater than zero (numbers)
   std::vector<std::string_view> choices = {};  // allowed values (strings)
-  bool path = false;      // a file path, resolved relative to the scenario file's folder
-  bool required = false;  // must be given (no usable default)
+  bool path = false;          // a file path, resolved relative to the scenario file's folder
+  bool required = false;      // must be given (no usable default)
+  std::string_view why = "";  // why min/max are what they are (said when a value is refused)
 };
+
+// A parameter's range as checked: its own min and max, else the range every parameter of its
+// unit has (unit_range), with the reason.
+struct Range {
+  std::optional<double> min, max;
+  std::string_view why_min, why_max;
+};
+Range effective_range(const Attr& a);
+
+// The range every parameter of a unit has unless its declaration narrows it: seconds end where
+// the simulated clock does, token counts fit the engine's 32-bit counters, hardware numbers stay
+// within a thousand times today's largest parts, and so on (docs/scenarios.md lists them).
+struct UnitRange {
+  std::string_view unit;
+  std::optional<double> min, max;
+  std::string_view why;
+};
+const std::vector<UnitRange>& unit_ranges();
 
 // A component chosen by name. `params` is the component's resolved map (with `impl` and every
 // default filled in) once a Reader has checked it.
@@ -108,6 +127,8 @@ class Reader {
   void param(std::string_view name, bool& v, const Attr& a = {});
   void param(std::string_view name, std::string& v, const Attr& a = {});
   void param(std::string_view name, std::vector<double>& v, const Attr& a = {});
+  // A list of scalars as their text (numbers as written).
+  void param(std::string_view name, std::vector<std::string>& v, const Attr& a = {});
   template <Visitable T>
   void param(std::string_view name, T& v, const Attr& a = {});
   template <Visitable T>
@@ -136,6 +157,9 @@ class Reader {
  private:
   // The child node, or an undefined node when absent or null. Records the key as known.
   YAML::Node child(std::string_view name);
+  // The same for a value (number, text, list of numbers): a key given with no value is an error,
+  // not the default.
+  YAML::Node value_child(std::string_view name);
   void check_number(const YAML::Node& n, const std::string& path, double v, const Attr& a) const;
 
   YAML::Node node_;
@@ -155,6 +179,7 @@ class Writer {
   void param(std::string_view name, const bool& v, const Attr& = {});
   void param(std::string_view name, const std::string& v, const Attr& = {});
   void param(std::string_view name, const std::vector<double>& v, const Attr& = {});
+  void param(std::string_view name, const std::vector<std::string>& v, const Attr& = {});
   template <Visitable T>
   void param(std::string_view name, const T& v, const Attr& = {}) {
     node_[std::string(name)] = write(v);
@@ -201,6 +226,7 @@ class Documenter {
   void param(std::string_view name, const bool& v, const Attr& a = {});
   void param(std::string_view name, const std::string& v, const Attr& a = {});
   void param(std::string_view name, const std::vector<double>& v, const Attr& a = {});
+  void param(std::string_view name, const std::vector<std::string>& v, const Attr& a = {});
   template <Visitable T>
   void param(std::string_view name, const T& v, const Attr& a = {}) {
     add(name, "map", a, "");
@@ -353,6 +379,15 @@ T read_document(const YAML::Node& root, const Source& src) {
   }
   return out;
 }
+
+// Parses YAML text from a file or the command line (`name` is how messages call it) into a tree
+// that the visitors can trust: InputError names file:line for a syntax error, a duplicated key in
+// a map (YAML says keys are unique; yaml-cpp would keep the first silently), a key that is not a
+// plain scalar (`? [1, 2]`), and nesting deeper than kMaxYamlDepth.
+inline constexpr int kMaxYamlDepth = 64;
+YAML::Node parse_yaml(const std::string& text, const std::string& name);
+// Reads and parses a YAML file (a regular file of at most 16 MiB; see io/input_file.h).
+YAML::Node load_yaml_file(const std::string& path, const std::string& kind);
 
 // Applies one "--set key.path=value" override to a YAML tree. Key paths use dots and either
 // `name[2]` or `name.2` for list elements. Records the canonical path in `src.overrides`.

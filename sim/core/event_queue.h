@@ -3,6 +3,7 @@
 // equal times run in the order they were scheduled: ties break deterministically.
 #include <cassert>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/core/time.h"
@@ -31,6 +32,8 @@ class EventQueue {
   // Schedules an event; `time` must not lie before the current time.
   void push(SimTime time, EventHandler* target, std::uint32_t kind, std::uint64_t arg = 0) {
     assert(time >= now_);
+    if (time > kMaxSimTime) [[unlikely]]
+      clock_range_error(to_seconds(time));
     heap_.push_back(Event{time, next_seq_++, target, kind, arg});
     sift_up(heap_.size() - 1);
   }
@@ -49,8 +52,44 @@ class EventQueue {
     if (!heap_.empty()) sift_down(0);
     now_ = e.time;
     ++processed_;
+    if (wake_) [[unlikely]] {
+      EventHandler* w = wake_;
+      wake_ = nullptr;
+      w->on_event(wake_kind_, 0, now_);
+    }
     e.target->on_event(e.kind, e.arg, now_);
     return true;
+  }
+
+  // Removes the pending event of `target` and `kind` (the first found) and returns it, or nothing.
+  // Linear in the queue's size: for rare use (pausing a periodic event while nothing happens).
+  std::optional<Event> cancel(EventHandler* target, std::uint32_t kind) {
+    for (std::size_t i = 0; i < heap_.size(); ++i) {
+      if (heap_[i].target != target || heap_[i].kind != kind) continue;
+      const Event e = heap_[i];
+      heap_[i] = heap_.back();
+      heap_.pop_back();
+      if (i < heap_.size()) {
+        sift_up(i);
+        sift_down(i);
+      }
+      return e;
+    }
+    return std::nullopt;
+  }
+  // Puts a cancelled event back with its place among events of equal time (its sequence number).
+  void reinsert(const Event& e) {
+    assert(e.time >= now_ && e.seq < next_seq_);
+    heap_.push_back(e);
+    sift_up(heap_.size() - 1);
+  }
+
+  // Before the next event is delivered (after the clock has moved to it), `target` receives
+  // `kind` once. A component that stopped its periodic events while nothing happened uses this
+  // to take them up again before anything can happen (Simulation's idle fast-forward).
+  void wake_before_next(EventHandler* target, std::uint32_t kind) {
+    wake_ = target;
+    wake_kind_ = kind;
   }
 
   // Runs events until the queue is empty or the next event lies after `until`.
@@ -85,6 +124,8 @@ class EventQueue {
   }
 
   std::vector<Event> heap_;
+  EventHandler* wake_ = nullptr;
+  std::uint32_t wake_kind_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
   SimTime now_ = 0;

@@ -137,8 +137,11 @@ void AttentionGrid::at(double chunk, double prefix, double n, double kv, double*
 void ProfileCostModel::Config::check(config::Reader& r) const {
   try {
     Profile p = read_profile(path);
-    if (p.curves.empty() && p.attention.empty()) {
-      r.fail_key("path", path + ": the profile holds no curves and no attention points");
+    if (p.attention.empty()) {
+      r.fail_key("path", path +
+                             ": the profile holds no attention points (it prices the linear "
+                             "layers only, as an imported Vidur profile does): attention would "
+                             "cost nothing");
     }
   } catch (const InputError& e) {
     r.fail_key("path", e.what());

@@ -33,6 +33,25 @@ const ProfileCurve* Profile::curve(const std::string& op) const {
 }
 
 void check_profile(const Profile& p, const std::string& where) {
+  const std::string version = p.get("schema_version", "1");
+  if (version != kProfileSchemaVersion) {
+    throw InputError(where, "meta.schema_version",
+                     "is '" + version + "'; this kvfleet reads version " +
+                         std::string(kProfileSchemaVersion) +
+                         " (a newer kvfleet wrote it, or the file is not a profile)");
+  }
+  if (p.curves.empty())
+    throw InputError(where, "curves", "is empty: a profile times at least one operation");
+  // A call's time and a size beyond these are not measurements (a GPU kernel takes micro- to
+  // milliseconds); they would overflow step times.
+  const auto time_ok = [](double t) { return t >= 0 && t <= kMaxProfileTimeS; };
+  const auto size_ok = [](double x) { return x >= 0 && x <= kMaxProfileSize; };
+  for (std::size_t i = 0; i < p.curves.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (p.curves[i].op == p.curves[j].op)
+        throw InputError(where, "curves[" + p.curves[i].op + "]",
+                         "the operation's rows are split into separate runs (or repeated); "
+                         "keep each operation's points together");
   for (const auto& c : p.curves) {
     const std::string key = "curves[" + c.op + "]";
     if (c.scope != "layer" && c.scope != "step") {
@@ -45,11 +64,15 @@ void check_profile(const Profile& p, const std::string& where) {
       throw InputError(where, key, "needs at least one point and as many times as sizes");
     }
     for (std::size_t i = 0; i < c.x.size(); ++i) {
-      if (!(c.time_s[i] >= 0) || !std::isfinite(c.time_s[i])) {
+      if (!size_ok(c.x[i]))
         throw InputError(where, key,
-                         "time at x = " + std::to_string(c.x[i]) +
-                             " is not a finite "
-                             "non-negative number");
+                         "size " + std::to_string(c.x[i]) + " is not between 0 and 1e12");
+      if (!time_ok(c.time_s[i])) {
+        throw InputError(where, key,
+                         "time " + std::to_string(c.time_s[i]) +
+                             " s at x = " + std::to_string(c.x[i]) +
+                             " is not between 0 and 1000 s (a GPU operation takes micro- to "
+                             "milliseconds)");
       }
       if (i > 0 && !(c.x[i] > c.x[i - 1])) {
         throw InputError(where, key,
@@ -57,14 +80,15 @@ void check_profile(const Profile& p, const std::string& where) {
                              " after " + std::to_string(c.x[i - 1]) + ")");
       }
     }
-    if (!(c.count > 0)) throw InputError(where, key, "count must be positive");
+    if (!(c.count > 0) || !size_ok(c.count))
+      throw InputError(where, key, "count must be positive (and at most 1e12)");
   }
   for (std::size_t i = 0; i < p.attention.size(); ++i) {
     const auto& a = p.attention[i];
-    if (!(a.prefill_chunk >= 0 && a.kv_prefill >= 0 && a.n_decode >= 0 && a.kv_decode >= 0 &&
-          a.time_s >= 0 && std::isfinite(a.time_s))) {
+    if (!(size_ok(a.prefill_chunk) && size_ok(a.kv_prefill) && size_ok(a.n_decode) &&
+          size_ok(a.kv_decode) && time_ok(a.time_s))) {
       throw InputError(where, "attention row " + std::to_string(i),
-                       "sizes and time must be finite and non-negative");
+                       "sizes must lie between 0 and 1e12 and the time between 0 and 1000 s");
     }
   }
 }

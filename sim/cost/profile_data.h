@@ -17,6 +17,12 @@
 
 namespace kvfleet::sim {
 
+// The schema version this kvfleet writes and reads (meta.schema_version).
+inline constexpr const char* kProfileSchemaVersion = "1";
+// Bounds a profile's numbers must keep: a call's time in seconds, and a size or count.
+inline constexpr double kMaxProfileTimeS = 1e3;
+inline constexpr double kMaxProfileSize = 1e12;
+
 struct ProfileCurve {
   std::string op;                // qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, ...
   std::string scope = "layer";   // layer | step
@@ -59,7 +65,8 @@ struct Profile {
 };
 
 // Reads a profile; throws InputError naming the file, the dataset or column, and the problem
-// (missing dataset, wrong format marker, unsorted or negative points, unknown scope or axis).
+// (missing or empty dataset, wrong type or shape, wrong format marker or schema version, unsorted,
+// negative or out-of-range points, unknown scope or axis).
 Profile read_profile(const std::string& path);
 // Writes atomically (temporary name, then rename). Throws std::runtime_error on I/O failure.
 void write_profile(const std::string& path, const Profile& p);

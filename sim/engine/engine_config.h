@@ -3,6 +3,7 @@
 // the meaning is the same (vllm/config/scheduler.py, vllm/config/cache.py).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/config/params.h"
@@ -30,6 +31,14 @@ struct KvTierConfig {
         {.unit = "GB/s", .desc = "bandwidth storing KV into this tier, per GPU", .positive = true});
   }
 };
+
+// The simulator keeps about 50 bytes of host memory per KV block (free-queue links, block hash,
+// prefix index, block tables): these limits keep a replica under 1 GB and a fleet under 4 GB.
+inline constexpr std::int64_t kMaxKvBlocksPerReplica = std::int64_t{1} << 24;  // 16,777,216
+inline constexpr std::int64_t kMaxKvBlocksPerFleet = std::int64_t{1} << 26;    // 67,108,864
+inline constexpr std::string_view kMaxKvBlocksWhy =
+    "the simulator keeps about 50 bytes per KV block; 16,777,216 blocks per replica (1e9 tokens "
+    "of 64-token blocks) is above any GPU's pool";
 
 struct EngineConfig {
   int max_num_seqs = 256;
@@ -87,7 +96,9 @@ struct EngineConfig {
     v.param("num_gpu_blocks_override", num_gpu_blocks_override,
             {.unit = "blocks",
              .desc = "use this many KV blocks instead of the memory budget's; 0 = computed",
-             .min = 0});
+             .min = 0,
+             .max = kMaxKvBlocksPerReplica,
+             .why = kMaxKvBlocksWhy});
     v.param(
         "kv_cache_dtype", kv_cache_dtype,
         {.desc = "KV cache precision; auto = the activations' (fp16 for fp16 models, else bf16, "

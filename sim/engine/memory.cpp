@@ -8,8 +8,13 @@ namespace kvfleet::sim {
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string gib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", b / kGiB);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, std::fabs(b / kGiB) < 1e6 ? "%.2f GiB" : "%.3g GiB", b / kGiB);
+  return buf;
+}
+std::string num(double x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
 }
 }  // namespace
@@ -66,7 +71,15 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
         " for KV; use more GPUs (tensor_parallel, pipeline_parallel), a smaller model or a "
         "larger GPU");
   }
-  b.num_blocks = static_cast<std::int64_t>(std::floor(b.kv_pool_bytes / b.block_bytes));
+  const double blocks = std::floor(b.kv_pool_bytes / b.block_bytes);
+  if (blocks > static_cast<double>(kMaxKvBlocksPerReplica)) {
+    throw std::invalid_argument(
+        "the KV pool would hold " + num(blocks) + " blocks (" + gib(b.kv_pool_bytes) +
+        " for KV at " + num(b.block_bytes) + " bytes per block), above the limit of " +
+        std::to_string(kMaxKvBlocksPerReplica) + " per replica (" + std::string(kMaxKvBlocksWhy) +
+        "); check the GPU's memory_bytes and the model's dimensions");
+  }
+  b.num_blocks = static_cast<std::int64_t>(blocks);
   return b;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "sim/core/error.h"
+#include "sim/io/input_file.h"
 
 namespace kvfleet::sim {
 
@@ -52,8 +53,7 @@ double CsvFile::number(std::size_t row, long col) const {
 }
 
 CsvFile read_csv_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file");
+  std::ifstream in = open_input_file(path, "CSV");
   CsvFile f;
   f.path = path;
   std::string line;

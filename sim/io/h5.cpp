@@ -7,12 +7,10 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/io/output_set.h"
+#include "sim/io/temp_files.h"
 
 namespace kvfleet::sim::h5 {
-
-std::string temp_name(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
-}
 
 void check(herr_t e, const char* what) {
   if (e < 0) throw std::runtime_error(std::string("HDF5: ") + what + " failed");
@@ -22,13 +20,28 @@ hid_t check_id(hid_t id, const char* what) {
   return id;
 }
 
+namespace {
+// Creation properties without object modification times (HDF5 stamps datasets and groups by
+// default, so that two runs with the same results would differ in a few bytes).
+H5 untimed(hid_t cls) {
+  H5 p{check_id(H5Pcreate(cls), "property list"), H5Pclose};
+  check(H5Pset_obj_track_times(p.id, false), "track times");
+  return p;
+}
+}  // namespace
+
+H5 create_group(hid_t loc, const char* name) {
+  const H5 gcpl = untimed(H5P_GROUP_CREATE);
+  return H5{check_id(H5Gcreate2(loc, name, H5P_DEFAULT, gcpl.id, H5P_DEFAULT), name), H5Gclose};
+}
+
 void write_string_dataset(hid_t loc, const char* name, const std::string& text) {
   H5 type{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
   check(H5Tset_size(type.id, H5T_VARIABLE), "string size");
   check(H5Tset_cset(type.id, H5T_CSET_UTF8), "string charset");
   H5 space{check_id(H5Screate(H5S_SCALAR), "scalar space"), H5Sclose};
-  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 name),
+  const H5 dcpl = untimed(H5P_DATASET_CREATE);
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), name),
         H5Dclose};
   const char* p = text.c_str();
   check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
@@ -37,10 +50,30 @@ void write_string_dataset(hid_t loc, const char* name, const std::string& text) 
 std::string read_string_dataset(hid_t loc, const char* name) {
   H5 ds{check_id(H5Dopen2(loc, name, H5P_DEFAULT), name), H5Dclose};
   H5 type{check_id(H5Dget_type(ds.id), name), H5Tclose};
-  char* p = nullptr;
-  check(H5Dread(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
-  std::string s = p ? p : "";
-  H5free_memory(p);
+  H5 space{check_id(H5Dget_space(ds.id), name), H5Sclose};
+  // What write_string_dataset writes (a scalar variable-length string) or a fixed-length one,
+  // as h5py writes either; anything else is refused before reading.
+  if (H5Tget_class(type.id) != H5T_STRING || H5Sget_simple_extent_type(space.id) != H5S_SCALAR)
+    throw std::runtime_error(std::string("dataset '") + name + "' is not a text (scalar string)");
+  if (H5Tis_variable_str(type.id) > 0) {
+    H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+    check(H5Tset_size(mt.id, H5T_VARIABLE), "string size");
+    check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
+    char* p = nullptr;
+    check(H5Dread(ds.id, mt.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+    std::string s = p ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t w = H5Tget_size(type.id);
+  if (w == 0 || w > (std::size_t{64} << 20))
+    throw std::runtime_error(std::string("dataset '") + name + "': text of unusable size");
+  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_size(mt.id, w), "string size");
+  check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
+  std::string s(w, '\0');
+  check(H5Dread(ds.id, mt.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()), name);
+  s.resize(strnlen(s.data(), w));
   return s;
 }
 
@@ -102,8 +135,8 @@ void write_table(hid_t loc, const char* name, const Table& t) {
   }
   hsize_t dims[1] = {n};
   H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
-  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 name),
+  const H5 dcpl = untimed(H5P_DATASET_CREATE);
+  H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), name),
         H5Dclose};
   if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
 }
@@ -119,8 +152,12 @@ Table read_table(hid_t loc, const char* name) {
     throw std::runtime_error(std::string("dataset '") + name + "' is not a table (compound)");
   }
   H5 space{check_id(H5Dget_space(ds.id), name), H5Sclose};
+  if (H5Sget_simple_extent_ndims(space.id) != 1)
+    throw std::runtime_error(std::string("dataset '") + name + "' is not a table (one dimension)");
   hssize_t n = H5Sget_simple_extent_npoints(space.id);
-  if (n < 0) throw std::runtime_error(std::string("dataset '") + name + "': bad extent");
+  if (n < 0 || n > 500'000'000)
+    throw std::runtime_error(std::string("dataset '") + name + "': " + std::to_string(n) +
+                             " rows is beyond what kvfleet writes (500,000,000)");
   Table t;
   const int members = H5Tget_nmembers(type.id);
   for (int m = 0; m < members; ++m) {
@@ -149,6 +186,9 @@ Table read_table(hid_t loc, const char* name) {
                                  "' holds variable-length strings (fixed-length expected)");
       }
       const std::size_t w = H5Tget_size(st.id);
+      if (w == 0 || w > 65536 || static_cast<double>(w) * static_cast<double>(n) > 4e9)
+        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                 "' holds text of unusable width");
       H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
       check(H5Tset_size(mt.id, w), "string size");
       check(H5Tset_strpad(mt.id, H5T_STR_NULLPAD), "string pad");
@@ -168,8 +208,10 @@ Table read_table(hid_t loc, const char* name) {
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(hid_t)>& fill) {
+  check_output_file("output file", path);
   const std::string tmp = temp_name(path);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  track_temp(tmp);
   try {
     {
       H5 file{check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
@@ -179,8 +221,11 @@ void write_file_atomically(const std::string& path, const std::function<void(hid
       check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
     }
     std::filesystem::rename(tmp, path);
+    forget_temp(tmp);
   } catch (...) {
-    std::filesystem::remove(tmp);
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    forget_temp(tmp);
     throw;
   }
 }

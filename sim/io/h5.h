@@ -12,8 +12,6 @@
 
 namespace kvfleet::sim::h5 {
 
-// The temporary name a file is written under before it is renamed to `path`.
-std::string temp_name(const std::string& path);
 // Throw std::runtime_error naming `what` when an HDF5 call failed.
 void check(herr_t e, const char* what);
 hid_t check_id(hid_t id, const char* what);
@@ -31,6 +29,8 @@ struct H5 {
   }
 };
 
+// A new group (without modification times, as every object written here).
+H5 create_group(hid_t loc, const char* name);
 void write_string_dataset(hid_t loc, const char* name, const std::string& text);
 // Reads a text dataset written by write_string_dataset (variable-length string).
 std::string read_string_dataset(hid_t loc, const char* name);
@@ -50,7 +50,9 @@ bool has_link(hid_t loc, const char* name);
 H5 open_for_reading(const std::string& path, const std::string& kind);
 
 // Creates `path` atomically: `fill(file)` writes into a new file under a temporary name, which is
-// renamed to `path` only when fill returns; on any exception the temporary file is removed.
+// renamed to `path` only when fill returns; on any exception (or SIGINT/SIGTERM, io/temp_files.h)
+// the temporary file is removed. Refuses (InputError) a `path` that exists as anything but a
+// regular file. Objects carry no modification times: the same content gives the same bytes.
 void write_file_atomically(const std::string& path, const std::function<void(hid_t)>& fill);
 
 }  // namespace kvfleet::sim::h5

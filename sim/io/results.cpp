@@ -362,9 +362,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
       write_table(file, "alerts", alerts_table(r.alerts));
       write_table(file, "alert_events", alert_events_table(r.alerts));
     }
-    H5 group{check_id(H5Gcreate2(file, "timeseries", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                      "timeseries group"),
-             H5Gclose};
+    const H5 group = create_group(file, "timeseries");
     for (const auto& ts : r.timeseries)
       write_table(group.id, flat_name(ts.replica).c_str(), timeseries_table(ts));
   });

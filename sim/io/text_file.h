@@ -7,8 +7,8 @@
 
 namespace kvfleet::sim {
 
-// Throws std::runtime_error naming the file when it cannot be written; removes the temporary
-// file on any exception from `fill`.
+// Throws InputError naming the file when it cannot be written (or exists as anything but a
+// regular file); removes the temporary file on any exception from `fill` and on SIGINT/SIGTERM.
 void write_text_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill);
 
 }  // namespace kvfleet::sim

@@ -90,13 +90,24 @@ struct GpuSpec {
   void visit(V& v) {
     v.param("name", name, {.desc = "GPU name, used by pools[].gpu", .required = true});
     v.param("memory_bytes", memory_bytes,
-            {.unit = "bytes", .desc = "device memory", .positive = true, .required = true});
-    v.param(
-        "memory_bandwidth_Bps", memory_bandwidth_Bps,
-        {.unit = "bytes/s", .desc = "peak memory bandwidth", .positive = true, .required = true});
+            {.unit = "bytes",
+             .desc = "device memory",
+             .min = 1 << 30,
+             .required = true,
+             .why = "at least 1 GiB; at most 10 TB, a thousand times today's largest GPU"});
+    v.param("memory_bandwidth_Bps", memory_bandwidth_Bps,
+            {.unit = "bytes/s",
+             .desc = "peak memory bandwidth",
+             .min = 1e9,
+             .required = true,
+             .why = "at least 1 GB/s; at most 100 TB/s, a thousand times today's fastest memory"});
     v.param(
         "bf16_flops", bf16_flops,
-        {.unit = "FLOP/s", .desc = "dense bf16 tensor peak", .positive = true, .required = true});
+        {.unit = "FLOP/s",
+         .desc = "dense bf16 tensor peak",
+         .min = 1e11,
+         .required = true,
+         .why = "at least 0.1 TFLOP/s; at most 1 EFLOP/s, a thousand times today's largest GPU"});
     v.param("fp8_flops", fp8_flops,
             {.unit = "FLOP/s", .desc = "dense fp8 peak; 0 = none", .min = 0});
     v.param("int8_flops", int8_flops,
@@ -106,7 +117,11 @@ struct GpuSpec {
     v.param("interconnect_Bps", interconnect_Bps,
             {.unit = "bytes/s", .desc = "GPU-to-GPU bandwidth for tensor parallelism", .min = 0});
     v.param("interconnect_latency_s", interconnect_latency_s,
-            {.unit = "s", .desc = "latency of one collective step", .min = 0});
+            {.unit = "s",
+             .desc = "latency of one collective step",
+             .min = 0,
+             .max = 1,
+             .why = "a collective step takes microseconds; a second is far beyond any link"});
     v.param("host_link_Bps", host_link_Bps,
             {.unit = "bytes/s", .desc = "GPU-host bandwidth", .min = 0});
     v.param("source", source, {.desc = "where the numbers come from"});

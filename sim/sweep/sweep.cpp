@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/io/h5.h"
+#include "sim/io/input_file.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario.h"
 #include "sim/simulation.h"
@@ -26,38 +28,6 @@
 namespace kvfleet::sim {
 
 namespace {
-
-std::string where(const std::string& file, const YAML::Node& n) {
-  if (n.IsDefined() && n.Mark().line >= 0) return file + ":" + std::to_string(n.Mark().line + 1);
-  return file;
-}
-
-[[noreturn]] void fail(const std::string& file, const YAML::Node& n, const std::string& key,
-                       const std::string& problem) {
-  throw InputError(where(file, n), key, problem);
-}
-
-void check_keys(const std::string& file, const YAML::Node& map, const std::string& path,
-                const std::set<std::string>& known) {
-  if (!map.IsMap()) fail(file, map, path, "expected a map of keys");
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    if (!known.count(k)) {
-      std::string list;
-      for (const auto& x : known) list += (list.empty() ? "" : ", ") + x;
-      fail(file, it->first, path.empty() ? k : path + "." + k, "unknown key (known: " + list + ")");
-    }
-  }
-}
-
-double number(const std::string& file, const YAML::Node& n, const std::string& key) {
-  if (!n.IsDefined() || n.IsNull()) fail(file, n, key, "missing (required)");
-  try {
-    return n.as<double>();
-  } catch (const YAML::Exception&) {
-    fail(file, n, key, "expected a number, got '" + n.Scalar() + "'");
-  }
-}
 
 std::vector<std::string> summary_metric_names() {
   std::vector<std::string> names;
@@ -129,177 +99,276 @@ std::vector<std::string> SweepSpec::overrides(std::size_t point, std::int64_t ba
   return o;
 }
 
+namespace {
+
+// The sweep file's declarations (read by config::Reader: file:line errors, unknown keys with
+// "did you mean"). Components of an axis: exactly one of values, range, log_range, cases.
+// Keys a block needs when it is given (blocks are optional, so their keys cannot be `required`).
+void require(const config::Reader& r, const char* block, std::initializer_list<const char*> keys) {
+  const YAML::Node b = r.node()[block];
+  if (!b.IsDefined() || !b.IsMap()) return;
+  config::Reader br(b, r.child_path(block), r.source());
+  for (const char* k : keys)
+    if (!b[k].IsDefined()) br.fail(b, br.child_path(k), "missing (required)");
+}
+
+struct RangeConfig {
+  double start = 0, stop = 0, step = 0;
+  template <class V>
+  void visit(V& v) {
+    v.param("start", start, {.desc = "first value"});
+    v.param("stop", stop, {.desc = "last value (taken when the steps land on it)"});
+    v.param("step", step, {.desc = "increment", .positive = true});
+  }
+};
+
+struct LogRangeConfig {
+  double start = 0, stop = 0;
+  std::int64_t num = 0;
+  template <class V>
+  void visit(V& v) {
+    v.param("start", start, {.desc = "first value", .positive = true});
+    v.param("stop", stop, {.desc = "last value", .positive = true});
+    v.param("num", num,
+            {.unit = "points",
+             .desc = "values, spaced evenly in log scale",
+             .min = 1,
+             .max = static_cast<double>(kMaxSweepPoints)});
+  }
+};
+
+struct CaseConfig {
+  std::string name;
+  std::vector<std::string> set;
+  template <class V>
+  void visit(V& v) {
+    v.param("name", name, {.desc = "the case's label", .required = true});
+    v.param("set", set, {.desc = "its overrides, key=value", .required = true});
+  }
+};
+
+struct AxisConfig {
+  std::string key;
+  std::vector<std::string> values;
+  RangeConfig range;
+  LogRangeConfig log_range;
+  std::vector<CaseConfig> cases;
+  template <class V>
+  void visit(V& v) {
+    v.param("key", key, {.desc = "the scenario key varied (a label for cases)", .required = true});
+    v.param("values", values, {.desc = "the values, as --set would take them"});
+    v.param("range", range, {.desc = "start, stop, step"});
+    v.param("log_range", log_range, {.desc = "start, stop, num (log spaced)"});
+    v.param("cases", cases, {.desc = "named sets of overrides"});
+  }
+  void check(config::Reader& r) const {
+    require(r, "range", {"start", "stop", "step"});
+    require(r, "log_range", {"start", "stop", "num"});
+    int kinds = 0;
+    for (const char* k : {"values", "range", "log_range", "cases"})
+      kinds += r.node()[k].IsDefined() ? 1 : 0;
+    if (kinds != 1)
+      r.fail(r.node(), r.child_path("key").substr(0, r.child_path("key").size() - 4),
+             "give exactly one of values, range, log_range, cases");
+    if (r.node()["values"].IsDefined() && values.empty()) r.fail_key("values", "empty list");
+    if (r.node()["cases"].IsDefined() && cases.empty()) r.fail_key("cases", "empty list");
+    if (r.node()["range"].IsDefined() && range.stop < range.start)
+      r.fail_key("range", "empty range: stop is below start");
+  }
+};
+
+struct SampleKeyConfig {
+  std::string key;
+  double min = 0, max = 0;
+  bool log = false, integer = false;
+  template <class V>
+  void visit(V& v) {
+    v.param("key", key, {.desc = "the scenario key sampled", .required = true});
+    v.param("min", min, {.desc = "lower end", .required = true});
+    v.param("max", max, {.desc = "upper end", .required = true});
+    v.param("log", log, {.desc = "sample in log scale"});
+    v.param("integer", integer, {.desc = "round to whole numbers"});
+  }
+  void check(config::Reader& r) const {
+    if (!(max > min)) r.fail_key("max", "empty range: max must exceed min");
+    if (log && !(min > 0)) r.fail_key("min", "must be > 0 with log: true");
+  }
+};
+
+struct SampleConfig {
+  std::string method = "latin_hypercube";
+  std::int64_t n = 0;
+  std::int64_t seed = 1;
+  std::vector<SampleKeyConfig> keys;
+  template <class V>
+  void visit(V& v) {
+    v.param("method", method,
+            {.desc = "latin_hypercube or random", .choices = {"latin_hypercube", "random"}});
+    v.param("n", n,
+            {.unit = "points",
+             .desc = "points drawn",
+             .min = 1,
+             .max = static_cast<double>(kMaxSweepPoints)});
+    v.param("seed", seed, {.desc = "seed of the draws", .min = 0});
+    v.param("keys", keys, {.desc = "the box: one key with min and max each"});
+  }
+};
+
+struct SweepFileConfig {
+  std::string description, base;
+  std::vector<std::string> set;
+  std::vector<AxisConfig> axes;
+  SampleConfig sample;
+  std::int64_t replicates = 1;
+  std::int64_t seed = -1;
+  std::vector<std::string> metrics;
+  bool curves = true;
+  template <class V>
+  void visit(V& v) {
+    v.param("description", description, {.desc = "what the sweep shows"});
+    v.param("base", base, {.desc = "the base scenario file", .path = true});
+    v.param("set", set, {.desc = "overrides applied to every point, key=value"});
+    v.param("axes", axes, {.desc = "the grid: the Cartesian product of the axes"});
+    v.param("sample", sample, {.desc = "random or Latin-hypercube points in a box"});
+    v.param("replicates", replicates,
+            {.unit = "seeds", .desc = "runs per combination", .min = 1, .max = 10000});
+    v.param("seed", seed, {.desc = "first replicate's seed; -1 = the base scenario's", .min = -1});
+    v.param("metrics", metrics, {.desc = "/summary names to keep; omitted: all"});
+    v.param("curves", curves, {.desc = "keep TTFT, TPOT and E2E percentiles per point"});
+  }
+};
+
+std::string known_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+}  // namespace
+
 SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
                           const std::string& base_dir, bool check_files) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw InputError(name + ":" + std::to_string(e.mark.line + 1), "", e.msg);
-  }
+  const YAML::Node root = config::parse_yaml(yaml, name);
+  config::Source src;
+  src.file = name;
+  src.base_dir = base_dir;
+  const SweepFileConfig c = config::read_document<SweepFileConfig>(root, src);
+  config::Reader top(root, "", src);
   SweepSpec s;
   s.path = name;
   s.text = yaml;
-  check_keys(
-      name, root, "",
-      {"base", "set", "axes", "sample", "replicates", "seed", "metrics", "curves", "description"});
-  if (root["base"]) {
-    std::filesystem::path b = root["base"].as<std::string>();
-    if (b.is_relative()) b = std::filesystem::path(base_dir) / b;
-    s.base = b.lexically_normal().string();
-    if (check_files && !std::filesystem::exists(s.base)) {
-      fail(name, root["base"], "base", "file not found: " + s.base);
-    }
+  s.base = c.base;
+  if (!s.base.empty() && check_files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(s.base, ec))
+      top.fail_key("base", "scenario file not found: " + s.base);
   }
-  if (auto set = root["set"]) {
-    if (!set.IsSequence()) fail(name, set, "set", "expected a list of key=value");
-    for (const auto& x : set) s.sets.push_back(x.as<std::string>());
+  for (std::size_t i = 0; i < c.set.size(); ++i) {
+    if (c.set[i].find('=') == std::string::npos)
+      top.fail(root["set"][i], "set[" + std::to_string(i) + "]", "expected key=value");
+    s.sets.push_back(c.set[i]);
   }
-  if (root["axes"] && root["sample"]) {
-    fail(name, root["sample"], "sample", "give axes or sample, not both");
-  }
-  if (auto axes = root["axes"]) {
-    if (!axes.IsSequence() || axes.size() == 0)
-      fail(name, axes, "axes", "expected a non-empty list");
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      const YAML::Node a = axes[i];
-      const std::string p = "axes[" + std::to_string(i) + "]";
-      check_keys(name, a, p, {"key", "values", "range", "log_range", "cases"});
-      if (!a["key"]) fail(name, a, p + ".key", "missing (required)");
-      SweepAxis ax;
-      ax.key = a["key"].as<std::string>();
-      const int kinds = (a["values"] ? 1 : 0) + (a["range"] ? 1 : 0) + (a["log_range"] ? 1 : 0) +
-                        (a["cases"] ? 1 : 0);
-      if (kinds != 1) fail(name, a, p, "give exactly one of values, range, log_range, cases");
-      if (auto cs = a["cases"]) {
-        if (!cs.IsSequence() || cs.size() == 0) fail(name, cs, p + ".cases", "empty list");
-        for (std::size_t j = 0; j < cs.size(); ++j) {
-          const std::string cp = p + ".cases[" + std::to_string(j) + "]";
-          check_keys(name, cs[j], cp, {"name", "set"});
-          if (!cs[j]["name"] || !cs[j]["name"].IsScalar())
-            fail(name, cs[j], cp + ".name", "missing (required)");
-          const std::string n = cs[j]["name"].Scalar();
-          if (std::find(ax.values.begin(), ax.values.end(), n) != ax.values.end())
-            fail(name, cs[j]["name"], cp + ".name", "'" + n + "' names two cases");
-          const YAML::Node set = cs[j]["set"];
-          if (!set || !set.IsSequence() || set.size() == 0)
-            fail(name, cs[j], cp + ".set", "expected a non-empty list of key=value overrides");
-          std::vector<std::string> o;
-          for (const auto& x : set) {
-            if (!x.IsScalar() || x.Scalar().find('=') == std::string::npos)
-              fail(name, x, cp + ".set", "expected key=value");
-            o.push_back(x.Scalar());
-          }
-          ax.values.push_back(n);
-          ax.cases.push_back(std::move(o));
-        }
-      } else if (auto v = a["values"]) {
-        if (!v.IsSequence() || v.size() == 0) fail(name, v, p + ".values", "empty list");
-        for (const auto& x : v) {
-          if (!x.IsScalar()) fail(name, x, p + ".values", "values must be scalars");
-          ax.values.push_back(x.Scalar());
-        }
-      } else if (const YAML::Node r = a["range"]) {
-        check_keys(name, r, p + ".range", {"start", "stop", "step"});
-        const double start = number(name, r["start"], p + ".range.start");
-        const double stop = number(name, r["stop"], p + ".range.stop");
-        const double step = number(name, r["step"], p + ".range.step");
-        if (!(step > 0)) fail(name, r["step"], p + ".range.step", "must be positive");
-        if (stop < start) fail(name, r, p + ".range", "empty range: stop is below start");
-        for (double x = start; x <= stop * (1 + 1e-12) + 1e-12; x += step) {
-          ax.values.push_back(config::format_double(x));
-        }
-      } else {
-        const YAML::Node lr = a["log_range"];
-        check_keys(name, lr, p + ".log_range", {"start", "stop", "num"});
-        const double start = number(name, lr["start"], p + ".log_range.start");
-        const double stop = number(name, lr["stop"], p + ".log_range.stop");
-        const double num = number(name, lr["num"], p + ".log_range.num");
-        if (!(start > 0 && stop > 0))
-          fail(name, lr, p + ".log_range", "start and stop must be > 0");
-        if (num < 1 || num != std::floor(num)) {
-          fail(name, lr["num"], p + ".log_range.num",
-               "empty range: num must be a whole number ≥ 1");
-        }
-        for (int j = 0; j < num; ++j) {
-          const double t = num == 1 ? 0 : j / (num - 1);
-          ax.values.push_back(config::format_double(start * std::pow(stop / start, t)));
-        }
+  const bool has_axes = root["axes"].IsDefined(), has_sample = root["sample"].IsDefined();
+  require(top, "sample", {"n", "keys"});
+  if (has_axes && has_sample) top.fail_key("sample", "give axes or sample, not both");
+  if (!has_axes && !has_sample) top.fail_key("axes", "a sweep needs axes or a sample");
+  if (has_axes && c.axes.empty()) top.fail_key("axes", "expected a non-empty list");
+  // Every key once: a key varied twice would give points whose second value silently wins.
+  auto check_unique_key = [&](const std::string& key, const YAML::Node& at, const std::string& p) {
+    for (const auto& a : s.axes)
+      if (a.key == key) top.fail(at, p, "'" + key + "' is varied twice (each key once)");
+  };
+  double points = 1;
+  for (std::size_t i = 0; i < c.axes.size(); ++i) {
+    const AxisConfig& a = c.axes[i];
+    const YAML::Node an = root["axes"][i];
+    const std::string p = "axes[" + std::to_string(i) + "]";
+    config::Reader ar(an, p, src);
+    check_unique_key(a.key, an["key"], p + ".key");
+    SweepAxis ax;
+    ax.key = a.key;
+    if (an["cases"].IsDefined()) {
+      for (std::size_t j = 0; j < a.cases.size(); ++j) {
+        const CaseConfig& cs = a.cases[j];
+        const YAML::Node cn = an["cases"][j];
+        const std::string cp = p + ".cases[" + std::to_string(j) + "]";
+        if (std::find(ax.values.begin(), ax.values.end(), cs.name) != ax.values.end())
+          ar.fail(cn["name"], cp + ".name", "'" + cs.name + "' names two cases");
+        for (std::size_t k = 0; k < cs.set.size(); ++k)
+          if (cs.set[k].find('=') == std::string::npos)
+            ar.fail(cn["set"][k], cp + ".set[" + std::to_string(k) + "]", "expected key=value");
+        ax.values.push_back(cs.name);
+        ax.cases.push_back(cs.set);
       }
-      s.axes.push_back(std::move(ax));
+    } else if (an["values"].IsDefined()) {
+      ax.values = a.values;
+    } else if (an["range"].IsDefined()) {
+      const RangeConfig& r = a.range;
+      const double n = std::floor((r.stop - r.start) / r.step) + 1;
+      if (!(n <= static_cast<double>(kMaxSweepPoints)))
+        ar.fail_key("range", "gives " + config::format_double(n) + " values, above the limit of " +
+                                 std::to_string(kMaxSweepPoints) + " points of a sweep");
+      for (double x = r.start; x <= r.stop * (1 + 1e-12) + 1e-12; x += r.step)
+        ax.values.push_back(config::format_double(x));
+    } else {
+      const LogRangeConfig& lr = a.log_range;
+      for (std::int64_t j = 0; j < lr.num; ++j) {
+        const double t = lr.num == 1 ? 0 : static_cast<double>(j) / static_cast<double>(lr.num - 1);
+        ax.values.push_back(config::format_double(lr.start * std::pow(lr.stop / lr.start, t)));
+      }
     }
+    points *= static_cast<double>(ax.values.size());
+    s.axes.push_back(std::move(ax));
   }
-  if (auto smp = root["sample"]) {
-    check_keys(name, smp, "sample", {"method", "n", "seed", "keys"});
-    const std::string method = smp["method"] ? smp["method"].as<std::string>() : "latin_hypercube";
-    if (method != "latin_hypercube" && method != "random") {
-      fail(name, smp["method"], "sample.method",
-           "'" + method + "' is not latin_hypercube or random");
-    }
-    const double nd = number(name, smp["n"], "sample.n");
-    if (nd < 1 || nd != std::floor(nd))
-      fail(name, smp["n"], "sample.n", "must be a whole number ≥ 1");
-    const auto n = static_cast<std::size_t>(nd);
-    std::mt19937_64 rng(smp["seed"] ? smp["seed"].as<std::uint64_t>() : 1);
-    const YAML::Node keys = smp["keys"];
-    if (!keys || !keys.IsSequence() || keys.size() == 0)
-      fail(name, smp, "sample.keys", "expected a non-empty list");
+  if (has_sample) {
+    const SampleConfig& smp = c.sample;
+    if (smp.keys.empty()) top.fail(root["sample"], "sample.keys", "expected a non-empty list");
+    const auto n = static_cast<std::size_t>(smp.n);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(smp.seed));
     std::uniform_real_distribution<double> u(0, 1);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const YAML::Node k = keys[i];
-      const std::string p = "sample.keys[" + std::to_string(i) + "]";
-      check_keys(name, k, p, {"key", "min", "max", "log", "integer"});
-      if (!k["key"]) fail(name, k, p + ".key", "missing (required)");
-      const double lo = number(name, k["min"], p + ".min"), hi = number(name, k["max"], p + ".max");
-      if (!(hi > lo)) fail(name, k, p, "empty range: max must exceed min");
-      const bool lg = k["log"] && k["log"].as<bool>();
-      const bool integer = k["integer"] && k["integer"].as<bool>();
-      if (lg && !(lo > 0)) fail(name, k["min"], p + ".min", "must be > 0 with log: true");
+    for (std::size_t i = 0; i < smp.keys.size(); ++i) {
+      const SampleKeyConfig& k = smp.keys[i];
+      check_unique_key(k.key, root["sample"]["keys"][i]["key"],
+                       "sample.keys[" + std::to_string(i) + "].key");
       std::vector<std::size_t> strata(n);
       for (std::size_t j = 0; j < n; ++j) strata[j] = j;
-      if (method == "latin_hypercube") std::shuffle(strata.begin(), strata.end(), rng);
+      const bool lhs = smp.method == "latin_hypercube";
+      if (lhs) std::shuffle(strata.begin(), strata.end(), rng);
       SweepAxis ax;
-      ax.key = k["key"].as<std::string>();
+      ax.key = k.key;
       for (std::size_t j = 0; j < n; ++j) {
-        const double f = method == "latin_hypercube" ? (strata[j] + u(rng)) / n : u(rng);
-        double x = lg ? lo * std::pow(hi / lo, f) : lo + f * (hi - lo);
-        if (integer) x = std::round(x);
+        const double f = lhs ? (strata[j] + u(rng)) / n : u(rng);
+        double x = k.log ? k.min * std::pow(k.max / k.min, f) : k.min + f * (k.max - k.min);
+        if (k.integer) x = std::round(x);
         ax.values.push_back(config::format_double(x));
       }
       s.axes.push_back(std::move(ax));
     }
     s.sampled = true;
+    points = static_cast<double>(n);
   }
-  if (s.axes.empty()) fail(name, root, "axes", "a sweep needs axes or a sample");
-  if (auto r = root["replicates"]) {
-    const double v = number(name, r, "replicates");
-    if (v < 1 || v != std::floor(v)) fail(name, r, "replicates", "must be a whole number ≥ 1");
-    s.replicates = static_cast<int>(v);
+  s.replicates = static_cast<int>(c.replicates);
+  if (points * static_cast<double>(s.replicates) > static_cast<double>(kMaxSweepPoints)) {
+    top.fail(root, "axes",
+             "the sweep has " + config::format_double(points * s.replicates) +
+                 " points (combinations x replicates), above the limit of " +
+                 std::to_string(kMaxSweepPoints));
   }
-  if (auto r = root["seed"]) s.seed = static_cast<std::int64_t>(number(name, r, "seed"));
-  if (auto m = root["metrics"]) {
-    if (!m.IsSequence()) fail(name, m, "metrics", "expected a list of /summary names");
-    const auto known = summary_metric_names();
-    for (const auto& x : m) {
-      const std::string v = x.as<std::string>();
-      if (std::find(known.begin(), known.end(), v) == known.end()) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(name, x, "metrics", "unknown metric '" + v + "' (known: " + list + ")");
-      }
-      s.metrics.push_back(v);
-    }
+  s.seed = c.seed;
+  const auto known = summary_metric_names();
+  for (std::size_t i = 0; i < c.metrics.size(); ++i) {
+    if (std::find(known.begin(), known.end(), c.metrics[i]) == known.end())
+      top.fail(root["metrics"][i], "metrics",
+               "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) + ")");
   }
-  if (auto c = root["curves"]) s.curves = c.as<bool>();
+  s.metrics = c.metrics;
+  s.curves = c.curves;
   return s;
 }
 
 SweepSpec load_sweep_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open sweep file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_sweep_text(ss.str(), path, std::filesystem::path(path).parent_path().string());
+  return load_sweep_text(read_input_file(path, "sweep", kMaxYamlFileBytes), path,
+                         std::filesystem::path(path).parent_path().string());
 }
 
 void validate_sweep(const SweepSpec& spec) {
@@ -352,6 +421,23 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
     if (previous->sweep_text != spec.text) {
       throw InputError("--resume", "", "the results were made by a different sweep file");
     }
+    // The metric columns are matched by name: a file whose columns differ is refused, never
+    // read shifted.
+    if (previous->metric_names != r.metric_names) {
+      std::string missing, extra;
+      for (const auto& m : r.metric_names)
+        if (std::find(previous->metric_names.begin(), previous->metric_names.end(), m) ==
+            previous->metric_names.end())
+          missing += (missing.empty() ? "" : ", ") + m;
+      for (const auto& m : previous->metric_names)
+        if (std::find(r.metric_names.begin(), r.metric_names.end(), m) == r.metric_names.end())
+          extra += (extra.empty() ? "" : ", ") + m;
+      throw InputError("--resume", "",
+                       "the results file's metric columns differ from this sweep's" +
+                           (missing.empty() ? std::string() : "; missing: " + missing) +
+                           (extra.empty() ? std::string() : "; not in this sweep: " + extra) +
+                           (missing.empty() && extra.empty() ? "; in another order" : ""));
+    }
     for (const auto& p : previous->points) {
       if (p.point >= 0 && static_cast<std::size_t>(p.point) < n && p.done && p.ok) {
         r.points[p.point] = p;
@@ -381,9 +467,10 @@ void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions&
              static_cast<int>(std::max<std::size_t>(todo.size(), 1))));
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};
+  std::atomic<bool> stop{false};  // a callback failed: workers finish their point and stop
   std::mutex mu;
   auto work = [&] {
-    for (std::size_t j = next++; j < todo.size(); j = next++) {
+    for (std::size_t j = next++; j < todo.size() && !stop; j = next++) {
       const std::size_t i = todo[j];
       PointResult p;
       {
@@ -440,23 +527,32 @@ void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions&
   for (int t = 0; t < threads; ++t) pool.emplace_back(work);
   auto last_report = std::chrono::steady_clock::now();
   auto last_checkpoint = last_report;
-  while (finished.load() < todo.size()) {
+  // A callback that throws (a checkpoint that cannot be written) stops the sweep: the workers
+  // end their current points, are joined, and the error goes to the caller.
+  std::exception_ptr failure;
+  while (finished.load() < todo.size() && !failure) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const auto now = std::chrono::steady_clock::now();
-    if (opt.on_progress &&
-        std::chrono::duration<double>(now - last_report).count() >= opt.report_every_s) {
-      std::lock_guard<std::mutex> lock(mu);
-      opt.on_progress(results, finished.load(), todo.size());
-      last_report = now;
-    }
-    if (opt.on_checkpoint &&
-        std::chrono::duration<double>(now - last_checkpoint).count() >= opt.checkpoint_every_s) {
-      std::lock_guard<std::mutex> lock(mu);
-      opt.on_checkpoint(results);
-      last_checkpoint = now;
+    try {
+      if (opt.on_progress &&
+          std::chrono::duration<double>(now - last_report).count() >= opt.report_every_s) {
+        std::lock_guard<std::mutex> lock(mu);
+        opt.on_progress(results, finished.load(), todo.size());
+        last_report = now;
+      }
+      if (opt.on_checkpoint &&
+          std::chrono::duration<double>(now - last_checkpoint).count() >= opt.checkpoint_every_s) {
+        std::lock_guard<std::mutex> lock(mu);
+        opt.on_checkpoint(results);
+        last_checkpoint = now;
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      stop = true;
     }
   }
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   if (opt.on_progress) opt.on_progress(results, finished.load(), todo.size());
 }
 
@@ -538,18 +634,24 @@ SweepResults read_sweep_h5(const std::string& path) {
   auto read_text = [&](const char* name) {
     if (!h5::has_link(file.id, name))
       throw InputError(path, name, "dataset missing: not a sweep file");
-    return h5::read_string_dataset(file.id, name);
+    try {
+      return h5::read_string_dataset(file.id, name);
+    } catch (const std::runtime_error& e) {
+      throw InputError(path, name, e.what());
+    }
   };
   SweepResults r;
   r.sweep_text = read_text("sweep");
   r.base_yaml = read_text("scenario");
-  Table t, cv;
-  try {
-    t = h5::read_table(file.id, "points");
-    cv = h5::read_table(file.id, "curves");
-  } catch (const std::runtime_error& e) {
-    throw InputError(path, "points", e.what());
-  }
+  auto table = [&](const char* name) {
+    try {
+      return h5::read_table(file.id, name);
+    } catch (const std::runtime_error& e) {
+      throw InputError(path, name, e.what());
+    }
+  };
+  const Table t = table("points");
+  const Table cv = table("curves");
   const SweepSpec spec = load_sweep_text(r.sweep_text, path + ":/sweep", ".", false);
   for (const auto& a : spec.axes) r.axis_keys.push_back(a.key);
   const std::set<std::string> fixed = {"point", "replicate", "seed", "status", "error", "wall_s"};
@@ -559,48 +661,71 @@ SweepResults read_sweep_h5(const std::string& path) {
     cols[c.name] = &c;
     if (!fixed.count(c.name) && !axes.count(c.name)) r.metric_names.push_back(c.name);
   }
-  auto i64 = [&](const char* n) -> const std::vector<std::int64_t>& {
-    return std::get<std::vector<std::int64_t>>(cols.at(n)->data);
+  // Typed access that names what is missing or of the wrong type.
+  auto column = [&](const Table& tb, const char* ds, const std::string& n) -> const Column& {
+    for (const auto& c : tb.columns)
+      if (c.name == n) return c;
+    throw InputError(path, std::string(ds) + "." + n, "column is missing");
   };
-  auto str = [&](const char* n) -> const std::vector<std::string>& {
-    return std::get<std::vector<std::string>>(cols.at(n)->data);
+  auto typed = [&]<class V>(const Table& tb, const char* ds, const std::string& n,
+                            const char* kind) -> const V& {
+    if (auto* v = std::get_if<V>(&column(tb, ds, n).data)) return *v;
+    throw InputError(path, std::string(ds) + "." + n, std::string("is not ") + kind);
   };
-  const auto& point = i64("point");
+  using I64 = std::vector<std::int64_t>;
+  using F64 = std::vector<double>;
+  using Str = std::vector<std::string>;
+  const auto& point = typed.operator()<I64>(t, "points", "point", "integer");
+  const auto& replicate = typed.operator()<I64>(t, "points", "replicate", "integer");
+  const auto& seed = typed.operator()<I64>(t, "points", "seed", "integer");
+  const auto& status = typed.operator()<Str>(t, "points", "status", "text");
+  const auto& error = typed.operator()<Str>(t, "points", "error", "text");
+  const auto& wall = typed.operator()<F64>(t, "points", "wall_s", "a number");
+  std::vector<const F64*> metrics;
+  for (const auto& m : r.metric_names)
+    metrics.push_back(&typed.operator()<F64>(t, "points", m, "a number"));
+  std::vector<const Column*> axis_cols;
+  for (const auto& k : r.axis_keys) axis_cols.push_back(&column(t, "points", k));
   std::map<std::int64_t, std::size_t> index;
   for (std::size_t row = 0; row < point.size(); ++row) {
     PointResult p;
     p.point = point[row];
-    p.replicate = static_cast<std::int32_t>(i64("replicate")[row]);
-    p.seed = i64("seed")[row];
+    if (p.point < 0 || static_cast<std::size_t>(p.point) >= spec.num_points() ||
+        index.count(p.point))
+      throw InputError(path + ": points row " + std::to_string(row + 1), "point",
+                       std::to_string(p.point) + " is not a point of this sweep, or appears twice");
+    p.replicate = static_cast<std::int32_t>(replicate[row]);
+    p.seed = seed[row];
     p.done = true;
-    p.ok = str("status")[row] == "ok";
-    p.error = str("error")[row];
-    p.wall_s = std::get<std::vector<double>>(cols.at("wall_s")->data)[row];
-    for (const auto& m : r.metric_names)
-      p.metrics.push_back(std::get<std::vector<double>>(cols.at(m)->data)[row]);
+    p.ok = status[row] == "ok";
+    p.error = error[row];
+    p.wall_s = wall[row];
+    for (const F64* m : metrics) p.metrics.push_back((*m)[row]);
     std::vector<std::string> av;
-    for (const auto& k : r.axis_keys) {
-      if (auto* d = std::get_if<std::vector<double>>(&cols.at(k)->data)) {
+    for (const Column* c : axis_cols) {
+      if (auto* d = std::get_if<F64>(&c->data))
         av.push_back(config::format_double((*d)[row]));
-      } else {
-        av.push_back(std::get<std::vector<std::string>>(cols.at(k)->data)[row]);
-      }
+      else if (auto* x = std::get_if<Str>(&c->data))
+        av.push_back((*x)[row]);
+      else
+        av.push_back(std::to_string(std::get<I64>(c->data)[row]));
     }
     index[p.point] = r.points.size();
     r.points.push_back(std::move(p));
     r.axis_values.push_back(std::move(av));
   }
-  auto curve_column = [&](const char* name) -> const Column& {
-    for (const auto& c : cv.columns)
-      if (c.name == name) return c;
-    throw InputError(path, std::string("curves.") + name, "column is missing");
-  };
-  const auto& cp = std::get<std::vector<std::int64_t>>(curve_column("point").data);
-  const auto& val = std::get<std::vector<double>>(curve_column("value_s").data);
+  const auto& cp = typed.operator()<I64>(cv, "curves", "point", "integer");
+  const auto& val = typed.operator()<F64>(cv, "curves", "value_s", "a number");
   for (std::size_t row = 0; row < cp.size(); ++row) {
     auto it = index.find(cp[row]);
     if (it != index.end()) r.points[it->second].curves.push_back(val[row]);
   }
+  for (const auto& p : r.points)
+    if (!p.curves.empty() && p.curves.size() != 3 * kCurvePercentiles)
+      throw InputError(path, "curves",
+                       "point " + std::to_string(p.point) + " has " +
+                           std::to_string(p.curves.size()) + " curve values, not " +
+                           std::to_string(3 * kCurvePercentiles));
   return r;
 }
 

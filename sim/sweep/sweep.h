@@ -27,6 +27,9 @@
 
 namespace kvfleet::sim {
 
+// The most points one sweep may have (combinations × replicates): each keeps a row of results.
+inline constexpr std::size_t kMaxSweepPoints = 1'000'000;
+
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;              // as --set values; for cases, their names
@@ -53,7 +56,8 @@ struct SweepSpec {
 };
 
 // Parses a sweep file; throws InputError naming the file, line and key (unknown keys, an empty
-// range, a range with a non-positive step, no axes and no sample...).
+// range, a range with a non-positive step, no axes and no sample, a key varied twice, more than
+// kMaxSweepPoints points...).
 SweepSpec load_sweep_file(const std::string& path);
 // `check_files` false skips the base scenario's existence check (reading stored sweep text).
 SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,

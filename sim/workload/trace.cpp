@@ -1,6 +1,7 @@
 #include "sim/workload/trace.h"
 
 #include "sim/io/csv.h"
+#include "sim/io/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,13 +23,41 @@ std::string row_where(const std::string& path, std::size_t line) {
   return path + ": row " + std::to_string(line);
 }
 
-std::ifstream open_or_throw(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open trace file");
-  return in;
+std::ifstream open_or_throw(const std::string& path) { return open_input_file(path, "trace"); }
+
+// A request has at least one prompt token (vLLM refuses an empty prompt); a recorded output of 0
+// tokens is replayed as one (vLLM's max_tokens is at least 1: the prefill emits a token). At most
+// kMaxTraceTokens of either.
+constexpr double kMaxTraceTokens = 100'000'000;
+void check_tokens(double v, const std::string& where, const std::string& col,
+                  const std::string& text, bool prompt) {
+  if (v < 0) throw InputError(where, col, "token count " + text + " is negative");
+  if (prompt && v < 1)
+    throw InputError(where, col,
+                     "a prompt of 0 tokens: a request needs at least one (vLLM refuses an empty "
+                     "prompt)");
+  if (v > kMaxTraceTokens)
+    throw InputError(where, col, "token count " + text + " is above the limit of 100,000,000");
 }
 
-std::int32_t parse_tokens(const std::string& s, const std::string& where, const std::string& col) {
+// Timestamps in seconds since the epoch (or since the trace's start) that a double resolves to the
+// microsecond: up to 1e10 s (the year 2286). Larger values, such as 1e308 or the year 9999 in
+// seconds, would squeeze the trace's gaps into rounding error.
+constexpr double kMaxTimestampS = 1e10;
+double check_timestamp(double t_s, const std::string& where, const std::string& col) {
+  if (!(std::fabs(t_s) <= kMaxTimestampS)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", t_s);
+    throw InputError(where, col,
+                     std::string("timestamp ") + buf +
+                         " s is outside +-1e10 s (up to the year 2286), where a double no longer "
+                         "resolves microseconds");
+  }
+  return t_s;
+}
+
+std::int32_t parse_tokens(const std::string& s, const std::string& where, const std::string& col,
+                          bool prompt) {
   std::int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
@@ -38,7 +67,7 @@ std::int32_t parse_tokens(const std::string& s, const std::string& where, const 
       throw InputError(where, col, "not a whole number of tokens: '" + s + "'");
     v = static_cast<std::int64_t>(d);
   }
-  if (v < 0 || v > 100'000'000) throw InputError(where, col, "token count out of range: " + s);
+  check_tokens(static_cast<double>(v), where, col, s, prompt);
   return static_cast<std::int32_t>(v);
 }
 
@@ -104,11 +133,12 @@ std::vector<TraceRow> read_csv(const std::string& path, const std::string& forma
                        "expected " + std::to_string(header.size()) + " columns, found " +
                            std::to_string(f.size()));
     TraceRow r;
-    r.input_tokens = parse_tokens(f[i_in], w, c_in);
-    r.output_tokens = parse_tokens(f[i_out], w, c_out);
+    r.input_tokens = parse_tokens(f[i_in], w, c_in, true);
+    r.output_tokens = parse_tokens(f[i_out], w, c_out, false);
     if (i_time >= 0) {
-      double t = format == "azure" ? parse_datetime(f[i_time], w, c_time)
-                                   : parse_seconds(f[i_time], w, c_time);
+      double t = check_timestamp(format == "azure" ? parse_datetime(f[i_time], w, c_time)
+                                                   : parse_seconds(f[i_time], w, c_time),
+                                 w, c_time);
       if (rows.empty()) t0 = t;
       r.arrival_s = t - t0;
       if (!rows.empty() && r.arrival_s < rows.back().arrival_s)
@@ -139,32 +169,32 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
       throw InputError(w, "", std::string("not valid JSON: ") + e.what());
     }
     if (!j.is_object()) throw InputError(w, "", "expected a JSON object");
-    auto get_int = [&](const std::string& k) -> std::int32_t {
+    auto get_int = [&](const std::string& k, bool prompt) -> std::int32_t {
       if (!j.contains(k)) throw InputError(w, k, "missing");
       const auto& v = j[k];
       if (!v.is_number_integer() &&
           !(v.is_number() && v.get<double>() == std::floor(v.get<double>())))
         throw InputError(w, k, "expected a whole number of tokens, got " + v.dump());
       const double d = v.get<double>();
-      if (d < 0 || d > 1e8) throw InputError(w, k, "token count out of range: " + v.dump());
+      check_tokens(d, w, k, v.dump(), prompt);
       return static_cast<std::int32_t>(d);
     };
     TraceRow r;
-    r.input_tokens = get_int(c_in);
-    r.output_tokens = get_int(c_out);
+    r.input_tokens = get_int(c_in, true);
+    r.output_tokens = get_int(c_out, false);
     double ts = 0;
     // vLLM measures latencies from the engine's queued_ts; replay arrivals at that instant when
     // the file has it (the client-side arrival_time differs by HTTP and tokenisation delays).
     if (vllm && j.contains("queued_ts") && j["queued_ts"].is_number()) {
-      ts = j["queued_ts"].get<double>();
+      ts = check_timestamp(j["queued_ts"].get<double>(), w, "queued_ts");
     } else if (j.contains(c_time)) {
       if (!j[c_time].is_number())
         throw InputError(w, c_time, "expected a number, got " + j[c_time].dump());
-      ts = j[c_time].get<double>() * time_unit;
+      ts = check_timestamp(j[c_time].get<double>() * time_unit, w, c_time);
     } else if (need_arrivals) {
       throw InputError(w, c_time, "missing");
     }

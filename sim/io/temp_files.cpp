@@ -1,0 +1,117 @@
+#include "sim/io/temp_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace kvfleet::sim {
+namespace {
+
+// A fixed table the signal handler can walk without locks or allocation. A slot is free (0),
+// being written (1) or holds a path (2: file, 3: folder).
+struct Slot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+constexpr std::size_t kSlots = 256;
+std::array<Slot, kSlots> g_slots;
+
+// Async-signal-safe removal of a folder's entries (one level: what kvfleet writes) and the
+// folder itself, through raw getdents64 (opendir may allocate).
+void remove_folder_signal_safe(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    alignas(8) char buf[8192];
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0)
+          ::unlinkat(fd, d->d_name, 0);
+        off += d->d_reclen;
+      }
+    }
+    ::close(fd);
+  }
+  ::rmdir(path);
+}
+
+extern "C" void on_terminating_signal(int sig) {
+  for (auto& s : g_slots) {
+    const int st = s.state.load(std::memory_order_acquire);
+    if (st == 2) ::unlink(s.path);
+    if (st == 3) remove_folder_signal_safe(s.path);
+  }
+  ::_exit(128 + sig);
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+std::string temp_name(const std::string& path) {
+  return path + ".tmp-" + std::to_string(::getpid());
+}
+
+void track_temp(const std::string& path, bool folder) {
+  if (path.size() >= sizeof(Slot::path)) return;  // cannot be named: left to the stale sweep
+  for (auto& s : g_slots) {
+    int expected = 0;
+    if (!s.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    std::memcpy(s.path, path.c_str(), path.size() + 1);
+    s.state.store(folder ? 3 : 2, std::memory_order_release);
+    return;
+  }
+}
+
+void forget_temp(const std::string& path) {
+  for (auto& s : g_slots) {
+    const int st = s.state.load(std::memory_order_acquire);
+    if ((st == 2 || st == 3) && path == s.path) {
+      s.state.store(0, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+void install_temp_cleanup_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_terminating_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void remove_stale_temps(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const long pid = std::stol(digits);
+    if (pid == ::getpid() || process_alive(pid)) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+  }
+}
+
+}  // namespace kvfleet::sim

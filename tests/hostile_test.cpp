@@ -1,0 +1,504 @@
+// Hostile input against the exit-code contract (docs/scenarios.md, "Errors and exit codes"): each
+// case is an input a user can type or a file they can hand in that once crashed kvfleet, exited 1
+// with a C++ exception text, or was accepted with wrong numbers. Each must exit 2 with one message
+// naming where and what, and leave nothing new on disk.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/io/h5.h"
+#include "tests/support/cli.h"
+
+namespace kvfleet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::kvfleet;
+
+// A small valid scenario; cases append to it or replace it.
+const std::string kScenario = R"(name: small
+workload:
+  impl: synthetic
+  num_requests: 50
+  arrival: {impl: poisson, rate_per_s: 10}
+  input_tokens: {impl: fixed, value: 100}
+  output_tokens: {impl: fixed, value: 20}
+pools:
+  - name: p
+    model: Llama-3-8B
+    gpu: H100-SXM
+)";
+
+std::string trace_scenario(const std::string& format, const std::string& file) {
+  std::string y = kScenario;
+  const auto w = y.find("workload:"), p = y.find("pools:");
+  return y.replace(w, p - w,
+                   "workload: {impl: trace, format: " + format + ", path: " + file + "}\n");
+}
+
+struct Case {
+  const char* name;
+  std::map<std::string, std::string> files;  // written into the test's folder
+  std::string args;                          // after `kvfleet`; {dir} is the folder
+  std::vector<std::string> must_say;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class Hostile : public testing::CliTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Hostile, ExitsTwoNamingTheProblemAndLeavesNothing) {
+  const Case& c = GetParam();
+  std::vector<std::string> inputs;
+  for (const auto& [name, text] : c.files) {
+    write(name, text);
+    inputs.push_back(name);
+  }
+  std::string args = c.args;
+  for (std::size_t at; (at = args.find("{dir}")) != std::string::npos;)
+    args.replace(at, 5, dir_.string());
+  const auto o = kvfleet(args);
+  EXPECT_EQ(o.status, 2) << o.text;
+  for (const auto& s : c.must_say) EXPECT_THAT(o.text, HasSubstr(s));
+  EXPECT_THAT(o.text, ::testing::Not(HasSubstr("internal error")));
+  EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << "one message: " << o.text;
+  EXPECT_THAT(outputs(inputs), ::testing::IsEmpty());
+}
+
+const std::string kRun = "run {dir}/s.yaml -q --out {dir}/r.h5 ";
+const std::string kSet = "run -q --set workload.num_requests=50 --out {dir}/r.h5 ";
+
+INSTANTIATE_TEST_SUITE_P(
+    Yaml, Hostile,
+    ::testing::Values(
+        Case{"DuplicateKey",
+             {{"s.yaml", "name: a\n" + kScenario}},
+             kRun,
+             {"s.yaml:2", "name", "duplicate key (first given at line 1"}},
+        Case{"DuplicateNestedKey",
+             {{"s.yaml", kScenario + "    replicas: 1\n    replicas: 2\n"}},
+             kRun,
+             {"s.yaml:13", "pools[0].replicas", "duplicate key (first given at line 12"}},
+        Case{"ComplexKey",
+             {{"s.yaml", "? [1, 2]\n: 3\n" + kScenario}},
+             kRun,
+             {"s.yaml:1", "a key must be a plain name"}},
+        Case{"KeyWithoutValue",
+             {{"s.yaml", kScenario + "    replicas:\n"}},
+             kRun,
+             {"s.yaml:12", "pools[0].replicas", "has no value"}},
+        Case{"NestedTooDeep",
+             {{"s.yaml", "x: " + std::string(3000, '[') + std::string(3000, ']') + "\n"}},
+             kRun,
+             {"s.yaml:1", "nested deeper than 64 levels"}},
+        Case{"NestedDeeperThanTheLimit",
+             {{"s.yaml", "x: " + std::string(100, '[') + std::string(100, ']') + "\n"}},
+             kRun,
+             {"s.yaml:1", "nested deeper than 64 levels"}},
+        Case{"TooLarge",
+             {{"s.yaml", kScenario + "description: \"" + std::string(17 << 20, 'x') + "\"\n"}},
+             kRun,
+             {"s.yaml", "larger than the limit of 16 MiB"}},
+        Case{"ScenarioIsADirectory", {}, "run {dir} -q", {"is a directory, not a scenario file"}},
+        Case{"EmptySetValue", {}, kSet + "--set workload.num_requests=", {"no value after '='"}},
+        Case{"HugeListIndex",
+             {},
+             kSet + "--set pools[99999999999999999999].replicas=2",
+             {"pools[99999999999999999999]", "list index", "out of range"}},
+        Case{"EmptyOut", {}, "run -q --set workload.num_requests=5 --out ''", {"--out"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Ranges, Hostile,
+    ::testing::Values(
+        Case{"RateTooLow",
+             {},
+             kSet + "--set workload.arrival.rate_per_s=1e-12",
+             {"workload.arrival.rate_per_s", "must be >= 1e-06", "clock"}},
+        Case{"RateTooHigh",
+             {},
+             kSet + "--set workload.arrival.rate_per_s=1e300",
+             {"workload.arrival.rate_per_s", "must be <= 1e+07"}},
+        Case{"SampleIntervalTiny",
+             {},
+             kSet + "--set simulation.timeseries_interval_s=1e-9",
+             {"simulation.timeseries_interval_s", "must be >= 0.001"}},
+        Case{"SampleIntervalHuge",
+             {},
+             kSet + "--set simulation.timeseries_interval_s=1e300",
+             {"simulation.timeseries_interval_s", "must be <= 1e+09", "clock"}},
+        Case{"BlocksOverride2To31",
+             {},
+             kSet + "--set pools[0].engine.num_gpu_blocks_override=2147483648",
+             {"num_gpu_blocks_override", "must be <= 16777216"}},
+        Case{"BlocksOverride1e12",
+             {},
+             kSet + "--set pools[0].engine.num_gpu_blocks_override=1e12",
+             {"num_gpu_blocks_override", "must be <= 16777216"}},
+        Case{"GpuMemory1e300",
+             {},
+             kSet + "--set pools[0].gpu=G --set 'gpus=[{name: G, memory_bytes: 1e300, "
+                    "memory_bandwidth_Bps: 3e12, bf16_flops: 1e15}]'",
+             {"gpus[0].memory_bytes", "must be <= 1e+13"}},
+        Case{"GpuSlowerThanAnyGpu",
+             {},
+             kSet + "--set pools[0].gpu=G --set 'gpus=[{name: G, memory_bytes: 8e10, "
+                    "memory_bandwidth_Bps: 3e12, bf16_flops: 1e-300}]'",
+             {"gpus[0].bf16_flops", "must be >= 1e+11"}},
+        Case{"ModelOfOnes",
+             {},
+             kSet +
+                 "--set pools[0].model=M --set 'models=[{name: M, num_layers: 1, hidden_size: 1, "
+                 "num_attention_heads: 1, num_kv_heads: 1, head_dim: 1, intermediate_size: 1, "
+                 "vocab_size: 1, num_params: 1, max_position_embeddings: 1}]'",
+             {"pools[0]", "KV pool would hold", "above the limit of 16777216"}},
+        Case{"TooManyReplicas",
+             {},
+             kSet + "--set pools[0].replicas=61017",
+             {"pools[0].replicas", "must be <= 10000"}},
+        Case{"FleetTooLarge",
+             {},
+             kSet + "--set pools[0].replicas=9000",
+             {"pools[0].replicas", "KV blocks together", "above the limit of 67108864"}},
+        Case{"RunOutOfClock",
+             {},
+             "run -q --out {dir}/r.h5 --set workload.num_requests=20000 "
+             "--set workload.arrival.rate_per_s=1e-6",
+             {"simulated time", "outside the clock's range"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Traces, Hostile,
+    ::testing::Values(
+        Case{"TraceIsADirectory",
+             {{"s.yaml", trace_scenario("vidur", ".")}},
+             kRun,
+             {"is a directory, not a trace file"}},
+        Case{"JsonNumberOverflow",
+             {{"s.yaml", trace_scenario("vllm_jsonl", "t.jsonl")},
+              {"t.jsonl", "{\"arrival_time\": 1e999, \"input_toks\": 5, \"output_toks\": 5}\n"}},
+             kRun,
+             {"t.jsonl: row 1", "not valid JSON", "1e999"}},
+        Case{"TimestampOf1e308",
+             {{"s.yaml", trace_scenario("vidur", "t.csv")},
+              {"t.csv",
+               "arrived_at,num_prefill_tokens,num_decode_tokens\n1e308,10,5\n1.0000001e308,10,"
+               "5\n"}},
+             kRun,
+             {"t.csv: row 2", "arrived_at", "outside +-1e10 s"}},
+        Case{"TimestampInTheYear9999",
+             {{"s.yaml", trace_scenario("azure", "t.csv")},
+              {"t.csv",
+               "TIMESTAMP,ContextTokens,GeneratedTokens\n9999-12-31 23:00:00.0,10,5\n"
+               "9999-12-31 23:59:00.0,10,5\n"}},
+             kRun,
+             {"t.csv: row 2", "TIMESTAMP", "outside +-1e10 s"}},
+        Case{"MooncakeMillisecondsInTheYear9999",
+             {{"s.yaml", trace_scenario("mooncake", "t.jsonl")},
+              {"t.jsonl",
+               "{\"timestamp\": 253402300799000, \"input_length\": 5, \"output_length\": 5}\n"}},
+             kRun,
+             {"t.jsonl: row 1", "timestamp", "outside +-1e10 s"}},
+        Case{"ZeroPromptTokens",
+             {{"s.yaml", trace_scenario("vidur", "t.csv")},
+              {"t.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n1,0,5\n"}},
+             kRun,
+             {"t.csv: row 3", "num_prefill_tokens", "a prompt of 0 tokens"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+// What must load: a CSV trace that starts with a UTF-8 byte-order mark (spreadsheets write one),
+// and a recorded output of 0 tokens (replayed as one, as vLLM emits at least one token).
+using HostileOk = testing::CliTest;
+
+TEST_F(HostileOk, TraceWithByteOrderMarkAndZeroOutputLoads) {
+  write("s.yaml", trace_scenario("vidur", "t.csv"));
+  write("t.csv",
+        "\xEF\xBB\xBF"
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n1,12,0\n");
+  const auto o = kvfleet("run " + path("s.yaml") + " -q --out " + path("r.h5"));
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(fs::exists(dir_ / "r.h5"));
+}
+
+}  // namespace
+}  // namespace kvfleet
+
+namespace kvfleet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::kvfleet;
+
+using Outputs = testing::CliTest;
+
+const std::string kSmallRun = "run -q --set workload.num_requests=50 ";
+
+// --out naming something that is not a regular file is refused, and left as it was.
+TEST_F(Outputs, NeverReplacesWhatIsNotARegularFile) {
+  ASSERT_EQ(::mkfifo(path("fifo.h5").c_str(), 0644), 0);
+  fs::create_symlink(path("elsewhere.h5"), path("link.h5"));
+  fs::create_directory(path("dir.h5"));
+  for (const char* name : {"fifo.h5", "link.h5", "dir.h5"}) {
+    const auto o = kvfleet(kSmallRun + "--out " + path(name));
+    EXPECT_EQ(o.status, 2) << o.text;
+    EXPECT_THAT(o.text, HasSubstr("--out"));
+    EXPECT_THAT(o.text, HasSubstr("replaces only regular files"));
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(path("fifo.h5"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("link.h5"))));
+  EXPECT_FALSE(fs::exists(path("elsewhere.h5")));
+  EXPECT_TRUE(fs::is_directory(path("dir.h5")));
+  EXPECT_THAT(outputs({"fifo.h5", "link.h5", "dir.h5"}), ::testing::IsEmpty());
+}
+
+// An output set is all or nothing: a bad --csv, --trace or --prometheus path leaves no .h5.
+TEST_F(Outputs, OneBadPathPublishesNothing) {
+  write("file", "x");
+  const std::string out = "--out " + path("r.h5") + " ";
+  for (const std::string& bad : std::vector<std::string>{
+           "--csv " + path("file"), "--prometheus " + path("file"), "--trace " + path("r.h5"),
+           "--trace " + path("no/such/t.json"), "--csv " + path("no/such/c")}) {
+    const auto o = kvfleet(kSmallRun + out + bad);
+    EXPECT_EQ(o.status, 2) << bad << ": " << o.text;
+    EXPECT_THAT(outputs({"file"}), ::testing::IsEmpty()) << bad;
+  }
+  const auto o = kvfleet(kSmallRun + out + "--csv " + path("c") + " --trace " + path("t.json") +
+                         " --prometheus " + path("p"));
+  EXPECT_EQ(o.status, 0) << o.text;
+  auto made = outputs({"file"});
+  std::sort(made.begin(), made.end());
+  EXPECT_EQ(made, (std::vector<std::string>{"c", "p", "r.h5", "t.json"}));
+}
+
+// SIGTERM and SIGINT remove the temporaries and exit 143 and 130. The signal is sent once the
+// CSV folder's temporary exists (made before the run starts): no timing assumption.
+TEST_F(Outputs, SigtermAndSigintRemoveTemporaries) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string bin = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string out = path("r.h5"), csv = path("c");
+      execl(bin.c_str(), bin.c_str(), "run", "-q", "--set", "workload.num_requests=5000000",
+            "--out", out.c_str(), "--csv", csv.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const std::string temp = path("c") + ".tmp-" + std::to_string(pid);
+    for (int i = 0; i < 6000 && !fs::exists(temp); ++i) ::usleep(10000);
+    ASSERT_TRUE(fs::exists(temp));
+    ASSERT_EQ(::kill(pid, sig), 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 128 + sig);
+    EXPECT_THAT(outputs({}), ::testing::IsEmpty()) << "signal " << sig;
+  }
+}
+
+// A temporary left by a process killed outright is removed by the next run on the same path.
+TEST_F(Outputs, StaleTemporariesOfDeadProcessesAreRemoved) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);  // now a dead process's id
+  write("r.h5.tmp-" + std::to_string(pid), "half a file");
+  fs::create_directory(path("c.tmp-" + std::to_string(pid)));
+  write("c.tmp-" + std::to_string(pid) + "/requests.csv", "half");
+  const auto o = kvfleet(kSmallRun + "--out " + path("r.h5") + " --csv " + path("c"));
+  EXPECT_EQ(o.status, 0) << o.text;
+  auto left = outputs({});
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"c", "r.h5"}));
+}
+
+// The same scenario and seed give byte-identical HDF5 files (no object timestamps).
+TEST_F(Outputs, SameRunSameBytes) {
+  ASSERT_EQ(kvfleet(kSmallRun + "--out " + path("a.h5")).status, 0);
+  ::sleep(1);  // object timestamps have a resolution of one second
+  ASSERT_EQ(kvfleet(kSmallRun + "--out " + path("b.h5")).status, 0);
+  std::ifstream a(path("a.h5"), std::ios::binary), b(path("b.h5"), std::ios::binary);
+  const std::string x((std::istreambuf_iterator<char>(a)), {});
+  const std::string y((std::istreambuf_iterator<char>(b)), {});
+  ASSERT_GT(x.size(), 1000u);
+  EXPECT_TRUE(x == y) << "files differ";
+}
+
+// ---- sweep files and results files ---------------------------------------------------------
+
+using Sweeps = testing::CliTest;
+
+const std::string kBase = std::string(KVFLEET_SOURCE_DIR) + "/scenarios/default.yaml";
+
+// A sweep long enough to be seen running: 60 points of 20,000 requests.
+std::string long_sweep() {
+  return "base: " + kBase +
+         "\nset: [workload.num_requests=20000]\naxes:\n  - {key: workload.arrival.rate_per_s, "
+         "range: {start: 10, stop: 69, step: 1}}\nmetrics: [time_to_first_token_p99_s]\n";
+}
+
+pid_t start(const std::vector<std::string>& args) {
+  const std::string bin = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool wait_for(const std::string& file) {
+  for (int i = 0; i < 6000 && !std::filesystem::exists(file); ++i) ::usleep(10000);
+  return std::filesystem::exists(file);
+}
+
+int finish(pid_t pid) {
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST_F(Sweeps, AKeyVariedTwiceIsRefusedBeforeAnyPointRuns) {
+  write("s.yaml", "base: " + kBase +
+                      "\naxes:\n  - {key: workload.num_requests, values: [10, 20]}\n"
+                      "  - {key: workload.num_requests, values: [30]}\n");
+  const auto o = kvfleet("sweep " + path("s.yaml") + " --out " + path("r.h5"));
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("s.yaml:4"));
+  EXPECT_THAT(o.text, HasSubstr("axes[1].key"));
+  EXPECT_THAT(o.text, HasSubstr("varied twice"));
+  EXPECT_THAT(outputs({"s.yaml"}), ::testing::IsEmpty());
+}
+
+TEST_F(Sweeps, AHugeGridIsRefusedBeforeAllocating) {
+  write("s.yaml", "base: " + kBase +
+                      "\naxes:\n  - {key: workload.num_requests, range: {start: 1, stop: 1e12, "
+                      "step: 1}}\n");
+  const auto o = kvfleet("sweep " + path("s.yaml") + " --out " + path("r.h5"));
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("above the limit of 1000000"));
+}
+
+TEST_F(Sweeps, OutputPathsAreCheckedBeforeAnyPointRuns) {
+  write("s.yaml", long_sweep());
+  fs::create_directory(path("dir.h5"));
+  for (const std::string& out : {path("dir.h5"), std::string("''"), path("no/such.h5")}) {
+    const auto o = kvfleet("sweep " + path("s.yaml") + " --quiet --out " + out);
+    EXPECT_EQ(o.status, 2) << out << ": " << o.text;
+    EXPECT_THAT(o.text, HasSubstr("--out"));
+  }
+  EXPECT_THAT(outputs({"s.yaml", "dir.h5"}), ::testing::IsEmpty());
+}
+
+// A second sweep on the same --out is refused while the first runs, naming its process.
+TEST_F(Sweeps, TwoSweepsOnOneOutputCannotBothRun) {
+  write("s.yaml", long_sweep());
+  const pid_t first = start({"sweep", path("s.yaml"), "--threads", "1", "--out", path("r.h5")});
+  ASSERT_TRUE(wait_for(path("r.h5.lock")));
+  const auto o = kvfleet("sweep " + path("s.yaml") + " --threads 1 --out " + path("r.h5"));
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("another kvfleet (process " + std::to_string(first)));
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(finish(first), 143);
+  EXPECT_FALSE(fs::exists(path("r.h5.lock")));
+}
+
+// A checkpoint that cannot be written (here: the results file became a directory) stops the
+// sweep cleanly with exit 2 naming the path, not an abort.
+TEST_F(Sweeps, ACheckpointThatCannotBeWrittenStopsTheSweep) {
+  write("s.yaml", long_sweep());
+  const pid_t pid = start(
+      {"sweep", path("s.yaml"), "--threads", "2", "--checkpoint-s", "0.1", "--out", path("r.h5")});
+  ASSERT_TRUE(wait_for(path("r.h5")));
+  fs::remove(path("r.h5"));
+  fs::create_directory(path("r.h5"));
+  EXPECT_EQ(finish(pid), 2);
+  EXPECT_FALSE(fs::exists(path("r.h5.lock")));
+  for (const auto& name : outputs({"s.yaml", "r.h5"})) ADD_FAILURE() << "left behind: " << name;
+}
+
+// Results files whose datasets have the wrong type or shape are refused by name (a /sweep
+// dataset of integers once crashed merge, --resume and plot).
+void write_int_dataset(hid_t loc, const char* name) {
+  const hsize_t dims[1] = {3};
+  const long long v[3] = {1, 2, 3};
+  const hid_t space = H5Screate_simple(1, dims, nullptr);
+  const hid_t ds =
+      H5Dcreate2(loc, name, H5T_NATIVE_LLONG, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+  H5Dclose(ds);
+  H5Sclose(space);
+}
+
+TEST_F(Sweeps, ResultsFilesOfTheWrongShapeAreRefused) {
+  write("s.yaml", "base: " + kBase +
+                      "\nset: [workload.num_requests=50]\naxes:\n  - {key: "
+                      "workload.arrival.rate_per_s, values: [10, 20]}\n"
+                      "metrics: [time_to_first_token_p99_s, requests_per_s]\n");
+  ASSERT_EQ(kvfleet("sweep " + path("s.yaml") + " --quiet --out " + path("good.h5")).status, 0);
+  // /sweep of integers.
+  {
+    const hid_t f = H5Fcreate(path("int.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    write_int_dataset(f, "sweep");
+    write_int_dataset(f, "scenario");
+    write_int_dataset(f, "points");
+    H5Fclose(f);
+  }
+  // A results file whose /points lacks one metric column (resume must not shift the others).
+  {
+    const auto good = sim::h5::open_for_reading(path("good.h5"), "sweep results");
+    const std::string sweep_text = sim::h5::read_string_dataset(good.id, "sweep");
+    const std::string base = sim::h5::read_string_dataset(good.id, "scenario");
+    sim::Table points = sim::h5::read_table(good.id, "points");
+    const sim::Table curves = sim::h5::read_table(good.id, "curves");
+    points.columns.erase(std::find_if(points.columns.begin(), points.columns.end(),
+                                      [](const auto& c) { return c.name == "requests_per_s"; }));
+    sim::h5::write_file_atomically(path("short.h5"), [&](hid_t f) {
+      sim::h5::write_string_dataset(f, "sweep", sweep_text);
+      sim::h5::write_string_dataset(f, "scenario", base);
+      sim::h5::write_table(f, "points", points);
+      sim::h5::write_table(f, "curves", curves);
+    });
+  }
+  const std::vector<std::string> inputs = {"s.yaml", "good.h5", "int.h5", "short.h5"};
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"merge " + path("m.h5") + " " + path("int.h5"), "dataset 'sweep' is not a text"},
+           {"sweep " + path("s.yaml") + " --resume --out " + path("int.h5"),
+            "dataset 'sweep' is not a text"},
+           {"sweep " + path("s.yaml") + " --resume --out " + path("short.h5"),
+            "missing: requests_per_s"}}) {
+    const auto o = kvfleet(args);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.text;
+    EXPECT_THAT(o.text, HasSubstr(says)) << args;
+    EXPECT_THAT(outputs(inputs), ::testing::IsEmpty()) << args;
+  }
+  if (fs::exists(std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet-plot")) {
+    const auto o =
+        kvfleet("plot " + path("int.h5") +
+                " --x workload.arrival.rate_per_s --y requests_per_s --out " + path("p.png"));
+    EXPECT_EQ(o.status, 2) << o.text;
+    EXPECT_THAT(o.text, HasSubstr("sweep"));
+  }
+}
+
+}  // namespace
+}  // namespace kvfleet
