@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/io/csv.h"
 
@@ -63,12 +64,16 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
                      "not found: the path must be an LLMServingSim profile folder "
                      "(…/<hardware>/<org>/<model>/<variant>)");
   }
-  YAML::Node meta;
-  try {
-    meta = YAML::LoadFile(meta_path.string());
-  } catch (const YAML::Exception& e) {
-    throw InputError(meta_path.string(), "", e.what());
-  }
+  const YAML::Node meta = sim::config::load_yaml_file(meta_path.string(), "profile meta");
+  if (!meta.IsMap()) throw InputError(meta_path.string(), "", "expected a YAML map of keys");
+  // A metadata value as text ("" when absent); a list or map where text belongs is refused.
+  auto text = [&](const YAML::Node& map, const char* key) -> std::string {
+    const YAML::Node n = map[key];
+    if (!n.IsDefined() || n.IsNull()) return "";
+    if (!n.IsScalar())
+      throw InputError(meta_path.string(), key, "expected a value, not a list or map");
+    return n.Scalar();
+  };
   const fs::path tpdir = root / ("tp" + std::to_string(tp));
   if (!fs::is_directory(tpdir)) {
     throw InputError(
@@ -80,18 +85,20 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
   p.set("schema_version", sim::kProfileSchemaVersion);
   p.set("source", "llmservingsim");
   p.set("measured", "true");
-  p.set("gpu", meta["gpu"] ? meta["gpu"].as<std::string>() : "");
-  p.set("hardware", meta["hardware"] ? meta["hardware"].as<std::string>() : "");
-  p.set("model", meta["model"] ? meta["model"].as<std::string>() : "");
-  p.set("dtype", meta["variant"] ? meta["variant"].as<std::string>() : "");
+  p.set("gpu", text(meta, "gpu"));
+  p.set("hardware", text(meta, "hardware"));
+  p.set("model", text(meta, "model"));
+  p.set("dtype", text(meta, "variant"));
   p.set("tensor_parallel", std::to_string(tp));
-  p.set("engine", "vLLM " + (meta["vllm_version"] ? meta["vllm_version"].as<std::string>() : "?"));
-  p.set("cuda_version", meta["cuda_version"] ? meta["cuda_version"].as<std::string>() : "");
-  p.set("date", meta["profiled_at"] ? meta["profiled_at"].as<std::string>() : "");
+  const std::string vllm = text(meta, "vllm_version");
+  p.set("engine", "vLLM " + (vllm.empty() ? std::string("?") : vllm));
+  p.set("cuda_version", text(meta, "cuda_version"));
+  p.set("date", text(meta, "profiled_at"));
   p.set("provenance", find_provenance(dir));
   p.set("imported_from", fs::absolute(root).string());
-  if (auto e = meta["engine_effective"]) {
-    if (e["enforce_eager"]) p.set("profiled_enforce_eager", e["enforce_eager"].as<std::string>());
+  if (const YAML::Node e = meta["engine_effective"]; e.IsDefined() && e.IsMap()) {
+    const std::string eager = text(e, "enforce_eager");
+    if (!eager.empty()) p.set("profiled_enforce_eager", eager);
   }
 
   // Per-layer and per-step token-wise operations. Llama runs two RMSNorms per layer (input and

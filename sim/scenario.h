@@ -118,8 +118,6 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 Scenario load_scenario_text(const std::string& yaml, const std::string& name,
                             const std::string& base_dir, const std::vector<std::string>& overrides);
 
-// The scenario reference (docs/scenarios.md), generated from the declarations.
-std::string scenario_reference_markdown();
 // Every declared parameter as data (the rows of docs/scenarios.md: key with list elements as
 // `[]`, type, unit, default, description), for tooltips and forms.
 std::vector<config::Documenter::Row> scenario_parameters();

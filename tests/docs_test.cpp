@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "sim/reference.h"
 #include "sim/scenario.h"
 #include "sim/sweep/sweep.h"
 

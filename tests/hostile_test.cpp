@@ -182,6 +182,41 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
+    Options, Hostile,
+    ::testing::Values(
+        Case{"CapacityToleranceTiny",
+             {},
+             "capacity --slo ttft_p99=2s --tolerance 1e-300",
+             {"--tolerance", "between 1e-6 and 1"}},
+        Case{"CapacityReplicatesHuge",
+             {},
+             "capacity --slo ttft_p99=2s --replicates 100000000",
+             {"--replicates", "between 1 and 1000"}},
+        Case{"SweepThreadsNegative",
+             {},
+             "sweep " + std::string(KVFLEET_SOURCE_DIR) +
+                 "/scenarios/sweeps/load-vs-max-seqs.yaml --out {dir}/r.h5 --threads -5",
+             {"--threads", "must be >= 0"}},
+        Case{"PrometheusEpochNan",
+             {},
+             kSet + "--prometheus {dir}/p --prometheus-epoch nan",
+             {"--prometheus-epoch"}},
+        Case{"TraceRequestsNegative",
+             {},
+             kSet + "--trace {dir}/t.json --trace-requests -1",
+             {"--trace-requests"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+// A capacity search whose SLO holds at every load the key allows stops at the key's limit (it once
+// aborted: the out-of-range load threw inside a worker thread).
+TEST(HostileCapacity, AnSloThatAlwaysHoldsStopsAtTheLoadLimit) {
+  const auto o = kvfleet(
+      "capacity --slo ttft_p99=1e300s --replicates 2 --set workload.num_requests=50 2>/dev/null");
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("workload.arrival.rate_per_s = "));
+}
+
+INSTANTIATE_TEST_SUITE_P(
     Traces, Hostile,
     ::testing::Values(
         Case{"TraceIsADirectory",

@@ -31,6 +31,7 @@
 #include "sim/io/trace.h"
 #include "sim/metrics/report.h"
 #include "sim/metrics/summary.h"
+#include "sim/reference.h"
 #include "sim/scenario.h"
 #include "sim/simulation.h"
 #include "sim/sweep/capacity.h"
@@ -89,7 +90,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "folder (DIR/backfill.om; load with promtool tsdb create-blocks-from openmetrics)")(
       "trace", po::value<std::string>(),
       "write a Chrome/Perfetto trace (JSON) of the replicas' steps and the first requests")(
-      "trace-requests", po::value<std::size_t>()->default_value(2000),
+      "trace-requests", po::value<long long>()->default_value(2000),
       "requests whose lifetimes go into --trace")(
       "prometheus-epoch", po::value<double>(),
       "wall-clock time (s since 1970) of simulated time 0 in --prometheus (default: now)")(
@@ -116,6 +117,19 @@ int cmd_run(const std::vector<std::string>& args) {
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
   if (vm.count("csv")) out_csv = outputs.add_folder("--csv", vm["csv"].as<std::string>());
   if (vm.count("trace")) out_trace = outputs.add_file("--trace", vm["trace"].as<std::string>());
+  const long long trace_requests = vm["trace-requests"].as<long long>();
+  if (trace_requests < 0 || trace_requests > 100'000'000)
+    throw InputError("--trace-requests", "", "must be between 0 and 100000000");
+  double epoch = 0;
+  if (vm.count("prometheus-epoch")) {
+    epoch = vm["prometheus-epoch"].as<double>();
+    if (!(epoch >= 0 && epoch <= 1e10))
+      throw InputError("--prometheus-epoch", "",
+                       "must be seconds since 1970 between 0 and 1e10 (the year 2286)");
+  } else {
+    epoch =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
   if (vm.count("prometheus"))
     out_prom = outputs.add_folder("--prometheus", vm["prometheus"].as<std::string>());
 
@@ -157,14 +171,9 @@ int cmd_run(const std::vector<std::string>& args) {
   if (vm.count("csv")) writing("--csv", [&] { write_results_csv(out_csv, r, s); });
   if (vm.count("trace")) {
     writing("--trace",
-            [&] { write_chrome_trace(out_trace, r, vm["trace-requests"].as<std::size_t>()); });
+            [&] { write_chrome_trace(out_trace, r, static_cast<std::size_t>(trace_requests)); });
   }
   if (vm.count("prometheus")) {
-    const double epoch =
-        vm.count("prometheus-epoch")
-            ? vm["prometheus-epoch"].as<double>()
-            : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                  .count();
     writing("--prometheus", [&] {
       write_openmetrics((std::filesystem::path(out_prom) / "backfill.om").string(), sc, r, epoch);
     });
@@ -237,8 +246,10 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   check_output_file("--out", out);
   SweepOptions opt;
   opt.threads = vm["threads"].as<int>();
+  if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
   opt.checkpoint_every_s = vm["checkpoint-s"].as<double>();
-  if (!(opt.checkpoint_every_s > 0)) throw InputError("--checkpoint-s", "", "must be positive");
+  if (!(opt.checkpoint_every_s > 0 && opt.checkpoint_every_s <= 1e6))
+    throw InputError("--checkpoint-s", "", "must be positive (and at most 1e6 s)");
   if (vm.count("shard")) {
     const std::string sh = vm["shard"].as<std::string>();
     const auto slash = sh.find('/');
@@ -362,8 +373,11 @@ int cmd_capacity(const std::vector<std::string>& args) {
   opt.replicates = vm["replicates"].as<int>();
   opt.tolerance = vm["tolerance"].as<double>();
   opt.threads = vm["threads"].as<int>();
-  if (opt.replicates < 1) throw InputError("--replicates", "", "must be at least 1");
-  if (!(opt.tolerance > 0)) throw InputError("--tolerance", "", "must be positive");
+  if (opt.replicates < 1 || opt.replicates > 1000)
+    throw InputError("--replicates", "", "must be between 1 and 1000");
+  if (!(opt.tolerance >= 1e-6 && opt.tolerance <= 1))
+    throw InputError("--tolerance", "", "must be between 1e-6 and 1 (a relative width)");
+  if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
   if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
   const bool tty = isatty(STDERR_FILENO) != 0;
   opt.on_run = [&](int r, double x, bool ok) {

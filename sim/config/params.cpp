@@ -537,7 +537,7 @@ void check_tree(const YAML::Node& n, const std::string& name, const std::string&
   } else if (n.IsMap()) {
     std::map<std::string, int> lines;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node& k = it->first;
+      const YAML::Node k = it->first;  // a copy: the iterator yields a temporary pair
       if (!k.IsScalar()) {
         throw InputError(at_line(name, k.Mark()), path,
                          "a key must be a plain name, not " + scalar_text(k));

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/reference.h"
 #include "sim/scenario.h"
 
 namespace kvfleet::sim {

@@ -144,6 +144,57 @@ TEST(ProfileData, ErrorsNameTheFileAndTheProblem) {
   }
 }
 
+// What once loaded (or crashed) and must be refused by name: an unknown schema version, no curves,
+// an operation whose rows are split, times that would overflow step times, sizes beyond reason,
+// and (for a whole run) a profile without attention.
+TEST(ProfileData, RefusesVersionsEmptyTablesAndNumbersOutOfRange) {
+  auto problem = [](const Profile& p) {
+    try {
+      check_profile(p, "p.h5");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  Profile v = synthetic(false);
+  v.set("schema_version", "7");
+  EXPECT_NE(problem(v).find("meta.schema_version: is '7'"), std::string::npos) << problem(v);
+  Profile empty = synthetic(false);
+  empty.curves.clear();
+  EXPECT_NE(problem(empty).find("curves: is empty"), std::string::npos) << problem(empty);
+  Profile split = synthetic(false);
+  split.curves.push_back(split.curves[0]);
+  EXPECT_NE(problem(split).find("split into separate runs"), std::string::npos);
+  for (double t : {1e300, 1e4, -1.0}) {
+    Profile slow = synthetic(false);
+    slow.curves[0].time_s[1] = t;
+    EXPECT_NE(problem(slow).find("not between 0 and 1000 s"), std::string::npos) << t;
+    Profile att = synthetic(false);
+    att.attention[0].time_s = t;
+    EXPECT_NE(problem(att).find("attention row 0"), std::string::npos) << t;
+  }
+  Profile huge = synthetic(false);
+  huge.curves[0].x[1] = 1e300;
+  EXPECT_NE(problem(huge).find("not between 0 and 1e12"), std::string::npos) << problem(huge);
+  // A profile without attention (as an imported Vidur profile) is refused for a run.
+  Profile linear_only = synthetic(false);
+  linear_only.attention.clear();
+  const std::string path = ::testing::TempDir() + "/linear_only.h5";
+  write_profile(path, linear_only);
+  const std::string yaml =
+      "workload: {impl: synthetic, num_requests: 10, input_tokens: {impl: fixed, value: 10},\n"
+      "  output_tokens: {impl: fixed, value: 10}}\n"
+      "pools:\n  - model: Llama-3.1-8B\n    gpu: H100-SXM\n"
+      "    cost_model: {impl: profile, path: " +
+      path + "}\n";
+  try {
+    load_scenario_text(yaml, "inline", ".", {});
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no attention points"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProfileData, AScenarioWithAMissingProfileFailsAtLoad) {
   const std::string yaml =
       "workload: {impl: synthetic, num_requests: 10, input_tokens: {impl: fixed, value: 10},\n"

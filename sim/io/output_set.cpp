@@ -20,13 +20,20 @@ namespace fs = std::filesystem;
 // What a path is, in words, when it is not a plain file or folder.
 std::string kind_of(const fs::file_status& st) {
   switch (st.type()) {
-    case fs::file_type::directory: return "a directory";
-    case fs::file_type::symlink: return "a symbolic link";
-    case fs::file_type::fifo: return "a fifo";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "not a regular file";
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::symlink:
+      return "a symbolic link";
+    case fs::file_type::fifo:
+      return "a fifo";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
   }
 }
 
@@ -81,8 +88,7 @@ void check_writable(const std::string& option, const std::string& path) {
   ::unlink(probe.c_str());
 }
 
-OutputLock::OutputLock(const std::string& option, const std::string& path)
-    : path_(path + ".lock") {
+OutputLock::OutputLock(const std::string& option, const std::string& path) : path_(path + ".lock") {
   for (int attempt = 0; attempt < 10; ++attempt) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
@@ -95,12 +101,13 @@ OutputLock::OutputLock(const std::string& option, const std::string& path)
       const std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
       throw InputError(option, "",
                        path + " is being written by another kvfleet (process " +
-                           pid.substr(0, pid.find('\n')) +
-                           ", holding " + path_ + "); wait for it to finish or choose another path");
+                           pid.substr(0, pid.find('\n')) + ", holding " + path_ +
+                           "); wait for it to finish or choose another path");
     }
     // Locked; make sure the file is still the one at the path (a releasing process may have
     // removed it between our open and flock).
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     if (::fstat(fd_, &a) == 0 && ::stat(path_.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
         a.st_dev == b.st_dev) {
       const std::string pid = std::to_string(::getpid()) + "\n";
@@ -176,9 +183,9 @@ void OutputSet::publish() {
       const fs::path target = fs::path(e.path) / f.path().filename();
       const fs::file_status st = fs::symlink_status(target, ec);
       if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-        throw InputError(e.option, "",
-                         target.string() + " is " + kind_of(st) +
-                             ": kvfleet replaces only regular files");
+        throw InputError(
+            e.option, "",
+            target.string() + " is " + kind_of(st) + ": kvfleet replaces only regular files");
     }
   }
   for (const auto& e : entries_) {

@@ -248,8 +248,9 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenants;
     for (const auto& rep : r.replicas)
       for (const auto& [t, q, h] : rep.tenant_prefix) {
+        const std::uint32_t tenant = t;  // (clang 14 does not capture structured bindings)
         auto it = std::find_if(tenants.begin(), tenants.end(),
-                               [&](const auto& x) { return std::get<0>(x) == t; });
+                               [&](const auto& x) { return std::get<0>(x) == tenant; });
         if (it == tenants.end())
           tenants.emplace_back(t, q, h);
         else

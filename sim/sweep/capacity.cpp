@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -129,7 +130,10 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
   std::atomic<int> runs{0};
   std::mutex mu;
   std::atomic<int> next{0};
+  std::atomic<bool> stop{false};  // a run failed: the other threads stop at their next run
+  struct Stopped {};
   auto holds = [&](int r, double x) {
+    if (stop) throw Stopped{};
     std::vector<std::string> sets = opt.sets;
     sets.push_back(res.key + "=" + config::format_double(x));
     sets.push_back("seed=" + std::to_string(res.seeds[r]));
@@ -158,7 +162,15 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
       lo = x;
       for (int i = 0; i < 30; ++i) {
         const double y = round(lo * 2);
-        if (!holds(r, y)) {
+        bool ok;
+        try {
+          ok = holds(r, y);
+        } catch (const InputError& e) {
+          // The load cannot go higher (beyond the key's range): the SLO holds up to there.
+          if (e.key() != res.key) throw;
+          return lo;
+        }
+        if (!ok) {
           hi = y;
           break;
         }
@@ -189,12 +201,21 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
       1, std::min(reps, opt.threads > 0 ? opt.threads
                                         : static_cast<int>(std::thread::hardware_concurrency())));
   std::vector<std::thread> pool;
+  std::exception_ptr failure;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      for (int r = next++; r < reps; r = next++) res.per_seed[r] = search(r);
+      try {
+        for (int r = next++; r < reps; r = next++) res.per_seed[r] = search(r);
+      } catch (const Stopped&) {
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        stop = true;
+      }
     });
   }
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   res.runs = runs.load();
   double sum = 0;
   for (double v : res.per_seed) sum += v;

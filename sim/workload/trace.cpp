@@ -65,6 +65,7 @@ std::int32_t parse_tokens(const std::string& s, const std::string& where, const 
     auto r2 = std::from_chars(s.data(), s.data() + s.size(), d);
     if (r2.ec != std::errc() || r2.ptr != s.data() + s.size() || d != std::floor(d))
       throw InputError(where, col, "not a whole number of tokens: '" + s + "'");
+    check_tokens(d, where, col, s, prompt);  // in range before it is converted
     v = static_cast<std::int64_t>(d);
   }
   check_tokens(static_cast<double>(v), where, col, s, prompt);
@@ -201,9 +202,11 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
     if (!vllm && j.contains("hash_ids")) {
       if (!j["hash_ids"].is_array()) throw InputError(w, "hash_ids", "expected a list of ids");
       for (const auto& h : j["hash_ids"]) {
-        if (!h.is_number_integer() || h.get<std::int64_t>() < 0)
-          throw InputError(w, "hash_ids", "expected non-negative integer ids, got " + h.dump());
-        r.hash_ids.push_back(static_cast<std::uint32_t>(h.get<std::int64_t>()));
+        if (!h.is_number_integer() || h.get<std::int64_t>() < 0 ||
+            h.get<std::uint64_t>() > UINT32_MAX)
+          throw InputError(w, "hash_ids",
+                           "expected integer ids from 0 to 4294967295, got " + h.dump());
+        r.hash_ids.push_back(static_cast<std::uint32_t>(h.get<std::uint64_t>()));
       }
     }
     raw.push_back(std::move(r));
