@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "sim/io/results.h"
-#include "tests/support/run.h"
+#include "sim/output/results.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

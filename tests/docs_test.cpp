@@ -6,8 +6,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "sim/reference.h"
-#include "sim/scenario.h"
+#include "sim/reference/reference.h"
+#include "sim/simulation/scenario.h"
 #include "sim/sweep/sweep.h"
 
 namespace kvfleet {

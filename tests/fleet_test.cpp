@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

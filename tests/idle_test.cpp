@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/results.h"
-#include "tests/support/run.h"
+#include "sim/output/results.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/metrics/alerts.h"
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

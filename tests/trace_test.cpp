@@ -7,9 +7,9 @@
 #include <fstream>
 #include <map>
 
-#include "sim/io/trace.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/output/chrome_trace.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet {
 namespace {

@@ -3,7 +3,7 @@
 #include <QtCore/QMetaObject>
 
 #include "sim/config/params.h"
-#include "sim/scenario.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::gui {
 

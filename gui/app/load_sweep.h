@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/metrics/summary.h"
-#include "sim/simulation.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::gui {
 

@@ -11,7 +11,7 @@
 #include "gui/app/load_sweep.h"
 #include "gui/app/views.h"
 #include "gui/charts/line_chart.h"
-#include "sim/scenario.h"
+#include "sim/simulation/scenario.h"
 
 class QChartView;
 class QFormLayout;

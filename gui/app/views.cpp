@@ -20,7 +20,7 @@
 #include "gui/charts/line_chart.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
-#include "sim/io/results.h"
+#include "sim/output/results.h"
 
 namespace kvfleet::gui {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "sim/metrics/summary.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/reference.h"
-#include "sim/scenario.h"
+#include "sim/reference/reference.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::sim {
 namespace {

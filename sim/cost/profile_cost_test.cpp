@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "sim/core/error.h"
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet::sim {
 namespace {

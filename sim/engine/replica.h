@@ -27,8 +27,8 @@
 #include "sim/engine/memory.h"
 #include "sim/engine/retention.h"
 #include "sim/engine/wait_queue.h"
-#include "sim/metrics/request_log.h"
 #include "sim/workload/request.h"
+#include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -10,7 +10,7 @@
 
 #include "sim/cost/roofline.h"
 #include "sim/engine/retention.h"
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet::sim {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "sim/config/params.h"
 #include "sim/fleet/router.h"
-#include "sim/metrics/request_log.h"
+#include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "sim/metrics/summary.h"
-#include "sim/simulation.h"
+#include "sim/results/run_result.h"
 
 namespace kvfleet::sim {
 

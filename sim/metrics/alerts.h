@@ -1,9 +1,10 @@
 #pragma once
 // Alert rules evaluated on a run's simulated signals, scored by how long before trouble they fire
-// (issue 10). A rule fires when all its conditions have held for `for_s` (Prometheus' `for:`);
+// A rule fires when all its conditions have held for `for_s` (Prometheus' `for:`);
 // each firing gets its lead time before the first out-of-memory event (a preemption: KV ran out
 // for a running request), the first rejection wave and the first SLO breach, so thresholds can be
-// tuned on load tests rather than copied.
+// tuned on load tests rather than copied. The firings and events (AlertReport) are part of
+// the run's results (results/run_result.h).
 //
 // Alerts observe and never act, so they are evaluated on the sampled time series after the run:
 // the same result as evaluating them online at every sample.
@@ -13,10 +14,9 @@
 #include <vector>
 
 #include "sim/config/params.h"
+#include "sim/results/run_result.h"
 
 namespace kvfleet::sim {
-
-struct RunResult;
 
 struct AlertCondition {
   std::string signal = "kv_cache_usage";
@@ -97,31 +97,6 @@ struct AlertsConfig {
              .desc = "fewer requests than this in the window: no SLO verdict there",
              .min = 1});
   }
-};
-
-// Something an operator wants to be warned of, the first time it happens.
-struct AlertEvent {
-  std::string kind;   // out_of_memory, rejection_wave, slo_breach
-  std::string scope;  // a replica's name, or "fleet"
-  double t_s = 0;
-  std::string detail;
-};
-
-struct AlertFiring {
-  std::string rule;
-  std::string scope;  // a replica's name, or "fleet"
-  double fire_s = 0;
-  double clear_s = std::numeric_limits<double>::quiet_NaN();  // NaN: still firing at the end
-  // Seconds from the firing to each first event: positive = warned ahead, negative = fired after
-  // it, NaN = the event never happened. Out of memory is the rule's replica's own first event
-  // (the fleet's first for fleet rules).
-  double lead_oom_s, lead_rejection_wave_s, lead_slo_breach_s;
-};
-
-struct AlertReport {
-  std::vector<AlertEvent> events;  // the first of each kind and scope, by time
-  std::vector<AlertFiring> firings;
-  const AlertEvent* first(const std::string& kind, const std::string& scope) const;
 };
 
 // Evaluates the rules on r.timeseries, r.replicas and r.requests.

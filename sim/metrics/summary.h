@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/simulation.h"
+#include "sim/results/run_result.h"
 
 namespace kvfleet::sim {
 

@@ -13,8 +13,8 @@
 #include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/metrics/summary.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::sim {
 

@@ -22,8 +22,8 @@
 #include "sim/io/h5.h"
 #include "sim/io/input_file.h"
 #include "sim/metrics/summary.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::sim {
 

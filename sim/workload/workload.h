@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/config/params.h"
-#include "sim/metrics/request_log.h"
 #include "sim/workload/request.h"
+#include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "sim/scenario.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::sim {
 namespace {

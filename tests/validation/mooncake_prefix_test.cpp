@@ -9,8 +9,8 @@
 
 #include <cstdio>
 
+#include "sim/testing/run.h"
 #include "sim/workload/trace.h"
-#include "tests/support/run.h"
 
 namespace kvfleet {
 namespace {

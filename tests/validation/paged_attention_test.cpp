@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "calibration/import.h"
 #include "sim/metrics/summary.h"
-#include "tests/support/run.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet {
 namespace {

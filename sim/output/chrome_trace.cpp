@@ -1,4 +1,4 @@
-#include "sim/io/trace.h"
+#include "sim/output/chrome_trace.h"
 
 #include <nlohmann/json.hpp>
 

@@ -14,8 +14,8 @@
 //   keep every token's time).
 #include <string>
 
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/scenario.h"
+#include "sim/simulation/scenario.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "sim/metrics/report.h"
+#include "sim/output/report.h"
 
 #include <algorithm>
 #include <cmath>

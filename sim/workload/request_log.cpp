@@ -1,4 +1,4 @@
-#include "sim/metrics/request_log.h"
+#include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -17,75 +17,11 @@
 #include "sim/fleet/client.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
-#include "sim/metrics/alerts.h"
-#include "sim/metrics/request_log.h"
-#include "sim/scenario.h"
+#include "sim/results/run_result.h"
+#include "sim/simulation/scenario.h"
 #include "sim/workload/workload.h"
 
 namespace kvfleet::sim {
-
-// One replica's state sampled every simulation.timeseries_interval_s. Counters are cumulative.
-struct TimeSeries {
-  std::string replica;
-  std::vector<double> t_s;
-  std::vector<std::int32_t> num_requests_running;
-  std::vector<std::int32_t> num_requests_waiting;
-  std::vector<double> kv_cache_usage;             // fraction of blocks in use
-  std::vector<std::int64_t> kv_tokens_held;       // token states held by requests
-  std::vector<std::int64_t> kv_tokens_allocated;  // KV memory given to requests, in tokens
-  std::vector<std::int64_t> num_preemptions;
-  std::vector<std::int64_t> prompt_tokens;
-  std::vector<std::int64_t> generation_tokens;
-  std::vector<std::int32_t> available;  // 1 while it takes requests (up, not draining)
-  // Since the previous sample, per GPU: share of the time in steps, and achieved over peak
-  // FLOP/s and device-memory bandwidth (WorkModel; a step counts in the interval it starts in).
-  std::vector<double> busy_fraction;
-  std::vector<double> compute_utilization;
-  std::vector<double> memory_bandwidth_utilization;
-  std::vector<double> kv_used_bytes;  // KV memory given to requests, per GPU
-};
-
-struct ReplicaResult {
-  std::string name;
-  std::string pool;
-  EngineStats stats;
-  MemoryBudget memory;
-  // Prefix-cache lookups by tenant: (tenant, queried tokens, hit tokens), by tenant id.
-  std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tenant_prefix;
-  struct Tier {
-    std::string name;
-    std::int64_t blocks = 0;  // held at the end
-    double bytes_written = 0, bytes_read = 0;
-    std::int64_t evictions = 0;
-  };
-  std::vector<Tier> tiers;
-  int gpus = 1;
-  double paid_s = 0;  // time it held its GPUs (starting, up, draining, failed awaiting repair)
-  std::int64_t failures = 0, restarts = 0;
-};
-
-// One pool's gateway and fleet counters.
-struct PoolResult {
-  std::string name;
-  double price_per_hour = 0;  // per GPU
-  std::int64_t gateway_rejected = 0, gateway_queued = 0;
-  std::int64_t scale_ups = 0, scale_downs = 0;
-  int peak_replicas = 0;  // most replicas up or starting at once
-};
-
-struct RunResult {
-  RequestLog requests;
-  std::vector<TimeSeries> timeseries;
-  std::vector<ReplicaResult> replicas;
-  std::vector<PoolResult> pools;
-  SimTime end_time = 0;                                        // when the last event ran
-  std::uint64_t events = 0;                                    // events processed
-  bool stopped_early = false;                                  // simulation.max_time_s cut the run
-  std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
-  std::vector<std::vector<StepTrace>>
-      steps;           // per replica, when Simulation::record_steps was asked
-  AlertReport alerts;  // the scenario's alert rules on this run (empty without rules)
-};
 
 // The time series of a run holds at most this many rows (all replicas together): about 2 GB.
 inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;

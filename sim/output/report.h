@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "sim/metrics/summary.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::sim {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "sim/metrics/summary.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::testing {
 

@@ -1,4 +1,4 @@
-#include "sim/io/prometheus.h"
+#include "sim/output/prometheus.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "sim/io/results.h"
+#include "sim/output/results.h"
 
 #include <hdf5.h>
 #include <unistd.h>

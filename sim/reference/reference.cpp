@@ -1,10 +1,10 @@
-#include "sim/reference.h"
+#include "sim/reference/reference.h"
 
 #include <sstream>
 
 #include "sim/io/input_file.h"
-#include "sim/scenario.h"
-#include "sim/simulation.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
 #include "sim/sweep/sweep.h"
 
 namespace kvfleet::sim {
@@ -40,9 +40,8 @@ std::string scenario_reference_markdown() {
     << " in the fleet, " << kMaxTimeseriesRows
     << " time-series rows (all replicas; an idle stretch longer than " << kIdleRowsWritten
     << " intervals keeps its first and last rows only), " << kMaxSweepPoints
-    << " points per sweep; a scenario or sweep file holds at most "
-    << (kMaxYamlFileBytes >> 20) << " MiB, nested at most " << config::kMaxYamlDepth
-    << " levels.\n";
+    << " points per sweep; a scenario or sweep file holds at most " << (kMaxYamlFileBytes >> 20)
+    << " MiB, nested at most " << config::kMaxYamlDepth << " levels.\n";
   o << R"(
 ## Errors and exit codes
 

@@ -1,4 +1,4 @@
-#include "sim/simulation.h"
+#include "sim/simulation/simulation.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -6,7 +6,7 @@
 
 #include "sim/io/table.h"
 #include "sim/metrics/summary.h"
-#include "sim/simulation.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::sim {
 

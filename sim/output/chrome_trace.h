@@ -4,7 +4,7 @@
 // decode sequences), and the first requests' lifetimes as queued, prefill and decode spans.
 #include <string>
 
-#include "sim/simulation.h"
+#include "sim/simulation/simulation.h"
 
 namespace kvfleet::sim {
 
