@@ -14,7 +14,7 @@ function(kvfleet_add_test name)
   cmake_parse_arguments(T "WHOLE" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock)
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})  # tests/support/
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)  # support/*.h
   target_compile_definitions(${name} PRIVATE
     KVFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     KVFLEET_REFERENCE_DIR="${KVFLEET_REFERENCE_DIR}"
@@ -33,4 +33,45 @@ function(kvfleet_add_test name)
   gtest_discover_tests(${name}
     PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# kvfleet_headers(<target> <folder> [PUBLIC|INTERFACE]): makes the headers of <folder> (relative
+# to the source root) reachable as "<folder>/<file>.h" for <target> and what links it, and no
+# other folder's: the folder is linked into a staging directory of its own under
+# build/include/, which becomes the include directory (the source root never does).
+function(kvfleet_headers target folder)
+  string(REPLACE "/" "_" stage_name "${folder}")
+  set(stage ${CMAKE_BINARY_DIR}/include/${stage_name})
+  get_filename_component(parent "${stage}/${folder}" DIRECTORY)
+  file(MAKE_DIRECTORY ${parent})
+  if(NOT EXISTS ${stage}/${folder})
+    file(CREATE_LINK ${CMAKE_SOURCE_DIR}/${folder} ${stage}/${folder} SYMBOLIC)
+  endif()
+  set(scope PUBLIC)
+  if(ARGC GREATER 2)
+    set(scope ${ARGV2})
+  endif()
+  target_include_directories(${target} ${scope} ${stage})
+endfunction()
+
+# kvfleet_layer(<name> [SOURCES <files...>] [DEPS <layers...>] [LIBS <libs...>]
+#               [PRIVATE_LIBS <libs...>]): the library kvfleet_<name> of the layer sim/<name>,
+# linking the layers below it that it uses (DEPS, publicly: their headers appear in its own).
+function(kvfleet_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES;DEPS;LIBS;PRIVATE_LIBS" ${ARGN})
+  set(deps)
+  foreach(d ${L_DEPS})
+    list(APPEND deps kvfleet_${d})
+  endforeach()
+  if(L_SOURCES)
+    add_library(kvfleet_${name} STATIC ${L_SOURCES})
+    kvfleet_headers(kvfleet_${name} sim/${name} PUBLIC)
+    target_link_libraries(kvfleet_${name} PUBLIC ${deps} ${L_LIBS} PRIVATE ${L_PRIVATE_LIBS})
+    kvfleet_warnings(kvfleet_${name})
+  else()
+    add_library(kvfleet_${name} INTERFACE)
+    kvfleet_headers(kvfleet_${name} sim/${name} INTERFACE)
+    target_link_libraries(kvfleet_${name} INTERFACE ${deps} ${L_LIBS})
+  endif()
+  add_library(kvfleet::${name} ALIAS kvfleet_${name})
 endfunction()

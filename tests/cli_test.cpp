@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/support/cli.h"
+#include "support/cli.h"
 
 namespace kvfleet {
 namespace {

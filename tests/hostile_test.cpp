@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "sim/io/h5.h"
-#include "tests/support/cli.h"
+#include "support/cli.h"
 
 namespace kvfleet {
 namespace {

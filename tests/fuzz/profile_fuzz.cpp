@@ -10,11 +10,11 @@
 #include <filesystem>
 
 #include "calibration/import.h"
+#include "fuzz_support.h"
 #include "sim/cost/profile_cost.h"
 #include "sim/cost/profile_data.h"
 #include "sim/io/h5.h"
 #include "sim/model/presets.h"
-#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 

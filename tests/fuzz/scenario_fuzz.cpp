@@ -1,7 +1,7 @@
 // Fuzz harness: the scenario loader. Input: YAML text, then optionally a line "--set" followed by
 // one override per line (what `kvfleet run FILE --set ...` takes).
+#include "fuzz_support.h"
 #include "sim/simulation/scenario.h"
-#include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kvfleet;

@@ -5,9 +5,9 @@
 //      valid sweep's or fuzz text, stored as text or as numbers), /points and /curves with columns
 //      of input-chosen types and values; read_sweep_h5 must accept it or name the problem, and
 //      what it accepts must resume (prepare_sweep) and merge (merge_sweeps) or be refused by name.
+#include "fuzz_support.h"
 #include "sim/io/h5.h"
 #include "sim/sweep/sweep.h"
-#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 

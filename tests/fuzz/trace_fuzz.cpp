@@ -2,8 +2,8 @@
 // vLLM requests.jsonl, Mooncake JSONL) and whether arrival times are needed, then the file.
 #include <cmath>
 
+#include "fuzz_support.h"
 #include "sim/workload/trace.h"
-#include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kvfleet;
