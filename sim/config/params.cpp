@@ -70,6 +70,12 @@ const RegistryBase::Entry* RegistryBase::find(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<std::string_view> choices_of(const RegistryBase& reg) {
+  std::vector<std::string_view> v;
+  for (const auto& e : reg.entries()) v.emplace_back(e.name);
+  return v;
+}
+
 std::vector<std::string> RegistryBase::names() const {
   std::vector<std::string> v;
   for (const auto& e : entries_) v.push_back(e.name);

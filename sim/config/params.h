@@ -115,6 +115,10 @@ class RegistryBase {
   std::string default_;
 };
 
+// A registry's names as the choices of a plain string parameter (a component without parameters
+// chosen by name, such as engine.scheduling_policy).
+std::vector<std::string_view> choices_of(const RegistryBase& reg);
+
 // ---------------------------------------------------------------------------------------------
 // Reader: YAML map -> struct.
 class Reader {

@@ -8,6 +8,7 @@
 
 #include "sim/config/params.h"
 #include "sim/engine/retention.h"
+#include "sim/engine/scheduler.h"
 
 namespace kvfleet::sim {
 
@@ -115,9 +116,10 @@ struct EngineConfig {
              .min = 0});
     v.param(
         "scheduling_policy", scheduling_policy,
-        {.desc = "fcfs: arrival order, the newest running request is preempted; priority: "
-                 "(priority, arrival) order, the least urgent, newest one is preempted (vLLM v1)",
-         .choices = {"fcfs", "priority"}});
+        {.desc = "the waiting queue's order and which running request yields its KV when "
+                 "blocks run out (fcfs and priority as vLLM v1; every policy is described under "
+                 "'Scheduling policies' below)",
+         .choices = config::choices_of(scheduling_registry())});
     v.param("preemption_mode", preemption_mode,
             {.desc = "recompute: a preempted request's KV is dropped and recomputed; swap: it is "
                      "copied to host memory over PCIe and copied back when the request resumes",

@@ -17,7 +17,8 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       index_(index),
       kv_(setup_.memory.num_blocks, setup_.engine.block_size, setup_.engine.enable_prefix_caching),
       max_model_len_(setup_.max_model_len),
-      waiting_(setup_.engine.scheduling_policy == "priority") {
+      policy_(make_scheduling_policy(setup_.engine.scheduling_policy)),
+      waiting_(policy_->order() == SchedulingPolicy::Order::kKeyed) {
   // Policies chosen by name are decided here, once, not on the hot path.
   swap_ = setup_.engine.preemption_mode == "swap";
   const std::string& how = setup_.engine.contiguous_reservation;
@@ -103,7 +104,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   // Content that starts unique can never match nor be matched: skip hashing altogether.
   q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
   if (q.hashable) c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size());
-  waiting_.push_new(s, r.priority, r.arrival, r.id);
+  wait(s, false);
   if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
     stepping_ = true;
@@ -131,17 +132,25 @@ std::int64_t Replica::reservation_for(const Seq& q) const {
   return total;  // oracle
 }
 
+SchedView Replica::view(std::uint32_t slot) const {
+  const Seq& q = seqs_[slot];
+  const RequestRecord& r = log_[q.request];
+  return {r.priority, r.arrival, r.id, q.prompt_tokens, q.num_output, q.num_computed};
+}
+
+void Replica::wait(std::uint32_t slot, bool preempted) {
+  const SchedView v = view(slot);
+  const std::int64_t key = waiting_.keyed() ? policy_->key(v) : 0;
+  if (preempted)
+    waiting_.push_preempted(slot, key, v.arrival, v.id);
+  else
+    waiting_.push_new(slot, key, v.arrival, v.id);
+}
+
 std::pair<std::uint32_t, std::size_t> Replica::pop_victim() {
-  std::size_t idx = running_.size() - 1;
-  if (waiting_.by_priority()) {
-    // vLLM: max(self.running, key=lambda r: (r.priority, r.arrival_time)).
-    auto key = [&](std::uint32_t s) {
-      const RequestRecord& r = log_[seqs_[s].request];
-      return std::tuple(r.priority, r.arrival, r.id);
-    };
-    for (std::size_t i = 0; i < running_.size(); ++i)
-      if (key(running_[i]) > key(running_[idx])) idx = i;
-  }
+  victims_.clear();
+  for (const std::uint32_t s : running_) victims_.push_back(view(s));
+  const std::size_t idx = policy_->victim(victims_);
   const std::uint32_t slot = running_[idx];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(idx));
   return {slot, idx};
@@ -170,7 +179,7 @@ void Replica::preempt(std::uint32_t slot) {
   ++r.num_preemptions;
   ++stats_.num_preemptions;
   if (stats_.first_preemption_s < 0) stats_.first_preemption_s = to_seconds(queue_.now());
-  waiting_.push_preempted(slot, r.priority, r.arrival, r.id);
+  wait(slot, true);
   preempted_this_step_ = true;
 }
 
@@ -213,15 +222,29 @@ void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_a
 }
 
 void Replica::schedule() {
-  const EngineConfig& e = setup_.engine;
   scheduled_.clear();
   chunks_.clear();
   batch_ = Batch{};
   batch_dirty_ = false;
   preempted_this_step_ = false;
-  std::int64_t budget = e.max_num_batched_tokens;
+  std::int64_t budget = setup_.engine.max_num_batched_tokens;
+  schedule_running(budget);
+  bool prompt_over_budget = false;  // without chunked prefill the next prompt did not fit
+  if (!preempted_this_step_) admit_waiting(budget, prompt_over_budget);
+  note_wait_cause(budget, prompt_over_budget);
+  if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
+    batch_ = Batch{};
+    chunks_.clear();
+    for (auto& sc : scheduled_) add_to_batch(seqs_[sc.slot], sc);
+  }
+  batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
+  batch_.prefill = chunks_;
+}
 
-  // RUNNING first.
+// RUNNING first, in order, each taking the tokens it still needs up to the remaining budget; a
+// request that needs KV blocks when none are free preempts the policy's victim, itself included.
+void Replica::schedule_running(std::int64_t& budget) {
+  const EngineConfig& e = setup_.engine;
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
     const std::uint32_t s = running_[i];
     Seq& q = seqs_[s];
@@ -233,166 +256,184 @@ void Replica::schedule() {
       ++i;
       continue;
     }
-    bool ok = true;
     // Room is checked against kv_room first; a contiguous reservation covers the whole life.
     const bool grow = !contiguous_ && q.num_computed + n > q.kv_room;
-    while (grow && !kv_.allocate(s, q.num_computed + n)) {
-      const auto [victim, vidx] = pop_victim();
-      if (vidx < i) {
-        // Priority policy only: the victim already got tokens in this step; give them back.
-        for (std::size_t k = 0; k < scheduled_.size(); ++k)
-          if (scheduled_[k].slot == victim) {
-            budget += scheduled_[k].tokens;
-            scheduled_.erase(scheduled_.begin() + static_cast<std::ptrdiff_t>(k));
-            batch_dirty_ = true;
-            break;
-          }
-        --i;
-      }
-      preempt(victim);
-      if (victim == s) {
-        ok = false;
-        break;
-      }
-    }
-    if (!ok) break;
+    if (grow && !make_room(s, q.num_computed + n, i, budget)) break;
     if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
     cache_full_blocks(s, q, q.num_computed + n);
     schedule_tokens(s, q, n);
     budget -= n;
     ++i;
   }
+}
 
-  // WAITING next, only if nothing was preempted in this step.
-  bool prompt_over_budget = false;  // without chunked prefill the next prompt did not fit
-  if (!preempted_this_step_) {
-    while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < e.max_num_seqs) {
-      const std::uint32_t s = waiting_.front();
-      Seq& q = seqs_[s];
-      // Longest cached prefix, at most num_tokens − 1 tokens (the last token is always computed
-      // to produce logits; vLLM KVCacheManager.get_computed_blocks).
-      std::span<const std::uint64_t> hit_hashes;
-      std::int64_t hit_blocks = 0;
-      if (std::int32_t& swapped = content_[s].swapped_tokens; swapped > 0) {
-        // Resume a swapped request: its KV comes back from host memory.
-        std::int64_t n = q.num_tokens() - swapped;
-        n = std::min(n, budget);
-        if (n <= 0 || !kv_.allocate(s, swapped + n)) break;
-        q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
-        const double bytes = static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
-        transfer_s_ += bytes / host_link_Bps_;
-        swap_used_bytes_ -= bytes;
-        stats_.swap_in_bytes += bytes;
-        held_tokens_ += swapped;
-        q.num_computed = swapped;
-        swapped = 0;
-        cache_full_blocks(s, q, q.num_computed + n);
-        waiting_.pop_front();
-        running_.push_back(s);
-        schedule_tokens(s, q, n);
-        budget -= n;
-        continue;
-      }
-      const bool preload = content_[s].preload_pending;
-      if (!preload && kv_.caching() && q.num_computed == 0) {
-        hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
-        hit_blocks = kv_.match_prefix(hit_hashes);
-      }
-      // Past the GPU-cached prefix, the next blocks may sit in a KV tier: load them if that is
-      // cheaper than recomputing them.
-      std::int64_t tier_blocks = 0;
-      double load_s = 0;
-      if (!preload && !tiers_.empty() &&
-          hit_blocks < static_cast<std::int64_t>(hit_hashes.size())) {
-        const SimTime now = queue_.now();
-        for (std::size_t b = hit_blocks; b < hit_hashes.size(); ++b) {
-          const KvTier* from = nullptr;
-          for (const auto& t : tiers_)
-            if (t.ready(hit_hashes[b], now)) {
-              from = &t;
-              break;
-            }
-          if (!from) break;
-          load_s += from->read_seconds(1);
-          ++tier_blocks;
+bool Replica::make_room(std::uint32_t s, std::int64_t tokens, std::size_t& i,
+                        std::int64_t& budget) {
+  while (!kv_.allocate(s, tokens)) {
+    const auto [victim, vidx] = pop_victim();
+    if (vidx < i) {
+      // The victim already got tokens in this step (a policy that preempts an earlier running
+      // request, as priority does): give them back.
+      for (std::size_t k = 0; k < scheduled_.size(); ++k)
+        if (scheduled_[k].slot == victim) {
+          budget += scheduled_[k].tokens;
+          scheduled_.erase(scheduled_.begin() + static_cast<std::ptrdiff_t>(k));
+          batch_dirty_ = true;
+          break;
         }
-        if (tier_blocks > 0 && load_s >= prefill_seconds(tier_blocks * kv_.block_size(),
-                                                         hit_blocks * kv_.block_size())) {
-          stats_.tier_recomputed_tokens += tier_blocks * kv_.block_size();
-          tier_blocks = 0;
-          load_s = 0;
-        }
-      }
-      const std::int64_t computed =
-          preload ? content_[s].preloaded : (hit_blocks + tier_blocks) * kv_.block_size();
-      std::int64_t n = q.num_tokens() - computed;
-      if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
-        n = e.long_prefill_token_threshold;
-      if (!e.enable_chunked_prefill && n > budget) {
-        prompt_over_budget = true;
-        break;
-      }
-      n = std::min(n, budget);
-      if (contiguous_) {
-        if (!ckv_->reserve(s, reservation_for(q))) break;
-      } else if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) {
-        break;
-      } else {
-        q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
-      }
-      RequestRecord& rec = log_[q.request];
-      const std::int64_t gpu_hit = hit_blocks * kv_.block_size();
-      if (!preload && q.num_output == 0 && rec.num_preemptions == 0) {
-        // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
-        stats_.prefix_cache_queries += q.num_tokens();
-        stats_.prefix_cache_hits += gpu_hit;
-        auto& t = tenant_prefix_[content_[s].tenant];
-        t.first += q.num_tokens();
-        t.second += gpu_hit;
-        rec.cached_tokens = static_cast<std::int32_t>(gpu_hit);
-      }
-      if (tier_blocks > 0) {
-        for (std::int64_t b = hit_blocks; b < hit_blocks + tier_blocks; ++b)
-          for (auto& t : tiers_)
-            if (t.ready(hit_hashes[b], queue_.now())) {
-              t.read(hit_hashes[b]);
-              break;
-            }
-        load_s_ += load_s;
-        stats_.tier_hit_tokens += tier_blocks * kv_.block_size();
-        rec.loaded_tokens += static_cast<std::int32_t>(tier_blocks * kv_.block_size());
-      }
-      held_tokens_ += computed - q.num_computed;
-      q.num_computed = static_cast<std::int32_t>(computed);
-      content_[s].preload_pending = false;  // after a preemption it recomputes here
-      q.max_computed = std::max(q.max_computed, q.num_computed);
-      cache_full_blocks(s, q, computed + n);
-      waiting_.pop_front();
-      running_.push_back(s);
-      schedule_tokens(s, q, n);
-      budget -= n;
-      if (rec.first_scheduled < 0) rec.first_scheduled = queue_.now();
+      --i;
     }
+    preempt(victim);
+    if (victim == s) return false;
   }
+  return true;
+}
 
+// WAITING next (only in steps that preempted nothing), in the policy's order, while the budget,
+// max_num_seqs and KV blocks allow.
+void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int>(running_.size()) < setup_.engine.max_num_seqs) {
+    const std::uint32_t s = waiting_.front();
+    const bool admitted = content_[s].swapped_tokens > 0 ? resume_swapped(s, budget)
+                                                         : admit(s, budget, prompt_over_budget);
+    if (!admitted) break;
+    waiting_.pop_front();
+    running_.push_back(s);
+  }
+}
+
+// A swapped request's KV comes back from host memory.
+bool Replica::resume_swapped(std::uint32_t s, std::int64_t& budget) {
+  Seq& q = seqs_[s];
+  std::int32_t& swapped = content_[s].swapped_tokens;
+  const std::int64_t n = std::min<std::int64_t>(q.num_tokens() - swapped, budget);
+  if (n <= 0 || !kv_.allocate(s, swapped + n)) return false;
+  q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
+  const double bytes = static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
+  transfer_s_ += bytes / host_link_Bps_;
+  swap_used_bytes_ -= bytes;
+  stats_.swap_in_bytes += bytes;
+  held_tokens_ += swapped;
+  q.num_computed = swapped;
+  swapped = 0;
+  cache_full_blocks(s, q, q.num_computed + n);
+  schedule_tokens(s, q, n);
+  budget -= n;
+  return true;
+}
+
+// Past the GPU-cached prefix (`hit_blocks` of `hashes`), the next blocks may sit in a KV tier:
+// how many to load, and how long that takes, when loading is cheaper than recomputing them.
+std::pair<std::int64_t, double> Replica::tier_prefix(std::span<const std::uint64_t> hashes,
+                                                     std::int64_t hit_blocks) {
+  std::int64_t blocks = 0;
+  double load_s = 0;
+  const SimTime now = queue_.now();
+  for (std::size_t b = hit_blocks; b < hashes.size(); ++b) {
+    const KvTier* from = nullptr;
+    for (const auto& t : tiers_)
+      if (t.ready(hashes[b], now)) {
+        from = &t;
+        break;
+      }
+    if (!from) break;
+    load_s += from->read_seconds(1);
+    ++blocks;
+  }
+  if (blocks > 0 &&
+      load_s >= prefill_seconds(blocks * kv_.block_size(), hit_blocks * kv_.block_size())) {
+    stats_.tier_recomputed_tokens += blocks * kv_.block_size();
+    return {0, 0.0};
+  }
+  return {blocks, load_s};
+}
+
+// A waiting request is admitted: the longest cached prefix (at most num_tokens - 1 tokens: the
+// last is always computed to produce logits; vLLM KVCacheManager.get_computed_blocks), tier
+// loads, then KV for its first chunk. False when it does not fit (it keeps waiting).
+bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_budget) {
+  const EngineConfig& e = setup_.engine;
+  Seq& q = seqs_[s];
+  const bool preload = content_[s].preload_pending;
+  std::span<const std::uint64_t> hit_hashes;
+  std::int64_t hit_blocks = 0;
+  if (!preload && kv_.caching() && q.num_computed == 0) {
+    hit_hashes = hashes_upto(s, (q.num_tokens() - 1) / kv_.block_size());
+    hit_blocks = kv_.match_prefix(hit_hashes);
+  }
+  const auto [tier_blocks, load_s] =
+      !preload && !tiers_.empty() && hit_blocks < static_cast<std::int64_t>(hit_hashes.size())
+          ? tier_prefix(hit_hashes, hit_blocks)
+          : std::pair<std::int64_t, double>{0, 0.0};
+  const std::int64_t computed =
+      preload ? content_[s].preloaded : (hit_blocks + tier_blocks) * kv_.block_size();
+  std::int64_t n = q.num_tokens() - computed;
+  if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
+    n = e.long_prefill_token_threshold;
+  if (!e.enable_chunked_prefill && n > budget) {
+    prompt_over_budget = true;
+    return false;
+  }
+  n = std::min(n, budget);
+  if (contiguous_) {
+    if (!ckv_->reserve(s, reservation_for(q))) return false;
+  } else if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) {
+    return false;
+  } else {
+    q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
+  }
+  RequestRecord& rec = log_[q.request];
+  count_prefix_hits(s, q, rec, preload, hit_blocks * kv_.block_size());
+  if (tier_blocks > 0) load_from_tiers(hit_hashes, hit_blocks, tier_blocks, load_s, rec);
+  held_tokens_ += computed - q.num_computed;
+  q.num_computed = static_cast<std::int32_t>(computed);
+  content_[s].preload_pending = false;  // after a preemption it recomputes here
+  q.max_computed = std::max(q.max_computed, q.num_computed);
+  cache_full_blocks(s, q, computed + n);
+  schedule_tokens(s, q, n);
+  budget -= n;
+  if (rec.first_scheduled < 0) rec.first_scheduled = queue_.now();
+  return true;
+}
+
+// Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
+void Replica::count_prefix_hits(std::uint32_t s, const Seq& q, RequestRecord& rec, bool preload,
+                                std::int64_t gpu_hit) {
+  if (preload || q.num_output != 0 || rec.num_preemptions != 0) return;
+  stats_.prefix_cache_queries += q.num_tokens();
+  stats_.prefix_cache_hits += gpu_hit;
+  auto& t = tenant_prefix_[content_[s].tenant];
+  t.first += q.num_tokens();
+  t.second += gpu_hit;
+  rec.cached_tokens = static_cast<std::int32_t>(gpu_hit);
+}
+
+void Replica::load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_t hit_blocks,
+                              std::int64_t tier_blocks, double load_s, RequestRecord& rec) {
+  for (std::int64_t b = hit_blocks; b < hit_blocks + tier_blocks; ++b)
+    for (auto& t : tiers_)
+      if (t.ready(hashes[b], queue_.now())) {
+        t.read(hashes[b]);
+        break;
+      }
+  load_s_ += load_s;
+  stats_.tier_hit_tokens += tier_blocks * kv_.block_size();
+  rec.loaded_tokens += static_cast<std::int32_t>(tier_blocks * kv_.block_size());
+}
+
+// Why requests still wait after this step's scheduling (EngineStats::wait_*_s).
+void Replica::note_wait_cause(std::int64_t budget, bool prompt_over_budget) {
   if (waiting_.empty())
     wait_cause_ = WaitCause::kNone;
   else if (preempted_this_step_)
     wait_cause_ = WaitCause::kKv;
   else if (budget <= 0 || prompt_over_budget)
     wait_cause_ = WaitCause::kTokenBudget;
-  else if (static_cast<int>(running_.size()) >= e.max_num_seqs)
+  else if (static_cast<int>(running_.size()) >= setup_.engine.max_num_seqs)
     wait_cause_ = WaitCause::kMaxSeqs;
   else
     wait_cause_ = WaitCause::kKv;  // the next request's KV blocks could not be allocated
-
-  if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
-    batch_ = Batch{};
-    chunks_.clear();
-    for (auto& sc : scheduled_) add_to_batch(seqs_[sc.slot], sc);
-  }
-  batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
-  batch_.prefill = chunks_;
 }
 
 double Replica::prefill_seconds(std::int64_t tokens, std::int64_t prefix) const {
@@ -523,6 +564,16 @@ void Replica::start_step(SimTime now) {
                        batch_.num_decode_seqs});
   }
   const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
+  count_step(c, w, to_seconds(dur));
+  step_start_ = now;
+  stepping_ = true;
+  if (setup_.check_invariants) verify();
+  gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
+                     std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
+  queue_.push(now + dur, this, kStepEnd, epoch_);
+}
+
+void Replica::count_step(const StepCost& c, const StepWork& w, double dur_s) {
   stats_.cost_sum.gemm_s += c.gemm_s;
   stats_.cost_sum.prefill_attn_s += c.prefill_attn_s;
   stats_.cost_sum.decode_attn_s += c.decode_attn_s;
@@ -538,28 +589,22 @@ void Replica::start_step(SimTime now) {
     case WaitCause::kNone:
       break;
     case WaitCause::kKv:
-      stats_.wait_kv_s += to_seconds(dur);
+      stats_.wait_kv_s += dur_s;
       break;
     case WaitCause::kTokenBudget:
-      stats_.wait_token_budget_s += to_seconds(dur);
+      stats_.wait_token_budget_s += dur_s;
       break;
     case WaitCause::kMaxSeqs:
-      stats_.wait_max_seqs_s += to_seconds(dur);
+      stats_.wait_max_seqs_s += dur_s;
       break;
   }
   const double u = kv_cache_usage();
-  stats_.kv_usage_time_integral += u * to_seconds(dur);
-  stats_.kv_held_token_seconds += static_cast<double>(held_tokens_) * to_seconds(dur);
-  stats_.kv_allocated_token_seconds += static_cast<double>(kv_tokens_allocated()) * to_seconds(dur);
+  stats_.kv_usage_time_integral += u * dur_s;
+  stats_.kv_held_token_seconds += static_cast<double>(held_tokens_) * dur_s;
+  stats_.kv_allocated_token_seconds += static_cast<double>(kv_tokens_allocated()) * dur_s;
   stats_.max_kv_usage = std::max(stats_.max_kv_usage, u);
-  stats_.busy_s += to_seconds(dur);
+  stats_.busy_s += dur_s;
   ++stats_.steps;
-  step_start_ = now;
-  stepping_ = true;
-  if (setup_.check_invariants) verify();
-  gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
-                     std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
-  queue_.push(now + dur, this, kStepEnd, epoch_);
 }
 
 StepCost Replica::pipeline_cost(StepWork& work) {

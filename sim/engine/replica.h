@@ -26,6 +26,7 @@
 #include "sim/engine/kv_tier.h"
 #include "sim/engine/memory.h"
 #include "sim/engine/retention.h"
+#include "sim/engine/scheduler.h"
 #include "sim/engine/wait_queue.h"
 #include "sim/workload/request.h"
 #include "sim/workload/request_log.h"
@@ -229,8 +230,24 @@ class Replica final : public EventHandler, private VictimChooser {
   // into one micro-batch per stage, each micro-batch priced as one stage.
   StepCost pipeline_cost(StepWork& work);
   void start_step(SimTime now);
+  // Adds a step's cost, work and duration to the counters.
+  void count_step(const StepCost& c, const StepWork& w, double dur_s);
   void end_step(SimTime now);
   void schedule();
+  void schedule_running(std::int64_t& budget);
+  // Allocates KV for `tokens` of running slot `s` (index i of running_), preempting the policy's
+  // victims until it fits; false when `s` itself was preempted.
+  bool make_room(std::uint32_t s, std::int64_t tokens, std::size_t& i, std::int64_t& budget);
+  void admit_waiting(std::int64_t& budget, bool& prompt_over_budget);
+  bool resume_swapped(std::uint32_t s, std::int64_t& budget);
+  bool admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_budget);
+  std::pair<std::int64_t, double> tier_prefix(std::span<const std::uint64_t> hashes,
+                                              std::int64_t hit_blocks);
+  void count_prefix_hits(std::uint32_t s, const Seq& q, RequestRecord& rec, bool preload,
+                         std::int64_t gpu_hit);
+  void load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_t hit_blocks,
+                       std::int64_t tier_blocks, double load_s, RequestRecord& rec);
+  void note_wait_cause(std::int64_t budget, bool prompt_over_budget);
   void preempt(std::uint32_t slot);
   void keep_own_blocks(std::uint32_t slot, Seq& q);
   // Session-based retention.
@@ -242,9 +259,13 @@ class Replica final : public EventHandler, private VictimChooser {
   void spill_evicted(SimTime now);
   // Seconds a prefill chunk of `tokens` on top of `prefix` adds to a typical step.
   double prefill_seconds(std::int64_t tokens, std::int64_t prefix) const;
-  // Removes the running request the policy preempts first (FCFS: the newest; priority: the
-  // largest (priority, arrival)). Returns its slot and its index in running_ before removal.
+  // Removes the running request the scheduling policy preempts. Returns its slot and its index
+  // in running_ before removal.
   std::pair<std::uint32_t, std::size_t> pop_victim();
+  // What the scheduling policy sees of the request in `slot`.
+  SchedView view(std::uint32_t slot) const;
+  // Puts `slot` in the waiting queue (new, or back after a preemption).
+  void wait(std::uint32_t slot, bool preempted);
   void finish(std::uint32_t slot, SimTime now, Outcome o);
   void release_slot(std::uint32_t slot, SimTime now);  // frees its KV and the slot
   // Builds the layout, tiers and session mode around a fresh kv_ (construction, stop()).
@@ -291,7 +312,10 @@ class Replica final : public EventHandler, private VictimChooser {
   absl::flat_hash_map<std::uint32_t, std::uint32_t> handed_;  // request -> slot, KV in transfer
   bool in_end_step_ = false;
   std::vector<std::uint32_t> running_;  // slots, in admission order
-  WaitQueue waiting_;                   // slots, FCFS or by priority
+  std::unique_ptr<SchedulingPolicy> policy_;
+  std::vector<SchedView>
+      victims_;        // pop_victim's scratch: the running requests as the policy sees them
+  WaitQueue waiting_;  // slots, in the policy's order
 
   // The step in flight.
   bool stepping_ = false;

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "sim/engine/scheduler.h"
 #include "sim/io/input_file.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
@@ -26,6 +27,10 @@ std::string scenario_reference_markdown() {
   ScenarioConfig def;
   def.visit(d);
   o << config::to_markdown(d);
+  o << "\n## Scheduling policies\n\n`pools[].engine.scheduling_policy` names one of:\n\n"
+       "| policy | what it does |\n|---|---|\n";
+  for (const auto& e : scheduling_registry().entries())
+    o << "| `" << e.name << "` | " << e.description << " |\n";
   o << "\n## Ranges by unit\n\n"
        "A number whose declaration above gives no bound of its own takes the bound of its unit, "
        "so that no value can overflow the clock, a counter or memory. A value out of range is "
