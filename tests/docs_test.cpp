@@ -22,6 +22,15 @@ TEST(Docs, ScenarioReferenceIsCurrent) {
       << "docs/scenarios.md is out of date: run `build/bin/kvfleet schema > docs/scenarios.md`";
 }
 
+TEST(Docs, OutputReferenceIsCurrent) {
+  std::ifstream in(std::string(KVFLEET_SOURCE_DIR) + "/docs/outputs.md");
+  ASSERT_TRUE(in) << "docs/outputs.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), sim::outputs_reference_markdown())
+      << "docs/outputs.md is out of date: run `build/bin/kvfleet outputs > docs/outputs.md`";
+}
+
 TEST(Docs, BuiltInDefaultIsTheScenarioFile) {
   std::ifstream in(std::string(KVFLEET_SOURCE_DIR) + "/scenarios/default.yaml");
   std::stringstream ss;

@@ -5,6 +5,7 @@
 //   kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms [--metric arrival_rate|users]
 //   kvfleet schema            (the scenario reference, Markdown)
 //   kvfleet presets           (model and GPU presets)
+//   kvfleet outputs           (the output reference, Markdown)
 // Exit status (docs/scenarios.md, "Errors and exit codes"): 0 success with every output complete;
 // 2 bad input or an unusable output path (one message naming file, line or row, and key);
 // sweep: 100 + the number of failed points (at most 200) when points failed; 130 and 143 after
@@ -53,6 +54,7 @@ constexpr const char* kUsage =
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
     "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
     "  schema           print the scenario reference (Markdown) generated from the code\n"
+    "  outputs          print the output reference: every file, dataset and column\n"
     "  presets          list the model and GPU presets\n\n"
     "Run 'kvfleet <command> --help' for a command's options.\n";
 
@@ -437,6 +439,17 @@ int cmd_schema(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_outputs(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "Usage: kvfleet outputs\n\nPrints the output reference (Markdown) generated from "
+                 "the tables' declarations: every file, dataset and column with its unit.\n";
+    return 0;
+  }
+  if (!args.empty()) throw UsageError("kvfleet outputs: unexpected argument '" + args[0] + "'");
+  std::cout << outputs_reference_markdown();
+  return 0;
+}
+
 int cmd_presets(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "Usage: kvfleet presets\n\nLists the built-in model and GPU presets.\n";
@@ -480,6 +493,7 @@ int main(int argc, char** argv) {
     if (cmd == "plot") return cmd_plot(argv);
     if (cmd == "schema") return cmd_schema(args);
     if (cmd == "presets") return cmd_presets(args);
+    if (cmd == "outputs") return cmd_outputs(args);
     std::cerr << "kvfleet: unknown command '" << cmd << "'\n\n" << kUsage;
     return 2;
   } catch (const InputError& e) {

@@ -95,8 +95,6 @@ void check_profile(const Profile& p, const std::string& where) {
 
 namespace {
 
-std::vector<std::string>& strs(Table& t, const std::string& name) { return t.str(name); }
-
 template <typename V>
 const V& column(const Table& t, const std::string& name, const std::string& where,
                 const std::string& ds) {
@@ -123,72 +121,105 @@ std::vector<double> numbers(const Table& t, const std::string& name, const std::
 
 }  // namespace
 
+namespace {
+
+Table meta_table(const Profile& p) {
+  Table meta;
+  meta.desc =
+      "what was profiled and how: format, schema_version, gpu, model, dtype, "
+      "tensor_parallel, measured, source, provenance, date, ...";
+  auto& k = meta.str("key", "", "metadata key");
+  auto& v = meta.str("value", "", "its value, as text");
+  for (const auto& [a, b] : p.meta) {
+    k.push_back(a);
+    v.push_back(b);
+  }
+  return meta;
+}
+
+Table curves_table(const Profile& p) {
+  Table curves;
+  curves.desc = "one row per measured point of an operation's time against its size";
+  auto& op =
+      curves.str("op", "", "operation: qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, ...");
+  auto& scope = curves.str("scope", "", "layer (runs in each layer) or step (once per step)");
+  auto& axis = curves.str("axis", "", "what x counts: tokens, sequences or bytes");
+  auto& count = curves.f64("count", "calls", "calls per layer (layer scope) or per step");
+  auto& x = curves.f64("x", "", "the size: tokens, sequences or bytes (axis)");
+  auto& t = curves.f64("time_s", "s", "median time of one call");
+  auto& sp = curves.f64("spread_s", "s", "half the p10-p90 range (0 when unknown)");
+  for (const auto& c : p.curves) {
+    for (std::size_t i = 0; i < c.x.size(); ++i) {
+      op.push_back(c.op);
+      scope.push_back(c.scope);
+      axis.push_back(c.axis);
+      count.push_back(c.count);
+      x.push_back(c.x[i]);
+      t.push_back(c.time_s[i]);
+      sp.push_back(i < c.spread_s.size() ? c.spread_s[i] : 0.0);
+    }
+  }
+  return curves;
+}
+
+Table attention_table(const Profile& p) {
+  Table att;
+  att.desc = "attention of one layer for a batch of one prefill chunk and n_decode decodes";
+  auto& ac = att.f64("prefill_chunk", "tokens", "tokens of the prefill chunk (0: none)");
+  auto& ap = att.f64("kv_prefill", "tokens", "cached prefix under the chunk");
+  auto& an = att.f64("n_decode", "sequences", "decode sequences in the batch");
+  auto& ak = att.f64("kv_decode", "tokens", "context of each decode sequence");
+  auto& at = att.f64("time_s", "s", "median time of the layer's attention");
+  auto& as = att.f64("spread_s", "s", "half the p10-p90 range (0 when unknown)");
+  for (const auto& a : p.attention) {
+    ac.push_back(a.prefill_chunk);
+    ap.push_back(a.kv_prefill);
+    an.push_back(a.n_decode);
+    ak.push_back(a.kv_decode);
+    at.push_back(a.time_s);
+    as.push_back(a.spread_s);
+  }
+  return att;
+}
+
+Table fits_table(const Profile& p) {
+  Table fits;
+  fits.desc = "fitted models of the measurements, with their held-out error";
+  auto& fo = fits.str("op", "", "the operation fitted");
+  auto& fm = fits.str("model", "", "the fitted form, e.g. a + b*kv_bytes + c*batch");
+  auto& fp = fits.str("params", "", "its coefficients, name=value separated by spaces");
+  auto& ftr = fits.i64("n_train", "points", "points it was fitted on");
+  auto& fte = fits.i64("n_test", "points", "points held out");
+  auto& fmed = fits.f64("median_ape", "fraction", "median absolute percentage error, held out");
+  auto& fp95 = fits.f64("p95_ape", "fraction", "95th percentile of that error");
+  for (const auto& f : p.fits) {
+    fo.push_back(f.op);
+    fm.push_back(f.model);
+    fp.push_back(f.params);
+    ftr.push_back(f.n_train);
+    fte.push_back(f.n_test);
+    fmed.push_back(f.median_ape);
+    fp95.push_back(f.p95_ape);
+  }
+  return fits;
+}
+
+}  // namespace
+
 void write_profile(const std::string& path, const Profile& p) {
   check_profile(p, path);
   h5::write_file_atomically(path, [&](hid_t file) {
-    Table meta;
-    auto& k = strs(meta, "key");
-    auto& v = strs(meta, "value");
-    for (const auto& [a, b] : p.meta) {
-      k.push_back(a);
-      v.push_back(b);
-    }
-    h5::write_table(file, "meta", meta);
-    Table curves;
-    auto& op = curves.str("op");
-    auto& scope = curves.str("scope");
-    auto& axis = curves.str("axis");
-    auto& count = curves.f64("count");
-    auto& x = curves.f64("x");
-    auto& t = curves.f64("time_s");
-    auto& sp = curves.f64("spread_s");
-    for (const auto& c : p.curves) {
-      for (std::size_t i = 0; i < c.x.size(); ++i) {
-        op.push_back(c.op);
-        scope.push_back(c.scope);
-        axis.push_back(c.axis);
-        count.push_back(c.count);
-        x.push_back(c.x[i]);
-        t.push_back(c.time_s[i]);
-        sp.push_back(i < c.spread_s.size() ? c.spread_s[i] : 0.0);
-      }
-    }
-    h5::write_table(file, "curves", curves);
-    Table att;
-    auto& ac = att.f64("prefill_chunk");
-    auto& ap = att.f64("kv_prefill");
-    auto& an = att.f64("n_decode");
-    auto& ak = att.f64("kv_decode");
-    auto& at = att.f64("time_s");
-    auto& as = att.f64("spread_s");
-    for (const auto& a : p.attention) {
-      ac.push_back(a.prefill_chunk);
-      ap.push_back(a.kv_prefill);
-      an.push_back(a.n_decode);
-      ak.push_back(a.kv_decode);
-      at.push_back(a.time_s);
-      as.push_back(a.spread_s);
-    }
-    h5::write_table(file, "attention", att);
-    Table fits;
-    auto& fo = fits.str("op");
-    auto& fm = fits.str("model");
-    auto& fp = fits.str("params");
-    auto& ftr = fits.i64("n_train");
-    auto& fte = fits.i64("n_test");
-    auto& fmed = fits.f64("median_ape");
-    auto& fp95 = fits.f64("p95_ape");
-    for (const auto& f : p.fits) {
-      fo.push_back(f.op);
-      fm.push_back(f.model);
-      fp.push_back(f.params);
-      ftr.push_back(f.n_train);
-      fte.push_back(f.n_test);
-      fmed.push_back(f.median_ape);
-      fp95.push_back(f.p95_ape);
-    }
-    h5::write_table(file, "fits", fits);
+    h5::write_table(file, "meta", meta_table(p));
+    h5::write_table(file, "curves", curves_table(p));
+    h5::write_table(file, "attention", attention_table(p));
+    h5::write_table(file, "fits", fits_table(p));
   });
+}
+
+std::vector<TableDoc> profile_table_docs() {
+  const Profile none;
+  return {doc_of("meta", meta_table(none)), doc_of("curves", curves_table(none)),
+          doc_of("attention", attention_table(none)), doc_of("fits", fits_table(none))};
 }
 
 Profile read_profile(const std::string& path) {

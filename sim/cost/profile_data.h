@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/table.h"
+
 namespace kvfleet::sim {
 
 // The schema version this kvfleet writes and reads (meta.schema_version).
@@ -70,6 +72,8 @@ struct Profile {
 Profile read_profile(const std::string& path);
 // Writes atomically (temporary name, then rename). Throws std::runtime_error on I/O failure.
 void write_profile(const std::string& path, const Profile& p);
+// The tables of a profile file, as declared (docs/outputs.md).
+std::vector<TableDoc> profile_table_docs();
 // The checks read_profile applies, for profiles built in memory; throws InputError with `where`.
 void check_profile(const Profile& p, const std::string& where);
 

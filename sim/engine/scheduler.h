@@ -20,7 +20,7 @@ namespace kvfleet::sim {
 struct SchedView {
   std::int32_t priority = 0;  // lower is more urgent (vLLM)
   SimTime arrival = 0;
-  std::uint64_t id = 0;          // the request's id: the last tie-break
+  std::uint64_t id = 0;  // the request's id: the last tie-break
   std::int32_t prompt_tokens = 0;
   std::int32_t num_output = 0;    // tokens emitted so far
   std::int32_t num_computed = 0;  // tokens whose KV is computed

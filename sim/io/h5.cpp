@@ -30,12 +30,43 @@ H5 untimed(hid_t cls) {
 }
 }  // namespace
 
+namespace {
+// A variable-length UTF-8 string type.
+H5 vlen_utf8() {
+  H5 t{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_size(t.id, H5T_VARIABLE), "string size");
+  check(H5Tset_cset(t.id, H5T_CSET_UTF8), "string charset");
+  return t;
+}
+}  // namespace
+
+void set_text_attribute(hid_t obj, const char* name, const std::string& text) {
+  const H5 type = vlen_utf8();
+  H5 space{check_id(H5Screate(H5S_SCALAR), "scalar space"), H5Sclose};
+  H5 a{check_id(H5Acreate2(obj, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), name),
+       H5Aclose};
+  const char* p = text.c_str();
+  check(H5Awrite(a.id, type.id, &p), name);
+}
+
+void set_texts_attribute(hid_t obj, const char* name, const std::vector<std::string>& texts) {
+  const H5 type = vlen_utf8();
+  const hsize_t dims[1] = {texts.size()};
+  H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
+  H5 a{check_id(H5Acreate2(obj, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), name),
+       H5Aclose};
+  std::vector<const char*> p;
+  for (const auto& t : texts) p.push_back(t.c_str());
+  if (!p.empty()) check(H5Awrite(a.id, type.id, p.data()), name);
+}
+
 H5 create_group(hid_t loc, const char* name) {
   const H5 gcpl = untimed(H5P_GROUP_CREATE);
   return H5{check_id(H5Gcreate2(loc, name, H5P_DEFAULT, gcpl.id, H5P_DEFAULT), name), H5Gclose};
 }
 
-void write_string_dataset(hid_t loc, const char* name, const std::string& text) {
+void write_string_dataset(hid_t loc, const char* name, const std::string& text,
+                          const std::string& desc) {
   H5 type{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
   check(H5Tset_size(type.id, H5T_VARIABLE), "string size");
   check(H5Tset_cset(type.id, H5T_CSET_UTF8), "string charset");
@@ -45,6 +76,7 @@ void write_string_dataset(hid_t loc, const char* name, const std::string& text) 
         H5Dclose};
   const char* p = text.c_str();
   check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
+  if (!desc.empty()) set_text_attribute(ds.id, "description", desc);
 }
 
 std::string read_string_dataset(hid_t loc, const char* name) {
@@ -139,6 +171,15 @@ void write_table(hid_t loc, const char* name, const Table& t) {
   H5 ds{check_id(H5Dcreate2(loc, name, type.id, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), name),
         H5Dclose};
   if (n > 0) check(H5Dwrite(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), name);
+  // What the table and each column mean, with the columns' units (docs/outputs.md).
+  if (!t.desc.empty()) set_text_attribute(ds.id, "description", t.desc);
+  std::vector<std::string> units, descs;
+  for (const auto& c : t.columns) {
+    units.push_back(c.unit);
+    descs.push_back(c.desc);
+  }
+  set_texts_attribute(ds.id, "units", units);
+  set_texts_attribute(ds.id, "descriptions", descs);
 }
 
 bool has_link(hid_t loc, const char* name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }

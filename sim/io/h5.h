@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "sim/io/table.h"
 
@@ -31,11 +32,17 @@ struct H5 {
 
 // A new group (without modification times, as every object written here).
 H5 create_group(hid_t loc, const char* name);
-void write_string_dataset(hid_t loc, const char* name, const std::string& text);
+// A text dataset (variable-length UTF-8 string), with a "description" attribute when given.
+void write_string_dataset(hid_t loc, const char* name, const std::string& text,
+                          const std::string& desc = "");
+// Attributes: one text, or a list of texts.
+void set_text_attribute(hid_t obj, const char* name, const std::string& text);
+void set_texts_attribute(hid_t obj, const char* name, const std::vector<std::string>& texts);
 // Reads a text dataset written by write_string_dataset (variable-length string).
 std::string read_string_dataset(hid_t loc, const char* name);
 // A table as one compound dataset: one member per column, one element per row. Strings are
-// fixed-length (the longest value), so h5py and pandas read them directly.
+// fixed-length (the longest value), so h5py and pandas read them directly. Attributes:
+// "description" (the table's, when set), "units" and "descriptions" (one per column, in order).
 void write_table(hid_t loc, const char* name, const Table& t);
 
 // Reads a compound dataset written by write_table (or by h5py/pandas with numeric and

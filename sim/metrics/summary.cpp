@@ -218,80 +218,163 @@ Summary summarize(const RunResult& r, int pool) {
   return s;
 }
 
+namespace {
+
+// Declares the /summary metrics in order: each a name, unit, description and how it is read.
+class MetricList {
+ public:
+  using Get = std::function<double(const Summary&)>;
+  void add(std::string name, std::string unit, std::string desc, Get get) {
+    v_.push_back({std::move(name), std::move(unit), std::move(desc), std::move(get)});
+  }
+  // mean, p50, p90, p99 and max of a latency, seconds.
+  void latency(const std::string& name, const std::string& what, LatencyStats Summary::*field) {
+    const std::pair<const char*, double LatencyStats::*> stats[] = {{"mean", &LatencyStats::mean},
+                                                                    {"p50", &LatencyStats::p50},
+                                                                    {"p90", &LatencyStats::p90},
+                                                                    {"p99", &LatencyStats::p99},
+                                                                    {"max", &LatencyStats::max}};
+    for (const auto& [stat, member] : stats)
+      add(name + "_" + stat + "_s", "s", std::string(stat) + " " + what + " (NaN when none)",
+          [field, member](const Summary& s) { return (s.*field).*member; });
+  }
+  void count(const std::string& name, const std::string& unit, const std::string& desc,
+             std::int64_t Summary::*field) {
+    add(name, unit, desc, [field](const Summary& s) { return static_cast<double>(s.*field); });
+  }
+  void value(const std::string& name, const std::string& unit, const std::string& desc,
+             double Summary::*field) {
+    add(name, unit, desc, [field](const Summary& s) { return s.*field; });
+  }
+  std::vector<SummaryMetric> v_;
+};
+
+std::vector<SummaryMetric> declare_summary_metrics() {
+  MetricList m;
+  using S = Summary;
+  m.count("requests", "requests", "attempts that arrived (retries are attempts of their own)",
+          &S::requests);
+  m.count("ok", "requests", "completed all their output tokens", &S::ok);
+  m.count("rejected", "requests",
+          "refused: by the engine (cannot fit), the application (context overflow) or the "
+          "gateway (429)",
+          &S::rejected);
+  m.count("timed_out", "requests", "the client's timeout ended them", &S::timed_out);
+  m.count("cancelled", "requests", "the user left (workload patience)", &S::cancelled);
+  m.count("failed", "requests", "lost with a replica (failure, deploy without drain)", &S::failed);
+  m.count("unfinished", "requests", "still in the system when simulation.max_time_s stopped it",
+          &S::unfinished);
+  m.count("preempted_requests", "requests", "preempted at least once", &S::preempted_requests);
+  m.count("num_preemptions", "preemptions", "preemptions of running requests (vLLM's name)",
+          &S::num_preemptions);
+  m.count("recomputed_tokens", "tokens", "prefill tokens computed again after preemption",
+          &S::recomputed_tokens);
+  m.latency("time_to_first_token", "time to first token of completed requests", &S::ttft);
+  m.latency("inter_token_latency", "time per output token after the first (TPOT)", &S::tpot);
+  m.latency("e2e_request_latency", "end-to-end latency of completed requests", &S::e2e);
+  m.latency("queue_time", "time from arrival to the first step that computed the request",
+            &S::queue);
+  m.value("duration_s", "s", "first arrival to last completion (or the stop time)", &S::duration_s);
+  m.value("input_tokens_per_s", "tokens/s", "prompt tokens of completed requests per second",
+          &S::input_tokens_per_s);
+  m.value("output_tokens_per_s", "tokens/s", "output tokens of completed requests per second",
+          &S::output_tokens_per_s);
+  m.value("requests_per_s", "requests/s", "completed requests per second", &S::requests_per_s);
+  m.value("kv_cache_usage_mean", "fraction",
+          "KV blocks held by requests, time-weighted, mean over replicas", &S::kv_usage_mean);
+  m.value("kv_cache_usage_max", "fraction", "highest KV usage of any replica", &S::kv_usage_max);
+  m.value("kv_token_utilization", "fraction",
+          "token states held over KV memory given to requests, time-weighted (PagedAttention's "
+          "measure)",
+          &S::kv_token_utilization);
+  m.value("busy_fraction", "fraction", "share of the run replicas spent in steps",
+          &S::busy_fraction);
+  m.value("compute_utilization", "fraction",
+          "achieved over peak FLOP/s per GPU, over the run, mean over replicas",
+          &S::compute_utilization);
+  m.value("memory_bandwidth_utilization", "fraction",
+          "achieved over peak device-memory bandwidth per GPU, over the run, mean over replicas",
+          &S::memory_bandwidth_utilization);
+  m.value("wait_kv_fraction", "fraction",
+          "share of the run requests waited in engines because KV blocks ran out",
+          &S::wait_kv_fraction);
+  m.value("wait_token_budget_fraction", "fraction",
+          "share of the run requests waited because the step's token budget was spent",
+          &S::wait_token_budget_fraction);
+  m.value("wait_max_seqs_fraction", "fraction",
+          "share of the run requests waited because max_num_seqs requests already ran",
+          &S::wait_max_seqs_fraction);
+  m.count("steps", "steps", "engine steps, all replicas", &S::steps);
+  m.count("prefix_cache_queries", "tokens", "prompt tokens looked up in prefix caches",
+          &S::prefix_cache_queries);
+  m.count("prefix_cache_hits", "tokens", "of which served from the cache", &S::prefix_cache_hits);
+  m.add("prefix_cache_hit_rate", "fraction", "prefix_cache_hits / prefix_cache_queries",
+        [](const S& s) { return s.prefix_cache_hit_rate(); });
+  m.count("cache_evictions", "blocks", "cached blocks reused for other content",
+          &S::cache_evictions);
+  m.count("num_swaps", "preemptions", "preemptions that swapped KV to the host", &S::num_swaps);
+  m.count("sessions", "sessions", "conversations that started", &S::sessions);
+  m.count("wasted_tokens", "tokens", "tokens computed for requests cancelled, timed out or failed",
+          &S::wasted_tokens);
+  m.count("summary_requests", "requests", "summarisation requests (summarize policy)",
+          &S::summary_requests);
+  m.count("summary_input_tokens", "tokens", "their prompt tokens", &S::summary_input_tokens);
+  m.count("summary_output_tokens", "tokens", "their output tokens", &S::summary_output_tokens);
+  m.count("context_overflows", "requests", "turns the application could not send (too long)",
+          &S::context_overflows);
+  m.count("truncated_requests", "requests", "turns whose history was cut to fit",
+          &S::truncated_requests);
+  m.count("truncated_tokens", "tokens", "history tokens cut", &S::truncated_tokens);
+  m.latency("time_to_first_token_first_turn", "TTFT of conversations' first turns", &S::ttft_first);
+  m.latency("time_to_first_token_warm", "TTFT of later turns that reused cached KV", &S::ttft_warm);
+  m.latency("time_to_first_token_cold", "TTFT of later turns that reused none", &S::ttft_cold);
+  m.count("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers", &S::tier_hit_tokens);
+  m.count("tier_recomputed_tokens", "tokens", "found in a tier but recomputed as cheaper",
+          &S::tier_recomputed_tokens);
+  m.count("logical_requests", "requests", "requests as clients see them (first attempts)",
+          &S::logical_requests);
+  m.count("logical_ok", "requests", "of which the last attempt completed", &S::logical_ok);
+  m.count("retries", "requests", "attempts after the first", &S::retries);
+  m.latency("client_e2e_latency", "latency clients saw, first attempt to last completion",
+            &S::client_e2e);
+  m.value("gpu_hours", "GPU-hours", "GPUs held (starting, up, draining, awaiting repair) x time",
+          &S::gpu_hours);
+  m.value("cost", "$", "gpu_hours x price_per_hour", &S::cost);
+  m.value("cost_per_million_output_tokens", "$",
+          "cost per million output tokens of completed requests (NaN when none)",
+          &S::cost_per_million_output_tokens);
+  m.value("wasted_gpu_s", "GPU-s", "GPU-seconds spent on cancelled, timed-out and failed work",
+          &S::wasted_gpu_s);
+  m.value("hotspot_mean", "ratio",
+          "max over mean outstanding requests across replicas, load-weighted (1 = even)",
+          &S::hotspot_mean);
+  m.value("hotspot_max", "ratio", "the worst sample of that ratio", &S::hotspot_max);
+  m.count("replica_failures", "failures", "replica failures", &S::replica_failures);
+  m.count("replica_restarts", "restarts", "replicas that started again", &S::replica_restarts);
+  m.count("gateway_rejected", "requests", "refused by gateways (429)", &S::gateway_rejected);
+  m.count("gateway_queued", "requests", "held in gateway queues", &S::gateway_queued);
+  m.count("scale_ups", "replicas", "replicas the autoscaler started", &S::scale_ups);
+  m.count("scale_downs", "replicas", "replicas the autoscaler drained", &S::scale_downs);
+  m.add("peak_replicas", "replicas", "most replicas up or starting at once",
+        [](const S& s) { return static_cast<double>(s.peak_replicas); });
+  return m.v_;
+}
+
+}  // namespace
+
+const std::vector<SummaryMetric>& summary_metrics() {
+  static const std::vector<SummaryMetric> v = declare_summary_metrics();
+  return v;
+}
+
 std::vector<std::pair<std::string, double>> Summary::flatten() const {
-  std::vector<std::pair<std::string, double>> v = {
-      {"requests", double(requests)},
-      {"ok", double(ok)},
-      {"rejected", double(rejected)},
-      {"timed_out", double(timed_out)},
-      {"cancelled", double(cancelled)},
-      {"failed", double(failed)},
-      {"unfinished", double(unfinished)},
-      {"preempted_requests", double(preempted_requests)},
-      {"num_preemptions", double(num_preemptions)},
-      {"recomputed_tokens", double(recomputed_tokens)},
-  };
-  auto add = [&](const std::string& name, const LatencyStats& l) {
-    v.push_back({name + "_mean_s", l.mean});
-    v.push_back({name + "_p50_s", l.p50});
-    v.push_back({name + "_p90_s", l.p90});
-    v.push_back({name + "_p99_s", l.p99});
-    v.push_back({name + "_max_s", l.max});
-  };
-  add("time_to_first_token", ttft);
-  add("inter_token_latency", tpot);
-  add("e2e_request_latency", e2e);
-  add("queue_time", queue);
-  v.push_back({"duration_s", duration_s});
-  v.push_back({"input_tokens_per_s", input_tokens_per_s});
-  v.push_back({"output_tokens_per_s", output_tokens_per_s});
-  v.push_back({"requests_per_s", requests_per_s});
-  v.push_back({"kv_cache_usage_mean", kv_usage_mean});
-  v.push_back({"kv_cache_usage_max", kv_usage_max});
-  v.push_back({"kv_token_utilization", kv_token_utilization});
-  v.push_back({"busy_fraction", busy_fraction});
-  v.push_back({"compute_utilization", compute_utilization});
-  v.push_back({"memory_bandwidth_utilization", memory_bandwidth_utilization});
-  v.push_back({"wait_kv_fraction", wait_kv_fraction});
-  v.push_back({"wait_token_budget_fraction", wait_token_budget_fraction});
-  v.push_back({"wait_max_seqs_fraction", wait_max_seqs_fraction});
-  v.push_back({"steps", double(steps)});
-  v.push_back({"prefix_cache_queries", double(prefix_cache_queries)});
-  v.push_back({"prefix_cache_hits", double(prefix_cache_hits)});
-  v.push_back({"prefix_cache_hit_rate", prefix_cache_hit_rate()});
-  v.push_back({"cache_evictions", double(cache_evictions)});
-  v.push_back({"num_swaps", double(num_swaps)});
-  v.push_back({"sessions", double(sessions)});
-  v.push_back({"wasted_tokens", double(wasted_tokens)});
-  for (const auto& kv : workload_stats) v.push_back(kv);
-  v.push_back({"summary_requests", double(summary_requests)});
-  v.push_back({"summary_input_tokens", double(summary_input_tokens)});
-  v.push_back({"summary_output_tokens", double(summary_output_tokens)});
-  v.push_back({"context_overflows", double(context_overflows)});
-  v.push_back({"truncated_requests", double(truncated_requests)});
-  v.push_back({"truncated_tokens", double(truncated_tokens)});
-  add("time_to_first_token_first_turn", ttft_first);
-  add("time_to_first_token_warm", ttft_warm);
-  add("time_to_first_token_cold", ttft_cold);
-  v.push_back({"tier_hit_tokens", double(tier_hit_tokens)});
-  v.push_back({"tier_recomputed_tokens", double(tier_recomputed_tokens)});
-  v.push_back({"logical_requests", double(logical_requests)});
-  v.push_back({"logical_ok", double(logical_ok)});
-  v.push_back({"retries", double(retries)});
-  add("client_e2e_latency", client_e2e);
-  v.push_back({"gpu_hours", gpu_hours});
-  v.push_back({"cost", cost});
-  v.push_back({"cost_per_million_output_tokens", cost_per_million_output_tokens});
-  v.push_back({"wasted_gpu_s", wasted_gpu_s});
-  v.push_back({"hotspot_mean", hotspot_mean});
-  v.push_back({"hotspot_max", hotspot_max});
-  v.push_back({"replica_failures", double(replica_failures)});
-  v.push_back({"replica_restarts", double(replica_restarts)});
-  v.push_back({"gateway_rejected", double(gateway_rejected)});
-  v.push_back({"gateway_queued", double(gateway_queued)});
-  v.push_back({"scale_ups", double(scale_ups)});
-  v.push_back({"scale_downs", double(scale_downs)});
-  v.push_back({"peak_replicas", double(peak_replicas)});
+  std::vector<std::pair<std::string, double>> v;
+  for (const auto& m : summary_metrics()) {
+    v.push_back({m.name, m.get(*this)});
+    // The workload's own counters follow wasted_tokens (their place in /summary).
+    if (m.name == "wasted_tokens")
+      for (const auto& kv : workload_stats) v.push_back(kv);
+  }
   return v;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Summaries of one run: latency percentiles, throughput, KV usage, outcome counts. Names follow
 // vLLM's metrics where the meaning is the same.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,18 @@ struct Summary {
   std::int64_t gateway_rejected = 0, gateway_queued = 0, scale_ups = 0, scale_downs = 0;
   int peak_replicas = 0;
 
-  // Flat (name, value) pairs: the /summary table. Units in names (_s, _per_s, fraction).
+  // Flat (name, value) pairs in the order of summary_metrics(): the /summary table.
   std::vector<std::pair<std::string, double>> flatten() const;
 };
+
+// The declaration of one /summary metric (and sweep metric): its name, unit and description,
+// and how it is read from a Summary. Summary::flatten() and the /summary table follow these;
+// counters a workload keeps (Summary::workload_stats) come after wasted_tokens.
+struct SummaryMetric {
+  std::string name, unit, desc;
+  std::function<double(const Summary&)> get;
+};
+const std::vector<SummaryMetric>& summary_metrics();
 
 // The whole fleet, or one pool (index into r.pools) when `pool` >= 0.
 Summary summarize(const RunResult& r, int pool = -1);

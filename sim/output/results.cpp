@@ -33,114 +33,357 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
-Table requests_table(const RequestLog& log) {
-  Table t;
-  auto& id = t.i64("id");
-  auto& replica = t.i64("replica");
-  auto& outcome = t.str("outcome");
-  auto& reason = t.str("reject_reason");
-  auto& arrival = t.f64("arrival_s");
-  auto& sched = t.f64("first_scheduled_s");
-  auto& first = t.f64("first_token_s");
-  auto& fin = t.f64("finish_s");
-  auto& in = t.i64("input_tokens");
-  auto& out = t.i64("output_tokens");
-  auto& gen = t.i64("generated_tokens");
-  auto& cached = t.i64("cached_tokens");
-  auto& loaded = t.i64("loaded_tokens");
-  auto& pre = t.i64("num_preemptions");
-  auto& rec = t.i64("recomputed_tokens");
-  auto& tenant = t.i64("tenant");
-  auto& session = t.i64("session");
-  auto& prio = t.i64("priority");
-  auto& purpose = t.i64("purpose");
-  auto& turn = t.i64("turn");
-  auto& trunc = t.i64("truncated_tokens");
-  auto& queue = t.f64("queue_s");
-  auto& ttft = t.f64("ttft_s");
-  auto& tpot = t.f64("tpot_s");
-  auto& e2e = t.f64("e2e_s");
-  auto& pool = t.i64("pool");
-  auto& origin = t.i64("origin");
-  auto& attempt = t.i64("attempt");
-  auto& retried = t.i64("retried");
-  auto& gpu_s = t.f64("gpu_s");
-  const double nan = std::nan("");
-  auto sec = [&](SimTime x) { return x >= 0 ? to_seconds(x) : nan; };
-  auto pos = [&](double x) { return x >= 0 ? x : nan; };
+namespace {
+
+const double kNaN = std::nan("");
+double sec(SimTime x) { return x >= 0 ? to_seconds(x) : kNaN; }
+double pos(double x) { return x >= 0 ? x : kNaN; }
+
+// Row accessors over a vector of records.
+template <class T, class F>
+auto rows_of(F f) {
+  return [f](const std::vector<T>& v, std::size_t i) { return f(v[i]); };
+}
+
+const TableSpec<RequestLog>& requests_spec() {
+  using R = RequestRecord;
+  static const TableSpec<RequestLog> spec = [] {
+    TableSpec<RequestLog> t("requests",
+                            "one row per attempt of a request (retries are rows of their own)",
+                            [](const RequestLog& v) { return v.size(); });
+    auto i = [&](const char* n, const char* u, const char* d, auto f) {
+      t.integer(n, u, d, rows_of<R>([f](const R& r) { return static_cast<std::int64_t>(f(r)); }));
+    };
+    auto f = [&](const char* n, const char* u, const char* d, auto g) {
+      t.number(n, u, d, rows_of<R>([g](const R& r) { return static_cast<double>(g(r)); }));
+    };
+    i("id", "", "attempt id, in arrival order", [](const R& r) { return r.id; });
+    i("replica", "", "index of the replica that served or refused it (-1: none)",
+      [](const R& r) { return r.replica; });
+    t.text("outcome", "", "ok, rejected, timed_out, cancelled, failed or unfinished",
+           rows_of<R>([](const R& r) { return std::string(outcome_name(r.outcome)); }));
+    t.text("reject_reason", "", "why it was refused (empty when not)",
+           rows_of<R>([](const R& r) { return std::string(reject_reason_name(r.reject_reason)); }));
+    f("arrival_s", "s", "when it reached the gateway", [](const R& r) { return sec(r.arrival); });
+    f("first_scheduled_s", "s", "first step that computed any of its tokens (NaN: never)",
+      [](const R& r) { return sec(r.first_scheduled); });
+    f("first_token_s", "s", "when its first output token was emitted (NaN: never)",
+      [](const R& r) { return sec(r.first_token); });
+    f("finish_s", "s", "when it ended (completion, refusal or stop)",
+      [](const R& r) { return sec(r.finish); });
+    i("input_tokens", "tokens", "prompt tokens", [](const R& r) { return r.input_tokens; });
+    i("output_tokens", "tokens", "output tokens requested",
+      [](const R& r) { return r.output_tokens; });
+    i("generated_tokens", "tokens", "output tokens emitted",
+      [](const R& r) { return r.generated_tokens; });
+    i("cached_tokens", "tokens", "prompt tokens served from the prefix cache",
+      [](const R& r) { return r.cached_tokens; });
+    i("loaded_tokens", "tokens", "prompt tokens loaded from a KV tier",
+      [](const R& r) { return r.loaded_tokens; });
+    i("num_preemptions", "preemptions", "times it was preempted",
+      [](const R& r) { return r.num_preemptions; });
+    i("recomputed_tokens", "tokens", "tokens computed again after preemption",
+      [](const R& r) { return r.recomputed_tokens; });
+    i("tenant", "", "tenant id (content of different tenants never matches)",
+      [](const R& r) { return r.tenant; });
+    i("session", "", "conversation id (0: not a conversation)",
+      [](const R& r) { return r.session; });
+    i("priority", "", "priority class, lower is more urgent",
+      [](const R& r) { return r.priority; });
+    i("purpose", "", "0: a user's turn; 1: a summarisation request (summarize policy)",
+      [](const R& r) { return r.purpose; });
+    i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
+      [](const R& r) { return r.turn; });
+    i("truncated_tokens", "tokens", "history the application cut to fit",
+      [](const R& r) { return r.truncated_tokens; });
+    f("queue_s", "s", "arrival to first scheduled (NaN: never scheduled)",
+      [](const R& r) { return pos(r.queue_s()); });
+    f("ttft_s", "s", "time to first token of a completed request (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.ttft_s()) : kNaN; });
+    f("tpot_s", "s", "time per output token after the first, completed requests (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.tpot_s()) : kNaN; });
+    f("e2e_s", "s", "arrival to completion, completed requests (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.e2e_s()) : kNaN; });
+    i("pool", "", "index of the pool that served or refused it", [](const R& r) { return r.pool; });
+    i("origin", "", "id of its first attempt (itself for a first attempt)",
+      [](const R& r) { return r.origin; });
+    i("attempt", "", "0 for a first attempt, then 1, 2, ...", [](const R& r) { return r.attempt; });
+    i("retried", "", "1 when a later attempt followed this one",
+      [](const R& r) { return r.retried; });
+    f("gpu_s", "GPU-s", "its share of the GPU-seconds of the steps it took part in",
+      [](const R& r) { return r.gpu_s; });
+    return t;
+  }();
+  return spec;
+}
+
+const TableSpec<TimeSeries>& timeseries_spec() {
+  using T = TimeSeries;
+  static const TableSpec<TimeSeries> spec = [] {
+    TableSpec<TimeSeries> t(
+        "timeseries/<replica>",
+        "one replica's state every simulation.timeseries_interval_s (counters cumulative; an "
+        "idle stretch of the whole fleet longer than 10,000 intervals keeps its first and last "
+        "rows)",
+        [](const T& ts) { return ts.t_s.size(); });
+    auto col = [](auto T::*field) {
+      return [field](const T& ts, std::size_t r) { return (ts.*field)[r]; };
+    };
+    t.number("t_s", "s", "simulated time of the sample", col(&T::t_s));
+    t.integer("num_requests_running", "requests", "requests in the running batch (vLLM's name)",
+              col(&T::num_requests_running));
+    t.integer("num_requests_waiting", "requests", "requests in the engine's waiting queue",
+              col(&T::num_requests_waiting));
+    t.number("kv_cache_usage_perc", "fraction", "KV blocks in use (vLLM's kv_cache_usage_perc)",
+             col(&T::kv_cache_usage));
+    t.integer("kv_tokens_held", "tokens", "token states held by requests", col(&T::kv_tokens_held));
+    t.integer("kv_tokens_allocated", "tokens", "KV memory given to requests, in tokens",
+              col(&T::kv_tokens_allocated));
+    t.integer("num_preemptions_total", "preemptions", "preemptions so far",
+              col(&T::num_preemptions));
+    t.integer("available", "", "1 while it takes requests (up, not draining)", col(&T::available));
+    t.integer("prompt_tokens_total", "tokens", "prefill tokens computed so far",
+              col(&T::prompt_tokens));
+    t.integer("generation_tokens_total", "tokens", "tokens emitted so far",
+              col(&T::generation_tokens));
+    t.number("busy_fraction", "fraction", "share of the interval spent in steps",
+             col(&T::busy_fraction));
+    t.number("compute_utilization", "fraction", "achieved over peak FLOP/s per GPU in the interval",
+             col(&T::compute_utilization));
+    t.number("memory_bandwidth_utilization", "fraction",
+             "achieved over peak device-memory bandwidth per GPU in the interval",
+             col(&T::memory_bandwidth_utilization));
+    t.number("kv_used_bytes", "bytes", "KV memory given to requests, per GPU",
+             col(&T::kv_used_bytes));
+    return t;
+  }();
+  return spec;
+}
+
+const TableSpec<RunResult>& replicas_spec() {
+  static const TableSpec<RunResult> spec = [] {
+    TableSpec<RunResult> t("replicas", "one row per replica: its memory budget and counters",
+                           [](const RunResult& r) { return r.replicas.size(); });
+    auto i = [&](const char* n, const char* u, const char* d, auto f) {
+      t.integer(n, u, d, [f](const RunResult& r, std::size_t k) {
+        return static_cast<std::int64_t>(f(r.replicas[k]));
+      });
+    };
+    auto f = [&](const char* n, const char* u, const char* d, auto g) {
+      t.number(n, u, d, [g](const RunResult& r, std::size_t k) {
+        return static_cast<double>(g(r.replicas[k]));
+      });
+    };
+    using X = ReplicaResult;
+    t.text("replica", "", "replica name: pool/index (the pool's name when it has one replica)",
+           [](const RunResult& r, std::size_t k) { return r.replicas[k].name; });
+    t.text("pool", "", "its pool",
+           [](const RunResult& r, std::size_t k) { return r.replicas[k].pool; });
+    i("steps", "steps", "engine steps", [](const X& x) { return x.stats.steps; });
+    i("num_preemptions", "preemptions", "preemptions",
+      [](const X& x) { return x.stats.num_preemptions; });
+    i("prompt_tokens", "tokens", "prefill tokens computed (recomputation included)",
+      [](const X& x) { return x.stats.prompt_tokens; });
+    i("generation_tokens", "tokens", "tokens emitted",
+      [](const X& x) { return x.stats.generation_tokens; });
+    f("busy_s", "s", "time in steps", [](const X& x) { return x.stats.busy_s; });
+    i("num_gpu_blocks", "blocks", "KV blocks (the same on every GPU of the replica)",
+      [](const X& x) { return x.memory.num_blocks; });
+    f("kv_pool_bytes", "bytes", "KV pool per GPU",
+      [](const X& x) { return x.memory.kv_pool_bytes; });
+    f("weights_bytes", "bytes", "weights per GPU",
+      [](const X& x) { return x.memory.weights_bytes; });
+    f("activation_peak_bytes", "bytes", "activation peak per GPU",
+      [](const X& x) { return x.memory.activation_peak_bytes; });
+    f("runtime_overhead_bytes", "bytes", "runtime overhead per GPU",
+      [](const X& x) { return x.memory.runtime_overhead_bytes; });
+    f("gemm_s", "s", "step time in linear layers",
+      [](const X& x) { return x.stats.cost_sum.gemm_s; });
+    f("prefill_attention_s", "s", "step time in prefill attention",
+      [](const X& x) { return x.stats.cost_sum.prefill_attn_s; });
+    f("decode_attention_s", "s", "step time in decode attention",
+      [](const X& x) { return x.stats.cost_sum.decode_attn_s; });
+    f("communication_s", "s", "step time in tensor-parallel collectives",
+      [](const X& x) { return x.stats.cost_sum.comm_s; });
+    f("overhead_s", "s", "fixed per-step and per-sequence overhead",
+      [](const X& x) { return x.stats.cost_sum.overhead_s; });
+    i("prefix_cache_queries", "tokens", "prompt tokens looked up in the prefix cache",
+      [](const X& x) { return x.stats.prefix_cache_queries; });
+    i("prefix_cache_hits", "tokens", "of which found cached",
+      [](const X& x) { return x.stats.prefix_cache_hits; });
+    i("cache_evictions", "blocks", "cached blocks reused for other content",
+      [](const X& x) { return x.stats.cache_evictions; });
+    f("kv_transfer_s", "s", "KV copies not overlapped with compute (swap, tiers)",
+      [](const X& x) { return x.stats.cost_sum.kv_transfer_s; });
+    f("pipeline_bubble_s", "s", "time pipeline stages waited for micro-batches",
+      [](const X& x) { return x.stats.cost_sum.pipeline_bubble_s; });
+    f("compute_s_at_peak", "s", "seconds its steps' FLOPs take at the GPU's peak",
+      [](const X& x) { return x.stats.compute_s_at_peak; });
+    f("memory_s_at_peak", "s", "seconds its steps' device-memory bytes take at peak bandwidth",
+      [](const X& x) { return x.stats.memory_s_at_peak; });
+    f("wait_kv_s", "s", "time requests waited for KV blocks",
+      [](const X& x) { return x.stats.wait_kv_s; });
+    f("wait_token_budget_s", "s", "time requests waited for the token budget",
+      [](const X& x) { return x.stats.wait_token_budget_s; });
+    f("wait_max_seqs_s", "s", "time requests waited for max_num_seqs",
+      [](const X& x) { return x.stats.wait_max_seqs_s; });
+    f("first_preemption_s", "s", "when KV first ran out for a running request (NaN: never)",
+      [](const X& x) {
+        return x.stats.first_preemption_s < 0 ? kNaN : x.stats.first_preemption_s;
+      });
+    i("num_swaps", "preemptions", "preemptions that swapped KV to the host",
+      [](const X& x) { return x.stats.num_swaps; });
+    f("swap_out_bytes", "bytes", "KV swapped out to the host, per GPU",
+      [](const X& x) { return x.stats.swap_out_bytes; });
+    i("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers",
+      [](const X& x) { return x.stats.tier_hit_tokens; });
+    f("tier_bytes_written", "bytes", "bytes written to its KV tiers", [](const X& x) {
+      double w = 0;
+      for (const auto& tier : x.tiers) w += tier.bytes_written;
+      return w;
+    });
+    f("tier_bytes_read", "bytes", "bytes read from its KV tiers", [](const X& x) {
+      double rd = 0;
+      for (const auto& tier : x.tiers) rd += tier.bytes_read;
+      return rd;
+    });
+    return t;
+  }();
+  return spec;
+}
+
+// Prefix-cache lookups by (replica, tenant), flattened.
+struct TenantRows {
+  std::vector<std::tuple<const std::string*, std::uint32_t, std::int64_t, std::int64_t>> rows;
+  explicit TenantRows(const RunResult& r) {
+    for (const auto& x : r.replicas)
+      for (const auto& [tenant, q, h] : x.tenant_prefix) rows.emplace_back(&x.name, tenant, q, h);
+  }
+};
+
+const TableSpec<TenantRows>& tenants_spec() {
+  static const TableSpec<TenantRows> spec = [] {
+    TableSpec<TenantRows> t("tenants", "prefix-cache lookups by replica and tenant",
+                            [](const TenantRows& v) { return v.rows.size(); });
+    t.text("replica", "", "replica name",
+           [](const TenantRows& v, std::size_t i) { return *std::get<0>(v.rows[i]); });
+    t.integer("tenant", "", "tenant id",
+              [](const TenantRows& v, std::size_t i) { return std::get<1>(v.rows[i]); });
+    t.integer("prefix_cache_queries", "tokens", "prompt tokens looked up",
+              [](const TenantRows& v, std::size_t i) { return std::get<2>(v.rows[i]); });
+    t.integer("prefix_cache_hits", "tokens", "of which found cached",
+              [](const TenantRows& v, std::size_t i) { return std::get<3>(v.rows[i]); });
+    return t;
+  }();
+  return spec;
+}
+
+// One conversation's totals.
+struct SessionRow {
+  std::uint64_t id = 0;
+  std::uint32_t tenant = 0;
+  std::int32_t priority = 0;
+  std::int64_t turns = 0, ok = 0, summaries = 0, overflow = 0;
+  std::int64_t prompt = 0, cached = 0, loaded = 0;
+  double ttft = 0;
+};
+
+std::vector<SessionRow> session_rows(const RequestLog& log) {
+  std::map<std::uint64_t, SessionRow> by;
   for (const auto& r : log) {
-    id.push_back(static_cast<std::int64_t>(r.id));
-    replica.push_back(r.replica);
-    outcome.emplace_back(outcome_name(r.outcome));
-    reason.emplace_back(reject_reason_name(r.reject_reason));
-    arrival.push_back(sec(r.arrival));
-    sched.push_back(sec(r.first_scheduled));
-    first.push_back(sec(r.first_token));
-    fin.push_back(sec(r.finish));
-    in.push_back(r.input_tokens);
-    out.push_back(r.output_tokens);
-    gen.push_back(r.generated_tokens);
-    cached.push_back(r.cached_tokens);
-    loaded.push_back(r.loaded_tokens);
-    pre.push_back(r.num_preemptions);
-    rec.push_back(r.recomputed_tokens);
-    tenant.push_back(r.tenant);
-    session.push_back(static_cast<std::int64_t>(r.session));
-    prio.push_back(r.priority);
-    purpose.push_back(r.purpose);
-    turn.push_back(r.turn);
-    trunc.push_back(r.truncated_tokens);
-    const bool ok = r.outcome == Outcome::kOk;
-    queue.push_back(pos(r.queue_s()));
-    ttft.push_back(ok ? pos(r.ttft_s()) : nan);
-    tpot.push_back(ok ? pos(r.tpot_s()) : nan);
-    e2e.push_back(ok ? pos(r.e2e_s()) : nan);
-    pool.push_back(r.pool);
-    origin.push_back(static_cast<std::int64_t>(r.origin));
-    attempt.push_back(r.attempt);
-    retried.push_back(r.retried);
-    gpu_s.push_back(r.gpu_s);
+    if (r.session == 0) continue;
+    SessionRow& a = by[r.session];
+    a.id = r.session;
+    a.tenant = r.tenant;
+    a.priority = r.priority;
+    if (r.purpose == kPurposeSummary) {
+      ++a.summaries;
+      continue;
+    }
+    ++a.turns;
+    if (r.reject_reason == RejectReason::kContextOverflow) ++a.overflow;
+    if (r.outcome != Outcome::kOk) continue;
+    ++a.ok;
+    a.prompt += r.input_tokens;
+    a.cached += r.cached_tokens;
+    a.loaded += r.loaded_tokens;
+    a.ttft += r.ttft_s();
+  }
+  std::vector<SessionRow> v;
+  for (auto& [k, a] : by) v.push_back(a);
+  return v;
+}
+
+const TableSpec<std::vector<SessionRow>>& sessions_spec() {
+  using S = SessionRow;
+  static const TableSpec<std::vector<SessionRow>> spec = [] {
+    TableSpec<std::vector<SessionRow>> t(
+        "sessions", "one row per conversation: turns, prompt tokens served from cache or computed",
+        [](const std::vector<S>& v) { return v.size(); });
+    auto i = [&](const char* n, const char* u, const char* d, auto f) {
+      t.integer(n, u, d, rows_of<S>([f](const S& s) { return static_cast<std::int64_t>(f(s)); }));
+    };
+    i("session", "", "conversation id", [](const S& s) { return s.id; });
+    i("tenant", "", "tenant id", [](const S& s) { return s.tenant; });
+    i("priority", "", "priority class", [](const S& s) { return s.priority; });
+    i("turns", "requests", "user turns", [](const S& s) { return s.turns; });
+    i("turns_ok", "requests", "of which completed", [](const S& s) { return s.ok; });
+    i("summary_requests", "requests", "summarisation requests",
+      [](const S& s) { return s.summaries; });
+    i("context_overflows", "requests", "turns the application could not send",
+      [](const S& s) { return s.overflow; });
+    i("prompt_tokens", "tokens", "prompt tokens of completed turns",
+      [](const S& s) { return s.prompt; });
+    i("cached_tokens", "tokens", "of which served from prefix caches",
+      [](const S& s) { return s.cached; });
+    i("loaded_tokens", "tokens", "of which loaded from KV tiers",
+      [](const S& s) { return s.loaded; });
+    i("recomputed_prompt_tokens", "tokens", "of which computed",
+      [](const S& s) { return s.prompt - s.cached - s.loaded; });
+    t.number(
+        "ttft_mean_s", "s", "mean TTFT of completed turns (NaN: none)",
+        rows_of<S>([](const S& s) { return s.ok ? s.ttft / static_cast<double>(s.ok) : kNaN; }));
+    return t;
+  }();
+  return spec;
+}
+
+}  // namespace
+
+Table requests_table(const RequestLog& log) { return requests_spec().make(log); }
+
+Table timeseries_table(const TimeSeries& ts) { return timeseries_spec().make(ts); }
+
+Table summary_table(const Summary& s) {
+  Table t;
+  t.desc = "one row: the run's summary (docs/outputs.md lists every metric)";
+  const auto& decls = summary_metrics();
+  for (const auto& [k, v] : s.flatten()) {
+    std::string unit, desc = "a counter the workload keeps";
+    for (const auto& m : decls)
+      if (m.name == k) unit = m.unit, desc = m.desc;
+    t.f64(k, unit, desc).push_back(v);
   }
   return t;
 }
 
-Table timeseries_table(const TimeSeries& ts) {
-  Table t;
-  t.f64("t_s") = ts.t_s;
-  auto& run = t.i64("num_requests_running");
-  for (auto x : ts.num_requests_running) run.push_back(x);
-  auto& wait = t.i64("num_requests_waiting");
-  for (auto x : ts.num_requests_waiting) wait.push_back(x);
-  t.f64("kv_cache_usage_perc") = ts.kv_cache_usage;
-  t.i64("kv_tokens_held") = ts.kv_tokens_held;
-  t.i64("kv_tokens_allocated") = ts.kv_tokens_allocated;
-  t.i64("num_preemptions_total") = ts.num_preemptions;
-  auto& avail = t.i64("available");
-  for (auto x : ts.available) avail.push_back(x);
-  t.i64("prompt_tokens_total") = ts.prompt_tokens;
-  t.i64("generation_tokens_total") = ts.generation_tokens;
-  t.f64("busy_fraction") = ts.busy_fraction;
-  t.f64("compute_utilization") = ts.compute_utilization;
-  t.f64("memory_bandwidth_utilization") = ts.memory_bandwidth_utilization;
-  t.f64("kv_used_bytes") = ts.kv_used_bytes;
-  return t;
-}
+Table replicas_table(const RunResult& r) { return replicas_spec().make(r); }
 
-Table summary_table(const Summary& s) {
-  Table t;
-  for (const auto& [k, v] : s.flatten()) t.f64(k).push_back(v);
-  return t;
-}
+Table tenants_table(const RunResult& r) { return tenants_spec().make(TenantRows(r)); }
+
+Table sessions_table(const RequestLog& log) { return sessions_spec().make(session_rows(log)); }
 
 Table alerts_table(const AlertReport& a) {
   Table t;
-  auto& rule = t.str("rule");
-  auto& scope = t.str("scope");
-  auto& fire = t.f64("fire_s");
-  auto& clear = t.f64("clear_s");
-  auto& oom = t.f64("lead_oom_s");
-  auto& wave = t.f64("lead_rejection_wave_s");
-  auto& slo = t.f64("lead_slo_breach_s");
+  t.desc = "one row per firing of an alert rule (alerts: in the scenario)";
+  auto& rule = t.str("rule", "", "the rule's name");
+  auto& scope = t.str("scope", "", "a replica's name, or fleet");
+  auto& fire = t.f64("fire_s", "s", "when it fired");
+  auto& clear = t.f64("clear_s", "s", "when it cleared (NaN: still firing at the end)");
+  auto& oom = t.f64("lead_oom_s", "s",
+                    "firing to the first out-of-memory event (positive: warned ahead; NaN: none)");
+  auto& wave = t.f64("lead_rejection_wave_s", "s", "firing to the first rejection wave");
+  auto& slo = t.f64("lead_slo_breach_s", "s", "firing to the first SLO breach");
   for (const auto& f : a.firings) {
     rule.push_back(f.rule);
     scope.push_back(f.scope);
@@ -155,10 +398,11 @@ Table alerts_table(const AlertReport& a) {
 
 Table alert_events_table(const AlertReport& a) {
   Table t;
-  auto& kind = t.str("event");
-  auto& scope = t.str("scope");
-  auto& ts = t.f64("t_s");
-  auto& detail = t.str("detail");
+  t.desc = "the first event of each kind and scope that alerts are scored against";
+  auto& kind = t.str("event", "", "out_of_memory, rejection_wave or slo_breach");
+  auto& scope = t.str("scope", "", "a replica's name, or fleet");
+  auto& ts = t.f64("t_s", "s", "when it happened");
+  auto& detail = t.str("detail", "", "what happened, in words");
   for (const auto& e : a.events) {
     kind.push_back(e.kind);
     scope.push_back(e.scope);
@@ -171,15 +415,21 @@ Table alert_events_table(const AlertReport& a) {
 // The binding resource of the fleet and of each pool (summary.h, binding_resource).
 Table binding_table(const RunResult& r, const Summary& s) {
   Table t;
-  auto& scope = t.str("scope");
-  auto& res = t.str("resource");
-  auto& ev = t.str("evidence");
-  auto& cu = t.f64("compute_utilization");
-  auto& mu = t.f64("memory_bandwidth_utilization");
-  auto& kv = t.f64("kv_cache_usage_mean");
-  auto& wkv = t.f64("wait_kv_fraction");
-  auto& wtb = t.f64("wait_token_budget_fraction");
-  auto& wms = t.f64("wait_max_seqs_fraction");
+  t.desc =
+      "what limited the run, for the fleet and for each pool (memory-, compute-, "
+      "queue-bound or unsaturated)";
+  auto& scope = t.str("scope", "", "fleet, or a pool's name");
+  auto& res = t.str("resource", "", "memory-bound, compute-bound, queue-bound or unsaturated");
+  auto& ev = t.str("evidence", "", "the numbers that show it, in one sentence");
+  auto& cu = t.f64("compute_utilization", "fraction", "achieved over peak FLOP/s");
+  auto& mu = t.f64("memory_bandwidth_utilization", "fraction",
+                   "achieved over peak device-memory bandwidth");
+  auto& kv = t.f64("kv_cache_usage_mean", "fraction", "KV usage, time-weighted");
+  auto& wkv = t.f64("wait_kv_fraction", "fraction", "share of the run requests waited for KV");
+  auto& wtb = t.f64("wait_token_budget_fraction", "fraction",
+                    "share of the run requests waited for the token budget");
+  auto& wms = t.f64("wait_max_seqs_fraction", "fraction",
+                    "share of the run requests waited for max_num_seqs");
   auto add = [&](const std::string& name, const Summary& x) {
     const Binding b = binding_resource(x);
     scope.push_back(name);
@@ -199,159 +449,29 @@ Table binding_table(const RunResult& r, const Summary& s) {
   return t;
 }
 
-Table replicas_table(const RunResult& r) {
-  Table t;
-  auto& name = t.str("replica");
-  auto& pool = t.str("pool");
-  auto& steps = t.i64("steps");
-  auto& pre = t.i64("num_preemptions");
-  auto& pt = t.i64("prompt_tokens");
-  auto& gt = t.i64("generation_tokens");
-  auto& busy = t.f64("busy_s");
-  auto& blocks = t.i64("num_gpu_blocks");
-  auto& kvb = t.f64("kv_pool_bytes");
-  auto& wb = t.f64("weights_bytes");
-  auto& ab = t.f64("activation_peak_bytes");
-  auto& ob = t.f64("runtime_overhead_bytes");
-  auto& gemm = t.f64("gemm_s");
-  auto& pa = t.f64("prefill_attention_s");
-  auto& da = t.f64("decode_attention_s");
-  auto& comm = t.f64("communication_s");
-  auto& ovh = t.f64("overhead_s");
-  auto& pq = t.i64("prefix_cache_queries");
-  auto& ph = t.i64("prefix_cache_hits");
-  auto& ev = t.i64("cache_evictions");
-  auto& xfer = t.f64("kv_transfer_s");
-  auto& bubble = t.f64("pipeline_bubble_s");
-  auto& csp = t.f64("compute_s_at_peak");
-  auto& msp = t.f64("memory_s_at_peak");
-  auto& wkv = t.f64("wait_kv_s");
-  auto& wtb = t.f64("wait_token_budget_s");
-  auto& wms = t.f64("wait_max_seqs_s");
-  auto& fpre = t.f64("first_preemption_s");
-  auto& swaps = t.i64("num_swaps");
-  auto& sob = t.f64("swap_out_bytes");
-  auto& thit = t.i64("tier_hit_tokens");
-  auto& tw = t.f64("tier_bytes_written");
-  auto& tr = t.f64("tier_bytes_read");
-  for (const auto& x : r.replicas) {
-    name.push_back(x.name);
-    pool.push_back(x.pool);
-    steps.push_back(x.stats.steps);
-    pre.push_back(x.stats.num_preemptions);
-    pt.push_back(x.stats.prompt_tokens);
-    gt.push_back(x.stats.generation_tokens);
-    busy.push_back(x.stats.busy_s);
-    blocks.push_back(x.memory.num_blocks);
-    kvb.push_back(x.memory.kv_pool_bytes);
-    wb.push_back(x.memory.weights_bytes);
-    ab.push_back(x.memory.activation_peak_bytes);
-    ob.push_back(x.memory.runtime_overhead_bytes);
-    gemm.push_back(x.stats.cost_sum.gemm_s);
-    pa.push_back(x.stats.cost_sum.prefill_attn_s);
-    da.push_back(x.stats.cost_sum.decode_attn_s);
-    comm.push_back(x.stats.cost_sum.comm_s);
-    ovh.push_back(x.stats.cost_sum.overhead_s);
-    pq.push_back(x.stats.prefix_cache_queries);
-    ph.push_back(x.stats.prefix_cache_hits);
-    ev.push_back(x.stats.cache_evictions);
-    xfer.push_back(x.stats.cost_sum.kv_transfer_s);
-    bubble.push_back(x.stats.cost_sum.pipeline_bubble_s);
-    csp.push_back(x.stats.compute_s_at_peak);
-    msp.push_back(x.stats.memory_s_at_peak);
-    wkv.push_back(x.stats.wait_kv_s);
-    wtb.push_back(x.stats.wait_token_budget_s);
-    wms.push_back(x.stats.wait_max_seqs_s);
-    fpre.push_back(x.stats.first_preemption_s < 0 ? std::nan("") : x.stats.first_preemption_s);
-    swaps.push_back(x.stats.num_swaps);
-    sob.push_back(x.stats.swap_out_bytes);
-    thit.push_back(x.stats.tier_hit_tokens);
-    double w = 0, rd = 0;
-    for (const auto& tier : x.tiers) w += tier.bytes_written, rd += tier.bytes_read;
-    tw.push_back(w);
-    tr.push_back(rd);
-  }
-  return t;
-}
-
-Table tenants_table(const RunResult& r) {
-  Table t;
-  auto& rep = t.str("replica");
-  auto& ten = t.i64("tenant");
-  auto& q = t.i64("prefix_cache_queries");
-  auto& h = t.i64("prefix_cache_hits");
-  for (const auto& x : r.replicas)
-    for (const auto& [tenant, queries, hits] : x.tenant_prefix) {
-      rep.push_back(x.name);
-      ten.push_back(tenant);
-      q.push_back(queries);
-      h.push_back(hits);
-    }
-  return t;
-}
-
-Table sessions_table(const RequestLog& log) {
-  struct Acc {
-    std::uint32_t tenant = 0;
-    std::int32_t priority = 0;
-    std::int64_t turns = 0, ok = 0, summaries = 0, overflow = 0;
-    std::int64_t prompt = 0, cached = 0, loaded = 0;
-    double ttft = 0;
-  };
-  std::map<std::uint64_t, Acc> by;
-  for (const auto& r : log) {
-    if (r.session == 0) continue;
-    Acc& a = by[r.session];
-    a.tenant = r.tenant;
-    a.priority = r.priority;
-    if (r.purpose == kPurposeSummary) {
-      ++a.summaries;
-      continue;
-    }
-    ++a.turns;
-    if (r.reject_reason == RejectReason::kContextOverflow) ++a.overflow;
-    if (r.outcome != Outcome::kOk) continue;
-    ++a.ok;
-    a.prompt += r.input_tokens;
-    a.cached += r.cached_tokens;
-    a.loaded += r.loaded_tokens;
-    a.ttft += r.ttft_s();
-  }
-  Table t;
-  auto& id = t.i64("session");
-  auto& tenant = t.i64("tenant");
-  auto& prio = t.i64("priority");
-  auto& turns = t.i64("turns");
-  auto& ok = t.i64("turns_ok");
-  auto& sums = t.i64("summary_requests");
-  auto& over = t.i64("context_overflows");
-  auto& prompt = t.i64("prompt_tokens");
-  auto& cached = t.i64("cached_tokens");
-  auto& loaded = t.i64("loaded_tokens");
-  auto& computed = t.i64("recomputed_prompt_tokens");
-  auto& ttft = t.f64("ttft_mean_s");
-  for (const auto& [k, a] : by) {
-    id.push_back(static_cast<std::int64_t>(k));
-    tenant.push_back(a.tenant);
-    prio.push_back(a.priority);
-    turns.push_back(a.turns);
-    ok.push_back(a.ok);
-    sums.push_back(a.summaries);
-    over.push_back(a.overflow);
-    prompt.push_back(a.prompt);
-    cached.push_back(a.cached);
-    loaded.push_back(a.loaded);
-    computed.push_back(a.prompt - a.cached - a.loaded);
-    ttft.push_back(a.ok ? a.ttft / static_cast<double>(a.ok) : std::nan(""));
-  }
-  return t;
+std::vector<TableDoc> run_table_docs() {
+  std::vector<TableDoc> d = {requests_spec().doc()};
+  TableDoc summary{"summary", "one row: the run's summary", {}};
+  for (const auto& m : summary_metrics())
+    summary.columns.push_back({m.name, "number", m.unit, m.desc});
+  d.push_back(summary);
+  d.push_back(replicas_spec().doc());
+  d.push_back(timeseries_spec().doc());
+  d.push_back(tenants_spec().doc());
+  d.push_back(sessions_spec().doc());
+  const RunResult none;
+  d.push_back(doc_of("binding", binding_table(none, Summary{})));
+  d.push_back(doc_of("alerts", alerts_table(AlertReport{})));
+  d.push_back(doc_of("alert_events", alert_events_table(AlertReport{})));
+  return d;
 }
 
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
                       const Summary& s) {
   using namespace h5;
   write_file_atomically(path, [&](hid_t file) {
-    write_string_dataset(file, "scenario", sc.resolved_yaml);
+    write_string_dataset(file, "scenario", sc.resolved_yaml,
+                         "the scenario as run: every key, defaults filled in (YAML)");
     write_table(file, "requests", requests_table(r.requests));
     write_table(file, "summary", summary_table(s));
     write_table(file, "replicas", replicas_table(r));

@@ -3,6 +3,7 @@
 // /timeseries/<replica>, /summary; CSV export of the same tables. Every file is written under a
 // temporary name and renamed when complete, so an interrupted run never leaves a partial file.
 #include <string>
+#include <vector>
 
 #include "sim/io/table.h"
 #include "sim/metrics/summary.h"
@@ -28,5 +29,13 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
 void write_results_csv(const std::string& dir, const RunResult& r, const Summary& s);
 
 void write_csv(const std::string& path, const Table& t);
+
+// The tables of a run's result file, as declared (docs/outputs.md): name, description, columns
+// with type, unit and description.
+std::vector<TableDoc> run_table_docs();
+// The tables written only with alert rules, and the binding resource.
+Table alerts_table(const AlertReport& a);
+Table alert_events_table(const AlertReport& a);
+Table binding_table(const RunResult& r, const Summary& s);
 
 }  // namespace kvfleet::sim

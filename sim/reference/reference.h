@@ -8,4 +8,8 @@ namespace kvfleet::sim {
 
 std::string scenario_reference_markdown();
 
+// The output reference (docs/outputs.md, `kvfleet outputs`): every file kvfleet writes, its
+// datasets and their columns with type, unit and description, from the tables' declarations.
+std::string outputs_reference_markdown();
+
 }  // namespace kvfleet::sim

@@ -569,64 +569,107 @@ const char* kCurveNames[3] = {"ttft", "tpot", "e2e"};
 
 }  // namespace
 
+namespace {
+
+std::vector<std::size_t> done_rows(const SweepResults& r) {
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < r.points.size(); ++i)
+    if (r.points[i].done) rows.push_back(i);
+  return rows;
+}
+
+Table points_table(const SweepResults& r) {
+  const std::vector<std::size_t> rows = done_rows(r);
+  Table t;
+  t.desc = "one row per point done: its axis values, status and metrics";
+  auto& point = t.i64("point", "", "point index (combination x replicates + replicate)");
+  auto& rep = t.i64("replicate", "", "replicate, from 0");
+  auto& seed = t.i64("seed", "", "the point's scenario seed");
+  for (std::size_t k = 0; k < r.axis_keys.size(); ++k) {
+    bool numeric = true;
+    for (std::size_t i : rows) numeric = numeric && is_number(r.axis_values[i][k]);
+    if (numeric) {
+      auto& c = t.f64(r.axis_keys[k], "", "axis: the value of this scenario key");
+      for (std::size_t i : rows) c.push_back(std::strtod(r.axis_values[i][k].c_str(), nullptr));
+    } else {
+      auto& c = t.str(r.axis_keys[k], "", "axis: the value (or case) of this key");
+      for (std::size_t i : rows) c.push_back(r.axis_values[i][k]);
+    }
+  }
+  auto& status = t.str("status", "", "ok or failed");
+  auto& error = t.str("error", "", "why it failed (empty when ok)");
+  auto& wall = t.f64("wall_s", "s", "wall-clock time the point took (varies run to run)");
+  for (std::size_t i : rows) {
+    const auto& p = r.points[i];
+    point.push_back(p.point);
+    rep.push_back(p.replicate);
+    seed.push_back(p.seed);
+    status.push_back(p.ok ? "ok" : "failed");
+    error.push_back(p.error);
+    wall.push_back(p.wall_s);
+  }
+  for (std::size_t m = 0; m < r.metric_names.size(); ++m) {
+    std::string unit, desc = "a counter the workload keeps";
+    for (const auto& decl : summary_metrics())
+      if (decl.name == r.metric_names[m]) unit = decl.unit, desc = decl.desc;
+    auto& c = t.f64(r.metric_names[m], unit, desc);
+    for (std::size_t i : rows) {
+      const auto& p = r.points[i];
+      c.push_back(m < p.metrics.size() ? p.metrics[m] : std::nan(""));
+    }
+  }
+  return t;
+}
+
+Table curves_table(const SweepResults& r) {
+  const std::vector<std::size_t> rows = done_rows(r);
+  Table cv;
+  cv.desc = "per point: percentiles 1..99 of TTFT, TPOT and E2E of completed requests";
+  auto& cp = cv.i64("point", "", "point index");
+  auto& cm = cv.str("metric", "", "ttft, tpot or e2e");
+  auto& pct = cv.i64("percentile", "", "1 to 99");
+  auto& val = cv.f64("value_s", "s", "the latency at that percentile (NaN: none completed)");
+  for (std::size_t i : rows) {
+    const auto& p = r.points[i];
+    for (std::size_t j = 0; j < p.curves.size(); ++j) {
+      cp.push_back(p.point);
+      cm.push_back(kCurveNames[j / kCurvePercentiles]);
+      pct.push_back(static_cast<std::int64_t>(j % kCurvePercentiles) + 1);
+      val.push_back(p.curves[j]);
+    }
+  }
+  return cv;
+}
+
+}  // namespace
+
 void write_sweep_h5(const std::string& path, const SweepResults& r) {
   h5::write_file_atomically(path, [&](hid_t file) {
-    h5::write_string_dataset(file, "sweep", r.sweep_text);
-    h5::write_string_dataset(file, "scenario", r.base_yaml);
-    std::vector<std::size_t> rows;
-    for (std::size_t i = 0; i < r.points.size(); ++i)
-      if (r.points[i].done) rows.push_back(i);
-    Table t;
-    auto& point = t.i64("point");
-    auto& rep = t.i64("replicate");
-    auto& seed = t.i64("seed");
-    for (std::size_t k = 0; k < r.axis_keys.size(); ++k) {
-      bool numeric = true;
-      for (std::size_t i : rows) numeric = numeric && is_number(r.axis_values[i][k]);
-      if (numeric) {
-        auto& c = t.f64(r.axis_keys[k]);
-        for (std::size_t i : rows) c.push_back(std::strtod(r.axis_values[i][k].c_str(), nullptr));
-      } else {
-        auto& c = t.str(r.axis_keys[k]);
-        for (std::size_t i : rows) c.push_back(r.axis_values[i][k]);
-      }
-    }
-    auto& status = t.str("status");
-    auto& error = t.str("error");
-    auto& wall = t.f64("wall_s");
-    for (std::size_t i : rows) {
-      const auto& p = r.points[i];
-      point.push_back(p.point);
-      rep.push_back(p.replicate);
-      seed.push_back(p.seed);
-      status.push_back(p.ok ? "ok" : "failed");
-      error.push_back(p.error);
-      wall.push_back(p.wall_s);
-    }
-    for (std::size_t m = 0; m < r.metric_names.size(); ++m) {
-      auto& c = t.f64(r.metric_names[m]);
-      for (std::size_t i : rows) {
-        const auto& p = r.points[i];
-        c.push_back(m < p.metrics.size() ? p.metrics[m] : std::nan(""));
-      }
-    }
-    h5::write_table(file, "points", t);
-    Table cv;
-    auto& cp = cv.i64("point");
-    auto& cm = cv.str("metric");
-    auto& pct = cv.i64("percentile");
-    auto& val = cv.f64("value_s");
-    for (std::size_t i : rows) {
-      const auto& p = r.points[i];
-      for (std::size_t j = 0; j < p.curves.size(); ++j) {
-        cp.push_back(p.point);
-        cm.push_back(kCurveNames[j / kCurvePercentiles]);
-        pct.push_back(static_cast<std::int64_t>(j % kCurvePercentiles) + 1);
-        val.push_back(p.curves[j]);
-      }
-    }
-    h5::write_table(file, "curves", cv);
+    h5::write_string_dataset(file, "sweep", r.sweep_text, "the sweep file (YAML)");
+    h5::write_string_dataset(file, "scenario", r.base_yaml,
+                             "the base scenario as run, defaults filled in (YAML)");
+    h5::write_table(file, "points", points_table(r));
+    h5::write_table(file, "curves", curves_table(r));
   });
+}
+
+std::vector<TableDoc> sweep_table_docs() {
+  SweepResults r;  // one point with one axis and one metric, to show the shape
+  r.axis_keys = {"<axis key>"};
+  r.metric_names = {"<metric>"};
+  r.axis_values = {{"1"}};
+  r.points.resize(1);
+  r.points[0].done = r.points[0].ok = true;
+  r.points[0].metrics = {0.0};
+  std::vector<TableDoc> d = {doc_of("points", points_table(r)), doc_of("curves", curves_table(r))};
+  for (auto& c : d[0].columns) {
+    if (c.name == "<metric>") {
+      c.desc =
+          "one column per metric kept (the sweep file's metrics:, all of /summary when "
+          "omitted), with its unit and meaning in /summary";
+    }
+  }
+  return d;
 }
 
 SweepResults read_sweep_h5(const std::string& path) {

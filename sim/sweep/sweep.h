@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/table.h"
+
 namespace kvfleet::sim {
 
 // The most points one sweep may have (combinations × replicates): each keeps a row of results.
@@ -116,6 +118,8 @@ void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions&
 // percentile, value). Written atomically. Only points done are written.
 void write_sweep_h5(const std::string& path, const SweepResults& r);
 SweepResults read_sweep_h5(const std::string& path);
+// The tables of a sweep file, as declared (docs/outputs.md); axis and metric columns shown once.
+std::vector<TableDoc> sweep_table_docs();
 // Joins shard files of one sweep (same /sweep text); throws InputError when they differ or
 // overlap.
 SweepResults merge_sweeps(const std::vector<SweepResults>& parts);
