@@ -1,5 +1,7 @@
 #include "calibration/backend.h"
 
+#include "sim/core/error.h"
+
 #include <Eigen/Dense>
 
 #include <algorithm>
@@ -192,7 +194,8 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_gpu_backend(int iters) {
   if (!kernels::cuda_available()) {
-    throw std::runtime_error(
+    throw sim::InputError(
+        "--backend gpu", "",
         "no usable GPU: kvfleet was built without CUDA or no CUDA device is visible "
         "(--backend cpu runs the same pipeline on the CPU references)");
   }

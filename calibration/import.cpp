@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,6 +33,22 @@ std::string find_provenance(const std::string& dir) {
 }
 
 namespace {
+
+// A profile table with at least one row (a header alone profiles nothing).
+sim::CsvFile rows_of(const std::string& path) {
+  sim::CsvFile f = sim::read_csv_file(path);
+  if (f.rows.empty()) throw InputError(path, "", "has a header but no rows");
+  return f;
+}
+
+// A worker count: a whole number from 1 to 1024.
+int whole_number(const sim::CsvFile& f, std::size_t r, long c) {
+  const double v = f.number(r, c);
+  if (!(v >= 1 && v <= 1024 && v == std::floor(v)))
+    throw InputError(f.path + ": row " + std::to_string(f.lines[r]), f.header[c],
+                     "expected a whole number of GPUs from 1 to 1024");
+  return static_cast<int>(v);
+}
 
 // Points (x, t) of one op collected from rows, sorted by x, duplicates averaged.
 struct Points {
@@ -108,7 +125,7 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
       {"down_proj", {"layer", 1}},  {"act_fn", {"layer", 1}},   {"layernorm", {"layer", 2}},
       {"rotary_emb", {"layer", 1}}, {"embedding", {"step", 1}}, {"final_layernorm", {"step", 1}}};
   {
-    const sim::CsvFile f = sim::read_csv_file((tpdir / "dense.csv").string());
+    const sim::CsvFile f = rows_of((tpdir / "dense.csv").string());
     const long cl = f.require("layer"), ct = f.require("tokens"), cu = f.require("time_us");
     std::map<std::string, Points> pts;
     for (std::size_t r = 0; r < f.rows.size(); ++r) {
@@ -125,7 +142,7 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
     }
   }
   {
-    const sim::CsvFile f = sim::read_csv_file((tpdir / "per_sequence.csv").string());
+    const sim::CsvFile f = rows_of((tpdir / "per_sequence.csv").string());
     const long cl = f.require("layer"), cs = f.require("sequences"), cu = f.require("time_us");
     std::map<std::string, Points> pts;
     for (std::size_t r = 0; r < f.rows.size(); ++r) {
@@ -134,7 +151,7 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
     for (const auto& [op, pt] : pts) p.curves.push_back(pt.curve(op, "step", "sequences", 1));
   }
   {
-    const sim::CsvFile f = sim::read_csv_file((tpdir / "attention.csv").string());
+    const sim::CsvFile f = rows_of((tpdir / "attention.csv").string());
     const long cc = f.require("prefill_chunk"), cp = f.require("kv_prefill"),
                cn = f.require("n_decode"), ck = f.require("kv_decode"), cu = f.require("time_us");
     for (std::size_t r = 0; r < f.rows.size(); ++r) {
@@ -166,13 +183,13 @@ Profile import_vidur(const std::string& dir, int tp, const std::string& network_
       {"mlp_act", {"act_fn", "layer", 1}},
       {"mlp_down_proj", {"down_proj", "layer", 1}},
       {"add", {"residual_add", "layer", 2}}};
-  const sim::CsvFile f = sim::read_csv_file(mlp.string());
+  const sim::CsvFile f = rows_of(mlp.string());
   const long ctok = f.require("num_tokens");
   const long ctp = f.require("num_tensor_parallel_workers");
   std::map<std::string, Points> pts;
   std::set<int> tps;
   for (std::size_t r = 0; r < f.rows.size(); ++r) {
-    const int row_tp = static_cast<int>(f.number(r, ctp));
+    const int row_tp = whole_number(f, r, ctp);
     tps.insert(row_tp);
     if (row_tp != tp) continue;
     const double tokens = f.number(r, ctok);
@@ -220,12 +237,12 @@ Profile import_vidur(const std::string& dir, int tp, const std::string& network_
     }
   }
   if (!network_dir.empty()) {
-    const sim::CsvFile n = sim::read_csv_file((fs::path(network_dir) / "all_reduce.csv").string());
+    const sim::CsvFile n = rows_of((fs::path(network_dir) / "all_reduce.csv").string());
     const long cw = n.require("num_workers"), cs = n.require("size"),
                cm = n.require("time_stats.all_reduce.median");
     Points ar;
     for (std::size_t r = 0; r < n.rows.size(); ++r) {
-      if (static_cast<int>(n.number(r, cw)) == tp) ar.add(n.number(r, cs), n.number(r, cm) * 1e-3);
+      if (whole_number(n, r, cw) == tp) ar.add(n.number(r, cs), n.number(r, cm) * 1e-3);
     }
     if (!ar.by_x.empty()) p.curves.push_back(ar.curve("all_reduce", "step", "bytes", 1));
     p.set("network", fs::absolute(network_dir).lexically_normal().string());

@@ -18,6 +18,8 @@
 #include "calibration/pipeline.h"
 #include "calibration/roofline_profile.h"
 #include "sim/core/error.h"
+#include "sim/io/output_set.h"
+#include "sim/io/temp_files.h"
 
 namespace po = boost::program_options;
 using namespace kvfleet;
@@ -35,6 +37,18 @@ int usage(std::ostream& o) {
   return 2;
 }
 
+// Checks --out before any work: a path that takes a file, writable, and none of the inputs.
+void check_out(const std::string& out, const std::vector<std::string>& inputs) {
+  sim::check_output_file("--out", out);
+  std::error_code ec;
+  for (const auto& in : inputs)
+    if (!in.empty() && std::filesystem::exists(in, ec) && std::filesystem::exists(out, ec) &&
+        std::filesystem::equivalent(in, out, ec))
+      throw sim::InputError("--out", "", out + " is an input (" + in + "); write elsewhere");
+  sim::remove_stale_temps(out);
+  sim::check_writable("--out", out);
+}
+
 int cmd_import(const std::vector<std::string>& args) {
   po::options_description opts("import options");
   std::string format, out, network;
@@ -50,6 +64,7 @@ int cmd_import(const std::vector<std::string>& args) {
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
   po::notify(vm);
   const std::string path = vm["path"].as<std::string>();
+  check_out(out, {path, path + "/meta.yaml", network});
   sim::Profile p;
   if (format == "llmservingsim") {
     p = calibration::import_llmservingsim(path, tp);
@@ -97,6 +112,7 @@ int cmd_roofline(const std::vector<std::string>& args, bool compare) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
   po::notify(vm);
+  if (!compare) check_out(out, {});
   const auto& m = preset(sim::model_presets(), model, "--model");
   const auto& g = preset(sim::gpu_presets(), gpu, "--gpu");
   if (tp < 1 || m.num_attention_heads % tp != 0) {
@@ -165,6 +181,7 @@ int cmd_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
+  check_out(out, {});  // before minutes of measuring
   const sim::ModelSpec* spec = &preset(sim::model_presets(), model, "--model");
   if (!kernels::parse_kv_dtype(kv, &ro.kv_dtype)) {
     throw sim::InputError("--kv-dtype", "", "'" + kv + "' is not fp16, bf16 or fp8");
@@ -201,7 +218,11 @@ int cmd_run(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return usage(std::cerr);
+  if (args.empty()) {
+    std::cerr << "kvfleet-calibrate: error: no command given (kvfleet-calibrate --help)\n";
+    return 2;
+  }
+  sim::install_temp_cleanup_on_signals();
   if (args[0] == "--help" || args[0] == "-h") {
     usage(std::cout);
     return 0;
@@ -217,11 +238,12 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "roofline") return cmd_roofline(args, false);
     if (cmd == "compare") return cmd_roofline(args, true);
-    std::cerr << "kvfleet-calibrate: unknown command '" << cmd << "'\n";
-    return usage(std::cerr);
+    std::cerr << "kvfleet-calibrate: error: unknown command '" << cmd
+              << "' (import, run, roofline, compare; kvfleet-calibrate --help)\n";
+    return 2;
   } catch (const po::error& e) {
-    std::cerr << "kvfleet-calibrate " << cmd << ": " << e.what() << "\n";
-    return usage(std::cerr);
+    std::cerr << "kvfleet-calibrate " << cmd << ": " << e.what() << " (kvfleet-calibrate --help)\n";
+    return 2;
   } catch (const sim::InputError& e) {
     std::cerr << "kvfleet-calibrate " << cmd << ": " << e.what() << "\n";
     return 2;

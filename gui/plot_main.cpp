@@ -6,16 +6,29 @@
 #include <QtWidgets/QApplication>
 #include <boost/program_options.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
+#include "sim/io/output_set.h"
+#include "sim/io/temp_files.h"
 
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  // Qt warns on stderr when XDG_RUNTIME_DIR is unset (a batch job, a container): give it one.
+  if (std::getenv("XDG_RUNTIME_DIR") == nullptr) {
+    const std::string dir = "/tmp/kvfleet-runtime-" + std::to_string(::getuid());
+    ::mkdir(dir.c_str(), 0700);
+    setenv("XDG_RUNTIME_DIR", dir.c_str(), 1);
+  }
+  kvfleet::sim::install_temp_cleanup_on_signals();
   po::options_description opts("kvfleet plot RESULTS.h5 [options]");
   std::string x, y, series, out, title;
   opts.add_options()("help,h", "show this help")("x", po::value(&x), "axis key or metric for x")(
@@ -53,6 +66,24 @@ int main(int argc, char** argv) {
                 << " is required\n";
       return 2;
     }
+  }
+  try {
+    // The output first: before reading anything, and never anything but a regular file.
+    kvfleet::sim::check_output_file("--out", out);
+    const std::string ext = std::filesystem::path(out).extension().string();
+    if (ext != ".png" && ext != ".svg")
+      throw kvfleet::sim::InputError("--out", "", out + ": the name must end in .png or .svg");
+    for (const char* k : {"width", "height"}) {
+      const int v = vm[k].as<int>();
+      if (v < 100 || v > 10000)
+        throw kvfleet::sim::InputError(std::string("--") + k, "",
+                                       "must be between 100 and 10000 pixels");
+    }
+    kvfleet::sim::remove_stale_temps(out);
+    kvfleet::sim::check_writable("--out", out);
+  } catch (const kvfleet::sim::InputError& e) {
+    std::cerr << "kvfleet plot: error: " << e.what() << "\n";
+    return 2;
   }
   QApplication app(argc, argv);
   try {

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,181 @@ INSTANTIATE_TEST_SUITE_P(
               {"t.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n1,0,5\n"}},
              kRun,
              {"t.csv: row 3", "num_prefill_tokens", "a prompt of 0 tokens"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+// The second campaign (an independent hostile tester with about 6,000 cases against the same
+// contract): each input below once crashed, hung, exited 1, printed library text or several
+// lines, or was accepted when it must be refused.
+const std::string kConversations = R"(name: conv
+workload:
+  impl: conversations
+  num_sessions: 5
+  turns: {impl: fixed, value: 2}
+  user_tokens: {impl: fixed, value: 50}
+  reply_tokens: {impl: fixed, value: 20}
+  think_time_s: 1
+pools:
+  - name: p
+    model: Llama-3-8B
+    gpu: H100-SXM
+)";
+
+std::string alias_bomb() {
+  std::ostringstream y;
+  y << "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    y << "a" << i << ": &a" << i << " [";
+    for (int k = 0; k < 10; ++k) y << (k ? ", " : "") << "*a" << i - 1;
+    y << "]\n";
+  }
+  return y.str();
+}
+
+std::string sweep_over(const std::string& axes) {
+  return "base: " + std::string(KVFLEET_SOURCE_DIR) +
+         "/scenarios/default.yaml\nset: [workload.num_requests=10]\n" + axes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Campaign2, Hostile,
+    ::testing::Values(
+        Case{"ReportContextBelowOneToken",
+             {},
+             kSet + "--set 'simulation.report_context_tokens=[0.5]'",
+             {"simulation.report_context_tokens[0]", "must be >= 1"}},
+        Case{"HugePriority",
+             {{"s.yaml", kConversations}},
+             kRun + "--set workload.document_probability=0.5 --set workload.document_tokens=100 "
+                    "--set workload.document_priority=2147483647",
+             {"workload.document_priority", "must be <= 1000"}},
+        Case{"NumSessionsHuge",
+             {{"s.yaml", kConversations}},
+             kRun + "--set workload.num_sessions=2147483647",
+             {"workload.num_sessions", "must be <= 1e+07"}},
+        Case{"DiurnalDenormalPeriod",
+             {},
+             kSet + "--set 'workload.arrival={impl: diurnal, rate_per_s: 10, period_s: 1e-310}'",
+             {"workload.arrival.period_s", "must be >= 1"}},
+        Case{"GammaCvHuge",
+             {},
+             kSet + "--set 'workload.arrival={impl: gamma, rate_per_s: 10, cv: 1e200}'",
+             {"workload.arrival.cv", "must be <= 1000"}},
+        Case{"AliasBomb", {{"s.yaml", alias_bomb()}}, kRun, {"expands to more than 1000000"}},
+        Case{"ScrapeEveryNanosecond",
+             {},
+             kSet + "--set simulation.scrape_interval_s=1e-9",
+             {"simulation.scrape_interval_s", "at least 0.001"}},
+        Case{"AutoscaleEveryNanosecond",
+             {},
+             kSet + "--set 'pools[0].autoscale={enabled: true, interval_s: 1e-9}'",
+             {"pools[0].autoscale.interval_s", "must be >= 0.1"}},
+        Case{"FailuresEveryMicrosecond",
+             {},
+             kSet + "--set 'pools[0].failures={mtbf_s: 1e-6, repair_s: 0}'",
+             {"pools[0].failures.mtbf_s", "at least 1 s"}},
+        Case{"VirtualNodesHuge",
+             {},
+             kSet + "--set 'router={impl: consistent_hash, virtual_nodes: 100000000}'",
+             {"router.virtual_nodes", "must be <= 10000"}},
+        Case{"RetriesBeyondAHundred",
+             {},
+             kSet + "--set client.max_attempts=2000 --set client.backoff_initial_s=0",
+             {"client.max_attempts", "must be <= 100"}},
+        Case{
+            "PoolNameEmpty", {}, kSet + "--set \"pools[0].name=''\"", {"pools[0].name", "1 to 64"}},
+        Case{"PoolNameWithSlash", {}, kSet + "--set pools[0].name=a/b", {"pools[0].name"}},
+        Case{"PoolNamesShareFiles",
+             {},
+             kSet + "--set 'pools=[{name: a, replicas: 2}, {name: a_1}]'",
+             {"pools[1].name", "would share result files"}},
+        Case{
+            "NewlineInASetValue", {}, "run -q --set 'workload.name=a\nb'", {"workload.name=a\\nb"}},
+        Case{"QuotedTrailingText",
+             {},
+             kSet + "--set 'workload.num_requests=\"5\"0'",
+             {"a quoted value must end with its quote"}},
+        Case{"DuplicateModelNames",
+             {},
+             kSet + "--set 'models=[{name: M, num_layers: 4, hidden_size: 512, "
+                    "num_attention_heads: 8, num_kv_heads: 2, head_dim: 64, intermediate_size: "
+                    "1024, vocab_size: 32000, num_params: 1e8, max_position_embeddings: 4096}, "
+                    "{name: M, num_layers: 8, hidden_size: 512, num_attention_heads: 8, "
+                    "num_kv_heads: 2, head_dim: 64, intermediate_size: 1024, vocab_size: 32000, "
+                    "num_params: 1e8, max_position_embeddings: 4096}]'",
+             {"models[1].name", "declared twice"}},
+        Case{"ModelNamedAfterAPreset",
+             {},
+             kSet + "--set 'models=[{name: Llama-3-8B, num_layers: 4, hidden_size: 512, "
+                    "num_attention_heads: 8, num_kv_heads: 2, head_dim: 64, intermediate_size: "
+                    "1024, vocab_size: 32000, num_params: 1e8, max_position_embeddings: 4096}]'",
+             {"models[0].name", "a preset's name"}},
+        Case{"TwoYamlDocuments",
+             {{"s.yaml", kScenario + "---\nname: other\n"}},
+             kRun,
+             {"holds 2 YAML documents"}},
+        Case{"OutIsTheScenario",
+             {{"s.yaml", kScenario}},
+             "run {dir}/s.yaml -q --out {dir}/s.yaml",
+             {"--out", "is the scenario file itself"}},
+        Case{"CapacityKeyNotANumber",
+             {},
+             "capacity --slo ttft_p99=2s --key name",
+             {"--key", "not a number"}},
+        Case{"CapacitySloOnThroughput",
+             {},
+             "capacity --slo requests_per_s=2s",
+             {"--slo", "unknown latency"}},
+        Case{"CapacitySloInfinite",
+             {},
+             "capacity --slo ttft_p99=infs",
+             {"--slo", "positive number"}},
+        Case{"CapacitySloHex", {}, "capacity --slo ttft_p99=0x2s", {"--slo", "positive number"}},
+        Case{"MergeOptionLike", {}, "merge --out {dir}/m.h5 {dir}/x.h5", {"unknown option"}},
+        Case{"NoCommand", {}, "", {"no command given"}},
+        Case{"ShardWithTrailingText",
+             {},
+             "sweep " + std::string(KVFLEET_SOURCE_DIR) +
+                 "/scenarios/sweeps/load-vs-max-seqs.yaml --out {dir}/r.h5 --shard 1/2x",
+             {"--shard", "not k/N"}}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Campaign2Files, Hostile,
+    ::testing::Values(
+        Case{"JsonErrorWithoutLibraryTag",
+             {{"s.yaml", trace_scenario("vllm_jsonl", "t.jsonl")}, {"t.jsonl", "{oops\n"}},
+             kRun,
+             {"t.jsonl: row 1", "not valid JSON: parse error"}},
+        Case{"QuotedCsvFieldWithAComma",
+             {{"s.yaml", trace_scenario("vidur", "t.csv")},
+              {"t.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n\"0,5\",10,5\n"}},
+             kRun,
+             {"t.csv: row 2", "arrived_at", "'0,5'"}},
+        Case{"AzureFebruary30",
+             {{"s.yaml", trace_scenario("azure", "t.csv")},
+              {"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-30 10:00:00.0,10,5\n"}},
+             kRun,
+             {"t.csv: row 2", "no such day"}},
+        Case{"SweepKeyTwiceSpelledApart",
+             {{"w.yaml", sweep_over("axes:\n  - {key: \"pools[0].replicas\", values: [1]}\n"
+                                    "  - {key: pools.0.replicas, values: [2]}\n")}},
+             "sweep {dir}/w.yaml --out {dir}/r.h5",
+             {"w.yaml:5", "varied twice"}},
+        Case{"SweepAxisNamedSeed",
+             {{"w.yaml", sweep_over("axes:\n  - {key: seed, values: [1, 2]}\n")}},
+             "sweep {dir}/w.yaml --out {dir}/r.h5",
+             {"w.yaml:4", "replicates"}},
+        Case{"SweepMetricTwice",
+             {{"w.yaml", sweep_over("axes:\n  - {key: workload.arrival.rate_per_s, values: [5]}\n"
+                                    "metrics: [requests_per_s, requests_per_s]\n")}},
+             "sweep {dir}/w.yaml --out {dir}/r.h5",
+             {"listed twice"}},
+        Case{"SweepRangeBelowPrecision",
+             {{"w.yaml",
+               sweep_over("axes:\n  - {key: workload.arrival.rate_per_s, range: {start: 1e17, "
+                          "stop: 2e17, step: 1}}\n")}},
+             "sweep {dir}/w.yaml --out {dir}/r.h5",
+             {"axes[0].range"}}),
     [](const auto& i) { return std::string(i.param.name); });
 
 // What must load: a CSV trace that starts with a UTF-8 byte-order mark (spreadsheets write one),

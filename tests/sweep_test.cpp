@@ -255,8 +255,8 @@ TEST(Capacity, BracketsTheLoadWhereTheSloTurns) {
   o.replicates = 2;
   o.tolerance = 0.05;
   o.sets = {"workload.num_requests=600"};
-  std::vector<std::tuple<int, double, bool>> runs;
-  o.on_run = [&](int r, double x, bool ok) { runs.emplace_back(r, x, ok); };
+  std::vector<std::tuple<std::int64_t, double, bool>> runs;  // (seed, load, holds)
+  o.on_run = [&](std::int64_t seed, double x, bool ok) { runs.emplace_back(seed, x, ok); };
   const CapacityResult strict = find_capacity("", parse_slo("ttft_p99=300ms"), o);
   const CapacityResult loose = find_capacity("", parse_slo("ttft_p99=3s"), o);
   EXPECT_EQ(strict.key, "workload.arrival.rate_per_s");
@@ -269,8 +269,8 @@ TEST(Capacity, BracketsTheLoadWhereTheSloTurns) {
   for (int r = 0; r < 2; ++r) {
     bool held = false;
     double lowest_miss = 1e300;
-    for (const auto& [rr, x, ok] : runs) {
-      if (rr != r) continue;
+    for (const auto& [seed, x, ok] : runs) {
+      if (seed != strict.seeds[r]) continue;
       if (ok && x == strict.per_seed[r]) held = true;
       if (!ok && x > strict.per_seed[r]) lowest_miss = std::min(lowest_miss, x);
     }

@@ -1,4 +1,5 @@
 #include "gui/charts/line_chart.h"
+#include "sim/io/temp_files.h"
 
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSeries>
@@ -199,7 +200,9 @@ std::string render_chart_to_file(QChart* chart, const std::string& path, int wid
   scene.setSceneRect(0, 0, width, height);
   QCoreApplication::processEvents();
   const QRectF area(0, 0, width, height);
-  const std::string tmp = path + ".tmp" + ext;
+  // Written under a temporary name beside the file (removed on SIGINT/SIGTERM), then renamed.
+  const std::string tmp = sim::temp_name(path);
+  sim::track_temp(tmp);
   bool ok = false;
   if (ext == ".png") {
     // Twice the pixels for print.
@@ -222,12 +225,15 @@ std::string render_chart_to_file(QChart* chart, const std::string& path, int wid
     scene.render(&painter, area, area);
     ok = painter.end();
   }
+  std::error_code ec;
   if (!ok) {
-    std::filesystem::remove(tmp);
+    std::filesystem::remove(tmp, ec);
+    sim::forget_temp(tmp);
     return "could not write " + path;
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  sim::forget_temp(tmp);
   return ec ? "could not write " + path + ": " + ec.message() : "";
 }
 

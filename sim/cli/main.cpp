@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -61,6 +62,13 @@ constexpr const char* kUsage =
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Whether two paths name the same existing file (an output must not overwrite an input).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec) &&
+         std::filesystem::equivalent(a, b, ec);
+}
 
 // Parses a command's options with one positional argument named `positional`.
 po::variables_map parse_command(const std::vector<std::string>& args,
@@ -116,6 +124,11 @@ int cmd_run(const std::vector<std::string>& args) {
   // published together when every one is complete (io/output_set.h).
   OutputSet outputs;
   std::string out_h5, out_csv, out_trace, out_prom;
+  for (const char* key : {"out", "trace"})
+    if (vm.count(key) && vm.count("scenario") &&
+        same_file(vm[key].as<std::string>(), vm["scenario"].as<std::string>()))
+      throw InputError(std::string("--") + key, "",
+                       vm[key].as<std::string>() + " is the scenario file itself");
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
   if (vm.count("csv")) out_csv = outputs.add_folder("--csv", vm["csv"].as<std::string>());
   if (vm.count("trace")) out_trace = outputs.add_file("--trace", vm["trace"].as<std::string>());
@@ -255,13 +268,13 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   if (vm.count("shard")) {
     const std::string sh = vm["shard"].as<std::string>();
     const auto slash = sh.find('/');
-    try {
-      if (slash == std::string::npos) throw std::invalid_argument(sh);
-      opt.shard = std::stoi(sh.substr(0, slash));
-      opt.shards = std::stoi(sh.substr(slash + 1));
-    } catch (const std::exception&) {
-      throw InputError("--shard", "", "'" + sh + "' is not k/N");
-    }
+    auto whole = [&](const std::string& t, int& v) {
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+    };
+    if (slash == std::string::npos || !whole(sh.substr(0, slash), opt.shard) ||
+        !whole(sh.substr(slash + 1), opt.shards))
+      throw InputError("--shard", "", "'" + sh + "' is not k/N (two whole numbers)");
     if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards)
       throw InputError("--shard", "", "'" + sh + "': need 0 <= k < N");
     if (mpi.size() > 1)
@@ -273,6 +286,9 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   }
   const SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   validate_sweep(spec);  // bad input: exit 2 before any point runs
+  if (same_file(out, vm["sweep"].as<std::string>()) ||
+      (!spec.base.empty() && same_file(out, spec.base)))
+    throw InputError("--out", "", out + " is an input of the sweep (its file or base scenario)");
   // One sweep at a time writes --out (rank 0 under MPI); the path must take a file.
   std::optional<OutputLock> lock;
   if (mpi.rank() == 0) {
@@ -331,13 +347,20 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
 
 int cmd_merge(const std::vector<std::string>& args) {
   const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
-  if (help || args.size() < 2) {
-    (help ? std::cout : std::cerr)
-        << "Usage: kvfleet merge OUT.h5 PART.h5 [PART.h5 ...]\n\nJoins the results of sweep "
-           "shards (kvfleet sweep --shard k/N) into one file.\n";
-    return help ? 0 : 2;
+  if (help) {
+    std::cout << "Usage: kvfleet merge OUT.h5 PART.h5 [PART.h5 ...]\n\nJoins the results of "
+                 "sweep shards (kvfleet sweep --shard k/N) into one file.\n";
+    return 0;
   }
+  for (const auto& a : args)
+    if (!a.empty() && a[0] == '-')
+      throw UsageError("kvfleet merge: unknown option '" + a + "' (kvfleet merge --help)");
+  if (args.size() < 2)
+    throw UsageError("kvfleet merge: needs OUT.h5 and at least one PART.h5 (kvfleet merge --help)");
   check_output_file("OUT.h5", args[0]);
+  for (std::size_t i = 1; i < args.size(); ++i)
+    if (same_file(args[0], args[i]))
+      throw InputError("OUT.h5", "", args[0] + " is also an input: write the merge elsewhere");
   remove_stale_temps(args[0]);
   std::vector<SweepResults> parts;
   for (std::size_t i = 1; i < args.size(); ++i) parts.push_back(read_sweep_h5(args[i]));
@@ -382,9 +405,14 @@ int cmd_capacity(const std::vector<std::string>& args) {
   if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
   if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
   const bool tty = isatty(STDERR_FILENO) != 0;
-  opt.on_run = [&](int r, double x, bool ok) {
-    std::fprintf(stderr, "%sseed %d: load %g %s", tty ? "\r" : "", r, x,
-                 ok ? "holds   " : "misses  ");
+  // Progress: in place on a terminal; otherwise a line every 10 s at most.
+  auto last = std::chrono::steady_clock::now();
+  opt.on_run = [&](std::int64_t seed, double x, bool ok) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!tty && std::chrono::duration<double>(now - last).count() < 10) return;
+    last = now;
+    std::fprintf(stderr, "%sseed %lld: load %g %s", tty ? "\r" : "", static_cast<long long>(seed),
+                 x, ok ? "holds   " : "misses  ");
     if (!tty) std::fputc('\n', stderr);
   };
   const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
@@ -400,6 +428,9 @@ int cmd_capacity(const std::vector<std::string>& args) {
               c.mean, c.ci95_low, c.ci95_high, c.per_seed.size(), c.runs);
   for (std::size_t i = 0; i < c.per_seed.size(); ++i)
     std::printf("  seed %lld: %.4g\n", static_cast<long long>(c.seeds[i]), c.per_seed[i]);
+  if (!c.limited_by.empty())
+    std::printf("  The SLO still held when the load could go no higher: %s\n",
+                c.limited_by.c_str());
   std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
               c.key.c_str());
   std::stringstream ws(c.workload_yaml);
@@ -470,40 +501,76 @@ int cmd_presets(const std::vector<std::string>& args) {
   return 0;
 }
 
+// An error message as one line: control characters a user typed (a newline in a --set value)
+// are shown escaped.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int run_command(const std::string& cmd, std::vector<std::string>& args, int& argc, char**& argv) {
+  if (cmd == "run") return cmd_run(args);
+  if (cmd == "sweep") {
+    Mpi mpi(&argc, &argv);
+    return cmd_sweep(args, mpi);
+  }
+  if (cmd == "merge") return cmd_merge(args);
+  if (cmd == "capacity") return cmd_capacity(args);
+  if (cmd == "plot") return cmd_plot(argv);
+  if (cmd == "schema") return cmd_schema(args);
+  if (cmd == "presets") return cmd_presets(args);
+  if (cmd == "outputs") return cmd_outputs(args);
+  throw UsageError("kvfleet: unknown command '" + cmd +
+                   "' (commands: run, sweep, merge, capacity, plot, schema, presets, outputs; "
+                   "kvfleet --help)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  if (args.empty()) {
+    std::cerr << "kvfleet: error: no command given (kvfleet --help lists them)\n";
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
   // SIGINT and SIGTERM remove this process's temporaries and exit 130 and 143.
   install_temp_cleanup_on_signals();
+  int status = 0;
   try {
-    if (cmd == "run") return cmd_run(args);
-    if (cmd == "sweep") {
-      Mpi mpi(&argc, &argv);
-      return cmd_sweep(args, mpi);
-    }
-    if (cmd == "merge") return cmd_merge(args);
-    if (cmd == "capacity") return cmd_capacity(args);
-    if (cmd == "plot") return cmd_plot(argv);
-    if (cmd == "schema") return cmd_schema(args);
-    if (cmd == "presets") return cmd_presets(args);
-    if (cmd == "outputs") return cmd_outputs(args);
-    std::cerr << "kvfleet: unknown command '" << cmd << "'\n\n" << kUsage;
-    return 2;
+    status = run_command(cmd, args, argc, argv);
   } catch (const InputError& e) {
-    std::cerr << "kvfleet: error: " << e.what() << "\n";
+    std::cerr << "kvfleet: error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "kvfleet: internal error: " << e.what() << "\n";
+    std::cerr << "kvfleet: internal error: " << one_line(e.what()) << "\n";
     return 1;
   }
+  // A report or reference that could not be written (a full disk, a closed pipe) is not a
+  // success.
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "kvfleet: error: cannot write to standard output\n";
+    return 2;
+  }
+  return status;
 }

@@ -55,10 +55,18 @@ std::string format_double(double v) {
 }
 
 std::string Source::where(const YAML::Node& node, const std::string& path) const {
-  // A key set (or inside a map set) from the command line is reported as that --set.
+  // A key set (or inside a map set) from the command line is reported as that --set: the most
+  // specific one when several cover it (pools[0].engine={...} and pools[0].engine.block_size=0).
+  const std::string* best = nullptr;
+  std::size_t best_len = 0;
   for (const auto& [k, text] : overrides) {
-    if (path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) return text;
+    if ((path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) &&
+        k.size() >= best_len) {
+      best = &text;
+      best_len = k.size();
+    }
   }
+  if (best) return *best;
   std::string w = file.empty() ? std::string("<scenario>") : file;
   if (node.IsDefined() && node.Mark().line >= 0) w += ":" + std::to_string(node.Mark().line + 1);
   return w;
@@ -141,6 +149,10 @@ const std::vector<UnitRange>& unit_ranges() {
        "token counts are 32-bit in the engine, and no model's context is near 1e8 tokens"},
       {"requests", std::nullopt, 1e8,
        "every request keeps a record of about 150 bytes; 1e8 requests need 15 GB"},
+      {"sessions", std::nullopt, 1e7,
+       "every session keeps its conversation's state; 1e7 sessions need gigabytes"},
+      {"users", std::nullopt, 1e7, "every user keeps a session open"},
+      {"$/hour", std::nullopt, 1e6, "a million dollars an hour per GPU"},
       {"replicas", std::nullopt, 10000,
        "each replica holds its own KV-cache tables and time series; simulate a representative "
        "slice of a larger fleet"},
@@ -239,7 +251,7 @@ void Reader::param(std::string_view name, double& v, const Attr& a) {
   }
   if (!ok) fail(n, p, "expected a number, got " + scalar_text(n));
   check_number(n, p, x, a);
-  v = x;
+  v = x == 0 ? 0.0 : x;  // -0 reads as 0
 }
 
 void Reader::param(std::string_view name, bool& v, const Attr& a) {
@@ -530,8 +542,16 @@ std::string at_line(const std::string& name, const YAML::Mark& m) {
   return m.line >= 0 ? name + ":" + std::to_string(m.line + 1) : name;
 }
 
-// Checks keys (plain scalars, each once per map) and depth of a parsed tree.
-void check_tree(const YAML::Node& n, const std::string& name, const std::string& path, int depth) {
+// Checks keys (plain scalars, each once per map), depth and size of a parsed tree. `visits`
+// counts nodes as reached, an alias once per use, so that a few nested anchors that expand to
+// billions of nodes (the "billion laughs") are refused instead of walked.
+void check_tree(const YAML::Node& n, const std::string& name, const std::string& path, int depth,
+                std::size_t& visits) {
+  if (++visits > kMaxYamlNodes) {
+    throw InputError(at_line(name, n.Mark()), path,
+                     "the document expands to more than " + std::to_string(kMaxYamlNodes) +
+                         " values (aliases of aliases?); a scenario needs a few hundred");
+  }
   if (depth > kMaxYamlDepth) {
     throw InputError(at_line(name, n.Mark()), path,
                      "nested deeper than " + std::to_string(kMaxYamlDepth) +
@@ -539,7 +559,7 @@ void check_tree(const YAML::Node& n, const std::string& name, const std::string&
   }
   if (n.IsSequence()) {
     for (std::size_t i = 0; i < n.size(); ++i)
-      check_tree(n[i], name, path + "[" + std::to_string(i) + "]", depth + 1);
+      check_tree(n[i], name, path + "[" + std::to_string(i) + "]", depth + 1, visits);
   } else if (n.IsMap()) {
     std::map<std::string, int> lines;
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -556,7 +576,7 @@ void check_tree(const YAML::Node& n, const std::string& name, const std::string&
                          "duplicate key (first given at line " + std::to_string(seen->second) +
                              "; a key may appear once in a map)");
       }
-      check_tree(it->second, name, kp, depth + 1);
+      check_tree(it->second, name, kp, depth + 1, visits);
     }
   }
 }
@@ -566,7 +586,12 @@ void check_tree(const YAML::Node& n, const std::string& name, const std::string&
 YAML::Node parse_yaml(const std::string& text, const std::string& name) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      throw InputError(name, "",
+                       "holds " + std::to_string(docs.size()) +
+                           " YAML documents (separated by ---); one is expected");
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::DeepRecursion& e) {
     throw InputError(at_line(name, e.mark), "",
                      "nested deeper than " + std::to_string(kMaxYamlDepth) +
@@ -574,12 +599,79 @@ YAML::Node parse_yaml(const std::string& text, const std::string& name) {
   } catch (const YAML::Exception& e) {
     throw InputError(at_line(name, e.mark), "", "YAML syntax: " + e.msg);
   }
-  check_tree(root, name, "", 0);
+  std::size_t visits = 0;
+  check_tree(root, name, "", 0, visits);
   return root;
 }
 
 YAML::Node load_yaml_file(const std::string& path, const std::string& kind) {
   return parse_yaml(read_input_file(path, kind, kMaxYamlFileBytes), path);
+}
+
+namespace {
+
+struct KeyTok {
+  std::string key;
+  long index = -1;
+};
+
+// Tokenises "a.b[2].c" or "a.b.2.c" into keys and indices; `canon` is the canonical spelling
+// ("a.b[2].c"). Throws InputError(where, path, ...) on an empty key, an unclosed '[' or a list
+// index that is not a (small) number.
+std::vector<KeyTok> parse_key_path(const std::string& path, const std::string& where,
+                                   std::string& canon) {
+  auto index = [&](const std::string& digits) -> long {
+    if (digits.size() > 6)
+      throw InputError(where, path, "list index " + digits + " is out of range");
+    return std::stol(digits);
+  };
+  std::vector<KeyTok> toks;
+  canon.clear();
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t j = path.find_first_of(".[", i);
+    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (part.empty() && !(j != std::string::npos && path[j] == '[' && !toks.empty()))
+      throw InputError(where, path, "empty key in the path (two dots, or a dot at an end)");
+    if (!part.empty()) {
+      const bool numeric = std::all_of(part.begin(), part.end(), ::isdigit);
+      if (numeric && !toks.empty()) {
+        toks.push_back({"", index(part)});
+        canon += "[" + std::to_string(toks.back().index) + "]";
+      } else {
+        toks.push_back({part, -1});
+        canon += (canon.empty() ? "" : ".") + part;
+      }
+    }
+    if (j == std::string::npos) break;
+    if (path[j] == '[') {
+      std::size_t k = path.find(']', j);
+      if (k == std::string::npos) throw InputError(where, path, "unclosed '['");
+      std::string idx = path.substr(j + 1, k - j - 1);
+      if (idx.empty() || !std::all_of(idx.begin(), idx.end(), ::isdigit))
+        throw InputError(where, path, "list index must be a number");
+      toks.push_back({"", index(idx)});
+      canon += "[" + std::to_string(toks.back().index) + "]";
+      i = k + 1;
+      if (i < path.size() && path[i] == '.') {
+        ++i;
+        if (i == path.size()) throw InputError(where, path, "empty key at the end of the path");
+      }
+    } else {
+      i = j + 1;
+      if (i == path.size()) throw InputError(where, path, "empty key at the end of the path");
+    }
+  }
+  if (toks.empty() || toks.front().index >= 0) throw InputError(where, path, "empty key path");
+  return toks;
+}
+
+}  // namespace
+
+std::string canonical_key(const std::string& path, const std::string& where) {
+  std::string canon;
+  parse_key_path(path, where, canon);
+  return canon;
 }
 
 void apply_override(YAML::Node& root, const std::string& assignment, Source& src) {
@@ -590,50 +682,14 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
   const std::string value = assignment.substr(eq + 1);
   if (value.find_first_not_of(" \t") == std::string::npos)
     throw InputError(text, path, "no value after '=' (write the value, e.g. " + path + "=64)");
-  // A list index as a number, refusing what does not fit (a scenario's lists are short).
-  auto index = [&](const std::string& digits) -> long {
-    if (digits.size() > 6)
-      throw InputError(text, path, "list index " + digits + " is out of range");
-    return std::stol(digits);
-  };
-
-  // Tokenise "a.b[2].c" or "a.b.2.c" into keys and indices.
-  struct Tok {
-    std::string key;
-    long index = -1;
-  };
-  std::vector<Tok> toks;
   std::string canon;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    std::size_t j = path.find_first_of(".[", i);
-    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    if (!part.empty()) {
-      bool numeric = std::all_of(part.begin(), part.end(), ::isdigit);
-      if (numeric && !toks.empty()) {
-        toks.push_back({"", index(part)});
-        canon += "[" + part + "]";
-      } else {
-        toks.push_back({part, -1});
-        canon += (canon.empty() ? "" : ".") + part;
-      }
-    }
-    if (j == std::string::npos) break;
-    if (path[j] == '[') {
-      std::size_t k = path.find(']', j);
-      if (k == std::string::npos) throw InputError(text, path, "unclosed '['");
-      std::string idx = path.substr(j + 1, k - j - 1);
-      if (idx.empty() || !std::all_of(idx.begin(), idx.end(), ::isdigit))
-        throw InputError(text, path, "list index must be a number");
-      toks.push_back({"", index(idx)});
-      canon += "[" + idx + "]";
-      i = k + 1;
-      if (i < path.size() && path[i] == '.') ++i;
-    } else {
-      i = j + 1;
-    }
-  }
-  if (toks.empty() || toks.front().index >= 0) throw InputError(text, path, "empty key path");
+  const std::vector<KeyTok> toks = parse_key_path(path, text, canon);
+  // A quoted value is the quoted text and nothing after it (yaml-cpp would ignore the rest).
+  const auto vfirst = value.find_first_not_of(" \t"), vlast = value.find_last_not_of(" \t");
+  if ((value[vfirst] == '"' || value[vfirst] == '\'') &&
+      (vlast == vfirst || value[vlast] != value[vfirst]))
+    throw InputError(text, canon,
+                     "a quoted value must end with its quote and hold nothing after it");
 
   YAML::Node parsed;
   try {
@@ -647,7 +703,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
   std::string so_far;
   for (std::size_t t = 0; t < toks.size(); ++t) {
     const bool last = t + 1 == toks.size();
-    const Tok& tk = toks[t];
+    const KeyTok& tk = toks[t];
     if (tk.index >= 0) {
       if (!cur.IsSequence() || static_cast<std::size_t>(tk.index) >= cur.size())
         throw InputError(text, so_far + "[" + std::to_string(tk.index) + "]",

@@ -389,9 +389,14 @@ T read_document(const YAML::Node& root, const Source& src) {
 // a map (YAML says keys are unique; yaml-cpp would keep the first silently), a key that is not a
 // plain scalar (`? [1, 2]`), and nesting deeper than kMaxYamlDepth.
 inline constexpr int kMaxYamlDepth = 64;
+inline constexpr std::size_t kMaxYamlNodes = 1'000'000;
 YAML::Node parse_yaml(const std::string& text, const std::string& name);
 // Reads and parses a YAML file (a regular file of at most 16 MiB; see io/input_file.h).
 YAML::Node load_yaml_file(const std::string& path, const std::string& kind);
+
+// The canonical spelling of a key path ("pools.0.replicas" -> "pools[0].replicas"); throws
+// InputError(where, path, ...) for an empty key, an unclosed '[' or a bad list index.
+std::string canonical_key(const std::string& path, const std::string& where);
 
 // Applies one "--set key.path=value" override to a YAML tree. Key paths use dots and either
 // `name[2]` or `name.2` for list elements. Records the canonical path in `src.overrides`.

@@ -46,6 +46,20 @@ void check_profile(const Profile& p, const std::string& where) {
   // milliseconds); they would overflow step times.
   const auto time_ok = [](double t) { return t >= 0 && t <= kMaxProfileTimeS; };
   const auto size_ok = [](double x) { return x >= 0 && x <= kMaxProfileSize; };
+  // All-zero times measure nothing: a step would cost no time.
+  auto all_zero = [](const auto& range, auto time) {
+    for (const auto& x : range)
+      if (time(x) != 0) return false;
+    return true;
+  };
+  bool curves_zero = true;
+  for (const auto& c : p.curves)
+    curves_zero = curves_zero && all_zero(c.time_s, [](double t) { return t; });
+  if (curves_zero)
+    throw InputError(where, "curves", "every time is 0: the profile measured nothing");
+  if (!p.attention.empty() &&
+      all_zero(p.attention, [](const AttentionPoint& a) { return a.time_s; }))
+    throw InputError(where, "attention", "every time is 0: attention would cost nothing");
   for (std::size_t i = 0; i < p.curves.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (p.curves[i].op == p.curves[j].op)

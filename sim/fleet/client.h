@@ -35,11 +35,15 @@ struct ClientConfig {
             {.desc = "a timed-out attempt is cancelled at the server (else the server finishes "
                      "it for nobody: wasted work)"});
     v.param("max_attempts", max_attempts,
-            {.unit = "attempts", .desc = "attempts per request, the first included", .min = 1});
+            {.unit = "attempts",
+             .desc = "attempts per request, the first included",
+             .min = 1,
+             .max = 100,
+             .why = "a client that tries more than 100 times is a retry storm of its own"});
     v.param("backoff_initial_s", backoff_initial_s,
             {.unit = "s", .desc = "delay before the first retry (before jitter)", .min = 0});
     v.param("backoff_multiplier", backoff_multiplier,
-            {.desc = "each further retry waits this many times longer", .min = 1});
+            {.desc = "each further retry waits this many times longer", .min = 1, .max = 1000});
     v.param("backoff_max_s", backoff_max_s, {.unit = "s", .desc = "cap on the delay", .min = 0});
     v.param("jitter", jitter,
             {.desc = "full = uniform in [0, delay]; equal = delay/2 + uniform in [0, delay/2]; "
@@ -85,7 +89,14 @@ class RetryBudget {
 // Delay before retry number `retry` (1 = the first retry), at least `retry_after_s`.
 inline double backoff_delay_s(const ClientConfig& c, int retry, double retry_after_s,
                               RngStream& rng) {
-  double d = c.backoff_initial_s * std::pow(c.backoff_multiplier, std::max(0, retry - 1));
+  // initial × multiplier^(retry-1), capped; computed so that a huge power gives the cap, never
+  // inf × 0 = NaN.
+  double d = 0;
+  if (c.backoff_initial_s > 0) {
+    const double grow = std::pow(c.backoff_multiplier, std::max(0, retry - 1));
+    d = grow >= c.backoff_max_s / c.backoff_initial_s ? c.backoff_max_s
+                                                      : c.backoff_initial_s * grow;
+  }
   d = std::min(d, c.backoff_max_s);
   if (c.jitter == "full")
     d *= rng.uniform();

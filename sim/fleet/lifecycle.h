@@ -39,6 +39,12 @@ struct FailureConfig {
              .min = 0});
     v.param("at", at, {.desc = "failures at given times"});
   }
+  void check(config::Reader& r) const {
+    if (mtbf_s > 0 && mtbf_s < 1)
+      r.fail_key("mtbf_s",
+                 "must be 0 (no random failures) or at least 1 s: a replica failing more than "
+                 "once a second never serves");
+  }
 };
 
 struct DeployConfig {
@@ -93,7 +99,10 @@ struct AutoscaleConfig {
              .desc = "no change while metric / target is within 1 ± this",
              .min = 0});
     v.param("interval_s", interval_s,
-            {.unit = "s", .desc = "how often the autoscaler decides", .positive = true});
+            {.unit = "s",
+             .desc = "how often the autoscaler decides",
+             .min = 0.1,
+             .why = "Kubernetes' HPA decides every 15 s; faster than 0.1 s is not a control loop"});
     v.param("scale_up_cooldown_s", scale_up_cooldown_s,
             {.unit = "s", .desc = "no scale-up sooner than this after the last one", .min = 0});
     v.param("scale_down_cooldown_s", scale_down_cooldown_s,

@@ -142,7 +142,7 @@ class BoundedConsistentHash final : public Router {
       v.param("load_factor", load_factor,
               {.desc = "c: a replica is eligible while its load <= c × the mean load", .min = 1});
       v.param("virtual_nodes", virtual_nodes,
-              {.unit = "points", .desc = "ring points per replica", .min = 1});
+              {.unit = "points", .desc = "ring points per replica", .min = 1, .max = 10000});
     }
   };
   BoundedConsistentHash(const Config& c, std::uint64_t) : c_(c) {}

@@ -8,24 +8,45 @@
 #include "sim/io/input_file.h"
 
 namespace kvfleet::sim {
+namespace {
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+}  // namespace
 
-std::vector<std::string> split_csv(const std::string& line) {
+std::vector<std::string> split_csv(const std::string& line, const std::string& where) {
+  // RFC 4180: a field may be quoted ("a,b"), a quote inside doubled (""); spaces around a field
+  // are trimmed. A quoted field cannot span lines here (one row per line).
   std::vector<std::string> out;
   std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      out.push_back(cur);
+  bool quoted = false, was_quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"' && cur.find_first_not_of(" \t") == std::string::npos && !was_quoted) {
+      quoted = was_quoted = true;
       cur.clear();
-    } else if (c != '\r') {
+    } else if (c == ',') {
+      out.push_back(trim(cur));
+      cur.clear();
+      was_quoted = false;
+    } else if (c != '\r' && !(was_quoted && (c == ' ' || c == '\t'))) {
+      if (was_quoted) throw InputError(where, "", "text after a closing quote");
       cur += c;
     }
   }
-  out.push_back(cur);
-  for (auto& s : out) {
-    auto b = s.find_first_not_of(" \t\"");
-    auto e = s.find_last_not_of(" \t\"");
-    s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
-  }
+  if (quoted) throw InputError(where, "", "a quoted field is not closed on its line");
+  out.push_back(trim(cur));
   return out;
 }
 
@@ -58,12 +79,12 @@ CsvFile read_csv_file(const std::string& path) {
   f.path = path;
   std::string line;
   if (!std::getline(in, line)) throw InputError(path, "", "empty file (no header row)");
-  f.header = split_csv(line);
+  f.header = split_csv(line, path + ": row 1");
   std::size_t lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    auto row = split_csv(line);
+    auto row = split_csv(line, path + ": row " + std::to_string(lineno));
     if (row.size() != f.header.size()) {
       throw InputError(path + ": row " + std::to_string(lineno), "",
                        "expected " + std::to_string(f.header.size()) + " columns, found " +

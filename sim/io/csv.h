@@ -7,8 +7,10 @@
 
 namespace kvfleet::sim {
 
-// Splits one CSV line at commas, trimming spaces and quotes around each field.
-std::vector<std::string> split_csv(const std::string& line);
+// Splits one CSV line at commas (RFC 4180 quoting: "a,b" is one field, "" a quote inside one),
+// trimming spaces around (and inside the quotes of) each field. Throws InputError(where) for a
+// quote left open.
+std::vector<std::string> split_csv(const std::string& line, const std::string& where);
 
 struct CsvFile {
   std::string path;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sim/cost/cost_model.h"
@@ -53,7 +54,11 @@ template <class V>
 void ScenarioConfig::visit(V& v) {
   v.param("name", name, {.desc = "scenario name, shown in reports"});
   v.param("description", description, {.desc = "what the scenario shows"});
-  v.param("seed", seed, {.desc = "seed of every random stream in the run", .min = 0});
+  v.param("seed", seed,
+          {.desc = "seed of every random stream in the run",
+           .min = 0,
+           .max = 9007199254740992.0,
+           .why = "seeds up to 2^53 are exact in every tool that reads them as numbers"});
   v.impl("workload", workload, workload_registry(), {.desc = "where requests come from"});
   v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
   v.param("client", client, {.desc = "clients: timeouts, retries, backoff and retry budget"});
@@ -76,6 +81,48 @@ void ScenarioConfig::check(config::Reader& r) const {
     for (std::size_t j = 0; j < i; ++j)
       if (pools[i].name == pools[j].name)
         r.fail_key("pools", "two pools are named '" + pools[i].name + "'");
+  // Extra models and GPUs: each name once, and none a preset's (which it would hide silently).
+  auto check_names = [&](const char* key, const auto& custom, const auto& presets) {
+    for (std::size_t i = 0; i < custom.size(); ++i) {
+      config::Reader cr(r.node()[key][i], std::string(key) + "[" + std::to_string(i) + "]",
+                        r.source());
+      for (std::size_t j = 0; j < i; ++j)
+        if (custom[j].name == custom[i].name)
+          cr.fail_key("name", "'" + custom[i].name + "' is declared twice");
+      for (const auto& p : presets)
+        if (p.name == custom[i].name)
+          cr.fail_key("name", "'" + custom[i].name +
+                                  "' is a preset's name; give yours another (presets are "
+                                  "listed by kvfleet presets)");
+    }
+  };
+  check_names("models", models, model_presets());
+  check_names("gpus", gpus, gpu_presets());
+  // Pool names name replicas, HDF5 groups and CSV files: letters, digits, '_', '-', '.', and
+  // every replica's file name ("pool" or "pool_3") distinct.
+  std::map<std::string, std::size_t> replica_files;
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    const std::string& n = pools[i].name;
+    const bool ok = !n.empty() && n != "." && n != ".." && n.size() <= 64 &&
+                    n.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789_-.") == std::string::npos;
+    config::Reader pr(r.node()["pools"][i], "pools[" + std::to_string(i) + "]", r.source());
+    if (!ok)
+      pr.fail_key("name", "'" + n +
+                              "': a pool name is 1 to 64 letters, digits, '_', '-' or '.' (it "
+                              "names replicas, result groups and files)");
+    const int n_rep = pools[i].max_replicas();
+    for (int k = 0; k < n_rep; ++k) {
+      const std::string file = n_rep == 1 ? n : n + "_" + std::to_string(k);
+      const auto [at, fresh] = replica_files.emplace(file, i);
+      if (!fresh)
+        pr.fail_key("name", "'" + n + "': its replica '" + file +
+                                "' would share result files "
+                                "with pool '" +
+                                pools[at->second].name + "'; rename one of them");
+    }
+  }
   const auto pool_named = [&](const std::string& n) {
     for (const auto& p : pools)
       if (p.name == n) return true;

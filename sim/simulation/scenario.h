@@ -65,14 +65,21 @@ struct SimulationConfig {
     v.param("scrape_interval_s", scrape_interval_s,
             {.unit = "s",
              .desc = "routers see replicas' load signals as of the last scrape, this "
-                     "often; 0 = always current",
+                     "often; 0 = always current (else at least 0.001)",
              .min = 0});
     v.param("check_invariants", check_invariants,
             {.desc = "verify KV block conservation and scheduler limits after every step (slow)"});
     v.param("report_context_tokens", report_context_tokens,
             {.unit = "tokens",
              .desc = "the report says how many sequences of each of these lengths fit in KV",
-             .positive = true});
+             .min = 1,
+             .why = "a sequence holds at least one token"});
+  }
+  void check(config::Reader& r) const {
+    if (scrape_interval_s > 0 && scrape_interval_s < 1e-3)
+      r.fail_key("scrape_interval_s",
+                 "must be 0 (always current) or at least 0.001 s: a scrape every microsecond "
+                 "would cost a million events per simulated second");
   }
 };
 

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -43,8 +44,10 @@ std::vector<Slo> parse_slo(const std::string& text) {
                                                             {"itl", "inter_token_latency"},
                                                             {"e2e", "e2e_request_latency"},
                                                             {"queue", "queue_time"}};
-  std::vector<std::string> known;
-  for (const auto& [k, v] : Summary{}.flatten()) known.push_back(k);
+  std::vector<std::string> known;  // the latencies: /summary metrics in seconds
+  for (const auto& m : summary_metrics())
+    if (m.unit == "s" && m.name.size() > 2 && m.name.substr(m.name.size() - 2) == "_s")
+      known.push_back(m.name);
   std::vector<Slo> out;
   std::stringstream ss(text);
   std::string part;
@@ -61,21 +64,22 @@ std::vector<Slo> parse_slo(const std::string& text) {
         us != std::string::npos && kShort.count(s.name.substr(0, us))) {
       metric = kShort.at(s.name.substr(0, us)) + s.name.substr(us) + "_s";
     }
-    if (std::find(known.begin(), known.end(), metric) == known.end() || metric.size() < 2 ||
-        metric.substr(metric.size() - 2) != "_s") {
+    if (std::find(known.begin(), known.end(), metric) == known.end()) {
       throw InputError("--slo", s.name,
                        "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
                        "or _max, e.g. ttft_p99)");
     }
     s.metric = metric;
-    char* end = nullptr;
-    const double v = std::strtod(lim.c_str(), &end);
-    const std::string unit = end ? std::string(end) : "";
+    // A decimal number (no hex, inf or nan) and its unit.
+    double v = 0;
+    const auto r =
+        std::from_chars(lim.data(), lim.data() + lim.size(), v, std::chars_format::general);
+    const std::string unit(r.ptr, lim.data() + lim.size());
     double scale = 0;
     if (unit == "s") scale = 1;
     if (unit == "ms") scale = 1e-3;
     if (unit == "us") scale = 1e-6;
-    if (end == lim.c_str() || scale == 0 || !(v > 0)) {
+    if (r.ec != std::errc() || scale == 0 || !(v > 0) || !std::isfinite(v)) {
       throw InputError("--slo", s.name,
                        "limit '" + lim + "' is not a positive number with a unit s, ms or us");
     }
@@ -92,7 +96,7 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
   const Scenario base = load(path, opt.sets);
   const YAML::Node resolved = YAML::Load(base.resolved_yaml);
   const YAML::Node wl = resolved["workload"];
-  res.key = opt.key;
+  res.key = opt.key.empty() ? "" : config::canonical_key(opt.key, "--key");
   if (res.key.empty()) {
     if (opt.load == "users") {
       if (!wl["users"]) throw InputError("--metric", "users", "this workload has no users key");
@@ -110,15 +114,40 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
       throw InputError("--metric", opt.load, "is not arrival_rate or users");
     }
   }
-  // The current value of the key in the resolved scenario.
+  // The current value of the key in the resolved scenario (canonical path: a.b[2].c).
   YAML::Node node = resolved;
   std::stringstream keys(res.key);
-  for (std::string k; std::getline(keys, k, '.');) node.reset(node[k]);
-  if (!node || !node.IsScalar())
-    throw InputError("--key", res.key, "not a number in this scenario");
-  res.start = node.as<double>();
+  for (std::string k; std::getline(keys, k, '.') && node.IsDefined();) {
+    const auto br = k.find('[');
+    node.reset(node.IsMap() ? node[k.substr(0, br)] : YAML::Node(YAML::NodeType::Undefined));
+    for (auto at = br; at != std::string::npos && node.IsDefined(); at = k.find('[', at + 1)) {
+      const std::size_t idx = std::stoul(k.substr(at + 1));
+      node.reset(node.IsSequence() && idx < node.size() ? node[idx]
+                                                        : YAML::Node(YAML::NodeType::Undefined));
+    }
+  }
+  if (!node.IsDefined() || !node.IsScalar())
+    throw InputError("--key", res.key, "is not a number in this scenario");
+  {
+    const std::string& text = node.Scalar();
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), res.start);
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(res.start))
+      throw InputError("--key", res.key, "is '" + text + "' in this scenario, not a number");
+  }
+  // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
+  bool integer = opt.load == "users";
+  {
+    std::string generic;  // pools[0].replicas -> pools[].replicas, as the declarations name it
+    for (std::size_t i = 0; i < res.key.size(); ++i) {
+      generic += res.key[i];
+      if (res.key[i] == '[') {
+        while (i + 1 < res.key.size() && res.key[i + 1] != ']') ++i;
+      }
+    }
+    for (const auto& row : scenario_parameters())
+      if (row.key == generic && row.type.rfind("integer", 0) == 0) integer = true;
+  }
   if (!(res.start > 0)) res.start = 1;
-  const bool integer = opt.load == "users";
   {
     YAML::Emitter e;
     e << wl;
@@ -150,7 +179,7 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
     ++runs;
     if (opt.on_run) {
       std::lock_guard<std::mutex> lock(mu);
-      opt.on_run(r, x, ok);
+      opt.on_run(res.seeds[r], x, ok);
     }
     return ok;
   };
@@ -166,8 +195,10 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
         try {
           ok = holds(r, y);
         } catch (const InputError& e) {
-          // The load cannot go higher (beyond the key's range): the SLO holds up to there.
-          if (e.key() != res.key) throw;
+          // The load cannot go higher (beyond the key's range, or the scenario no longer fits
+          // at it): the SLO holds up to there.
+          std::lock_guard<std::mutex> lock(mu);
+          if (res.limited_by.empty()) res.limited_by = e.what();
           return lo;
         }
         if (!ok) {
@@ -182,7 +213,15 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
       for (int i = 0; i < 30; ++i) {
         const double y = round(hi / 2);
         if (integer && y >= hi) return 0.0;
-        if (holds(r, y)) {
+        bool ok;
+        try {
+          ok = holds(r, y);
+        } catch (const InputError& e) {
+          // The load cannot go lower (below the key's range): the SLO holds at no load.
+          if (e.key() != res.key) throw;
+          return 0.0;
+        }
+        if (ok) {
           lo = y;
           break;
         }

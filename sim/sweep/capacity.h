@@ -27,7 +27,7 @@ struct CapacityOptions {
   double tolerance = 0.02;        // stop bisecting when (hi − lo) / lo is below
   int threads = 0;                // replicates run in parallel
   std::vector<std::string> sets;  // overrides applied to every run
-  std::function<void(int replicate, double load, bool holds)> on_run;
+  std::function<void(std::int64_t seed, double load, bool holds)> on_run;  // after each run
 };
 
 struct CapacityResult {
@@ -38,6 +38,9 @@ struct CapacityResult {
   double mean = 0, ci95_low = 0, ci95_high = 0;
   int runs = 0;
   std::string workload_yaml;  // the workload section, resolved
+  // When the search reached a load the scenario refuses (beyond the key's range, or a setting
+  // that no longer fits) while the SLO still held: the first such refusal.
+  std::string limited_by;
 };
 
 // `scenario_path` empty: the built-in default.

@@ -273,10 +273,22 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   if (has_axes && has_sample) top.fail_key("sample", "give axes or sample, not both");
   if (!has_axes && !has_sample) top.fail_key("axes", "a sweep needs axes or a sample");
   if (has_axes && c.axes.empty()) top.fail_key("axes", "expected a non-empty list");
-  // Every key once: a key varied twice would give points whose second value silently wins.
+  // Every key once, however spelled (pools.0.x is pools[0].x): a key varied twice would give
+  // points whose second value silently wins. An axis cannot take the name of a column /points
+  // has anyway (point, seed, ...) or of a metric.
+  const auto metric_names = summary_metric_names();
   auto check_unique_key = [&](const std::string& key, const YAML::Node& at, const std::string& p) {
+    static const std::set<std::string> fixed = {"point",  "replicate", "seed",
+                                                "status", "error",     "wall_s"};
+    if (fixed.count(key) ||
+        std::find(metric_names.begin(), metric_names.end(), key) != metric_names.end())
+      top.fail(at, p,
+               "'" + key + "' names a column the results have already" +
+                   (key == "seed" ? " (vary seeds with replicates:)" : std::string()));
+    const std::string canon = config::canonical_key(key, name + ": " + p);
     for (const auto& a : s.axes)
-      if (a.key == key) top.fail(at, p, "'" + key + "' is varied twice (each key once)");
+      if (config::canonical_key(a.key, name) == canon)
+        top.fail(at, p, "'" + key + "' is varied twice (each key once)");
   };
   double points = 1;
   for (std::size_t i = 0; i < c.axes.size(); ++i) {
@@ -308,8 +320,20 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
       if (!(n <= static_cast<double>(kMaxSweepPoints)))
         ar.fail_key("range", "gives " + config::format_double(n) + " values, above the limit of " +
                                  std::to_string(kMaxSweepPoints) + " points of a sweep");
-      for (double x = r.start; x <= r.stop * (1 + 1e-12) + 1e-12; x += r.step)
+      // start, start + step, ... up to stop (with a relative slack for rounding); each value
+      // must differ from the one before (a step below the values' precision would repeat them).
+      double limit = r.stop * (1 + 1e-12) + 1e-12;
+      if (!std::isfinite(limit)) limit = r.stop;
+      for (double x = r.start; x <= limit;) {
         ax.values.push_back(config::format_double(x));
+        const double next = x + r.step;
+        if (!(next <= limit) || (!(next > x) && x >= r.stop)) break;
+        if (!(next > x) || ax.values.size() > kMaxSweepPoints)
+          ar.fail_key("range", "the step " + config::format_double(r.step) +
+                                   " is below the precision of values near " +
+                                   config::format_double(x));
+        x = next;
+      }
     } else {
       const LogRangeConfig& lr = a.log_range;
       for (std::int64_t j = 0; j < lr.num; ++j) {
@@ -355,11 +379,16 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
                  std::to_string(kMaxSweepPoints));
   }
   s.seed = c.seed;
-  const auto known = summary_metric_names();
+  if (s.seed > 9007199254740992ll - s.replicates)
+    top.fail_key("seed", "with the replicates' seeds after it, must stay within 2^53");
+  const auto& known = metric_names;
   for (std::size_t i = 0; i < c.metrics.size(); ++i) {
     if (std::find(known.begin(), known.end(), c.metrics[i]) == known.end())
       top.fail(root["metrics"][i], "metrics",
                "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) + ")");
+    for (std::size_t j = 0; j < i; ++j)
+      if (c.metrics[j] == c.metrics[i])
+        top.fail(root["metrics"][i], "metrics", "'" + c.metrics[i] + "' is listed twice");
   }
   s.metrics = c.metrics;
   s.curves = c.curves;
@@ -408,6 +437,9 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
   const Scenario base = load_point(spec, {});
   r.base_yaml = base.resolved_yaml;
   const std::int64_t seed = spec.seed >= 0 ? spec.seed : base.config.seed;
+  if (seed > 9007199254740992ll - spec.replicates)
+    throw InputError(spec.path, "seed",
+                     "the base scenario's seed plus the replicates passes 2^53, the largest seed");
   const std::size_t n = spec.num_points();
   r.points.resize(n);
   r.axis_values.resize(n);

@@ -118,7 +118,9 @@ class Conversations final : public Workload {
       v.param("document_priority", document_priority,
               {.desc = "priority of sessions with a document (a separate queue under priority "
                        "scheduling); -1 = like the others",
-               .min = -1});
+               .min = -1,
+               .max = kMaxPriority,
+               .why = kMaxPriorityWhy});
       v.param("dynamic_header_tokens", dynamic_header_tokens,
               {.unit = "tokens",
                .desc = "a header unique to each request (timestamp, request id); "
@@ -150,9 +152,11 @@ class Conversations final : public Workload {
       v.param(
           "tenants", tenants,
           {.unit = "tenants", .desc = "sessions are spread uniformly over tenants 1..N", .min = 1});
-      v.param(
-          "priority_weights", priority_weights,
-          {.desc = "relative frequency of session priority 0, 1, ... (0 most urgent)", .min = 0});
+      v.param("priority_weights", priority_weights,
+              {.desc = "relative frequency of session priority 0, 1, ... (0 most urgent)",
+               .min = 0,
+               .max = 1e6,
+               .why = "relative weights; larger values would overflow their sum"});
     }
   };
 

@@ -219,7 +219,10 @@ class GammaArrivals final : public ArrivalProcess {
       v.param("rate_per_s", rate_per_s,
               {.unit = "requests/s", .desc = "mean arrival rate", .positive = true});
       v.param("cv", cv,
-              {.desc = "coefficient of variation of the gaps (burstiness)", .positive = true});
+              {.desc = "coefficient of variation of the gaps (burstiness)",
+               .min = 1e-3,
+               .max = 1e3,
+               .why = "the gamma's shape 1/cv^2 must stay a normal floating-point number"});
     }
   };
   explicit GammaArrivals(const Config& c)
@@ -263,9 +266,16 @@ class Diurnal final : public ArrivalProcess {
                        "amplitude)",
                .min = 0,
                .max = 1});
-      v.param("period_s", period_s, {.unit = "s", .desc = "length of one cycle", .positive = true});
+      v.param("period_s", period_s,
+              {.unit = "s",
+               .desc = "length of one cycle",
+               .min = 1,
+               .why = "a cycle shorter than a second is not diurnal and leaves the sine's "
+                      "resolution"});
       v.param("phase_s", phase_s,
-              {.unit = "s", .desc = "shift: the rate at t is the sine's value at t + phase_s"});
+              {.unit = "s",
+               .desc = "shift: the rate at t is the sine's value at t + phase_s",
+               .min = -1e9});
     }
   };
   explicit Diurnal(const Config& c) : c_(c), peak_(c.rate_per_s * (1 + c.amplitude)) {}

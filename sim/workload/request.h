@@ -15,6 +15,10 @@ struct Segment {
   std::uint32_t owner = 0;  // tenant; 0 = public content, shared across tenants
 };
 
+// Priority classes: 0 is the most urgent; at most kMaxPriority (reports keep a row per class).
+inline constexpr int kMaxPriority = 1000;
+inline constexpr const char* kMaxPriorityWhy = "priority classes are counted one by one";
+
 // One request as the workload produces it. Later stages add routing and outcome.
 struct RequestSpec {
   SimTime arrival = 0;

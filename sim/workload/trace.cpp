@@ -86,8 +86,13 @@ double parse_datetime(const std::string& s, const std::string& where, const std:
   double sec;
   char tail = 0;
   if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d:%lf%c", &Y, &M, &D, &h, &m, &sec, &tail) != 6 ||
-      M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec < 0 || sec >= 61)
+      Y < 1 || Y > 9999 || M < 1 || M > 12 || h < 0 || h > 23 || m < 0 || m > 59 ||
+      !(sec >= 0 && sec < 60))
     throw InputError(where, col, "not a timestamp 'YYYY-MM-DD hh:mm:ss.frac': '" + s + "'");
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+  if (D < 1 || D > kDays[M - 1] + (M == 2 && leap))
+    throw InputError(where, col, "'" + s + "': no such day");
   // Days from civil (Howard Hinnant's algorithm).
   Y -= M <= 2;
   const int era = (Y >= 0 ? Y : Y - 399) / 400;
@@ -103,7 +108,7 @@ std::vector<TraceRow> read_csv(const std::string& path, const std::string& forma
   auto in = open_or_throw(path);
   std::string line;
   if (!std::getline(in, line)) throw InputError(path, "", "empty trace file (no header row)");
-  const auto header = split_csv(line);
+  const auto header = split_csv(line, path + ": row 1");
   auto col = [&](std::string_view name) -> long {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : it - header.begin();
@@ -126,8 +131,8 @@ std::vector<TraceRow> read_csv(const std::string& path, const std::string& forma
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    const auto f = split_csv(line);
     const std::string w = row_where(path, lineno);
+    const auto f = split_csv(line, w);
     const long need = std::max({i_time, i_in, i_out});
     if (static_cast<long>(f.size()) <= need)
       throw InputError(w, "",
@@ -171,7 +176,11 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
-      throw InputError(w, "", std::string("not valid JSON: ") + e.what());
+      // nlohmann's text without its "[json.exception.parse_error.101] " tag.
+      std::string what = e.what();
+      if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+        what = what.substr(what.find("] ") + 2);
+      throw InputError(w, "", "not valid JSON: " + what);
     }
     if (!j.is_object()) throw InputError(w, "", "expected a JSON object");
     auto get_int = [&](const std::string& k, bool prompt) -> std::int32_t {

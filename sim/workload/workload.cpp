@@ -43,7 +43,9 @@ class Synthetic final : public StreamWorkload {
       v.param("priority_weights", priority_weights,
               {.desc = "relative frequency of priority 0, 1, ... (0 is the most urgent); "
                        "empty = all priority 0",
-               .min = 0});
+               .min = 0,
+               .max = 1e6,
+               .why = "relative weights; larger values would overflow their sum"});
     }
     void check(config::Reader& r) const {
       if (num_requests == 0 && duration_s == 0)
