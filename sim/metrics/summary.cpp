@@ -236,7 +236,7 @@ class MetricList {
                                                                     {"max", &LatencyStats::max}};
     for (const auto& [stat, member] : stats)
       add(name + "_" + stat + "_s", "s", std::string(stat) + " " + what + " (NaN when none)",
-          [field, member](const Summary& s) { return (s.*field).*member; });
+          [field, m = member](const Summary& s) { return (s.*field).*m; });
   }
   void count(const std::string& name, const std::string& unit, const std::string& desc,
              std::int64_t Summary::*field) {
