@@ -13,6 +13,9 @@
 #include <fstream>
 
 #include "sim/core/error.h"
+#include "sim/simulation/simulation.h"
+#include "sim/sweep/point_runner.h"
+#include "sim/testing/run.h"
 
 namespace kvfleet::sim {
 namespace {
@@ -300,6 +303,77 @@ TEST(Sweep, TwoMpiRanksEqualOneProcess) {
   expect_same(read_sweep_h5(dir + "/one.h5"), read_sweep_h5(dir + "/mpi.h5"));
 }
 #endif
+
+TEST(PointRunner, RunsEveryJobOnceAndReportsTheEnd) {
+  std::vector<std::atomic<int>> hits(37);
+  std::size_t last_done = 0, last_total = 0;
+  PointRunnerOptions o;
+  o.threads = 4;
+  o.on_progress = [&](std::size_t d, std::size_t t) { last_done = d, last_total = t; };
+  run_points(
+      hits.size(), [&](std::size_t i) { ++hits[i]; }, o);
+  for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(last_done, 37u);
+  EXPECT_EQ(last_total, 37u);
+  run_points(
+      0, [&](std::size_t) { FAIL(); }, o);  // no jobs: returns at once
+}
+
+TEST(PointRunner, ACancelSkipsJobsNotStarted) {
+  CancelToken cancel;
+  std::atomic<int> ran{0};
+  PointRunnerOptions o;
+  o.threads = 1;
+  o.cancel = &cancel;
+  run_points(
+      100,
+      [&](std::size_t i) {
+        ++ran;
+        if (i == 4) cancel.cancel();
+      },
+      o);
+  EXPECT_EQ(ran.load(), 5);
+}
+
+TEST(PointRunner, AnEscapedErrorStopsTheOthersAndIsRethrown) {
+  std::atomic<int> ran{0};
+  PointRunnerOptions o;
+  o.threads = 1;
+  EXPECT_THROW(run_points(
+                   50,
+                   [&](std::size_t i) {
+                     ++ran;
+                     if (i == 2) throw std::runtime_error("boom");
+                   },
+                   o),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 3);
+  o.on_checkpoint = [] { throw InputError("checkpoint", "--out", "disk full"); };
+  o.checkpoint_every_s = 0;
+  EXPECT_THROW(
+      run_points(
+          4, [](std::size_t) { std::this_thread::sleep_for(std::chrono::milliseconds(60)); }, o),
+      InputError);
+}
+
+TEST(PointRunner, ACancelledRunStopsBetweenEvents) {
+  // A run whose token is cancelled stops at its next sample and says so; without it, it ends.
+  Scenario s = load_scenario_file(KVFLEET_SOURCE_DIR "/scenarios/default.yaml",
+                                  {"workload.num_requests=2000"});
+  CancelToken cancel;
+  cancel.cancel();
+  Simulation sim(s);
+  sim.set_cancel(&cancel);
+  RunResult r = sim.run();
+  EXPECT_TRUE(r.cancelled);
+  Summary cut = summarize(r);
+  Simulation again(s);
+  RunResult full = again.run();
+  EXPECT_FALSE(full.cancelled);
+  Summary all = summarize(full);
+  EXPECT_LT(cut.ok, all.ok);
+  EXPECT_GT(all.ok, 1000);
+}
 
 }  // namespace
 }  // namespace kvfleet::sim

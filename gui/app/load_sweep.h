@@ -1,15 +1,18 @@
 #pragma once
 // Runs one scenario at 8 loads on background threads for the GUI: results arrive one point at a
-// time (signals, queued to the GUI thread), a run can be cancelled mid-point, and the numbers are
-// those `kvfleet run` prints for the same scenario and load.
+// time (signals, queued to the GUI thread), a run can be cancelled mid-point (a cancel token the
+// runs check between events), and the numbers are those `kvfleet run` prints for the same
+// scenario and load. The pool is sim::run_points, as for sweeps and capacity searches.
 #include <QtCore/QObject>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sim/core/cancel.h"
 #include "sim/metrics/summary.h"
 #include "sim/simulation/simulation.h"
 
@@ -48,12 +51,11 @@ class LoadSweep : public QObject {
 
  private:
   void join();
-  std::vector<std::thread> workers_;
+  std::thread worker_;  // runs sim::run_points (a pool of its own)
   mutable std::mutex mu_;
   std::vector<LoadPoint> points_;
-  std::atomic<bool> cancel_{false};
+  std::shared_ptr<sim::CancelToken> cancel_;
   std::atomic<bool> running_{false};
-  std::atomic<int> next_{0}, done_{0}, live_{0};
   std::string key_;
 };
 

@@ -92,10 +92,13 @@ class EventQueue {
     wake_kind_ = kind;
   }
 
-  // Runs events until the queue is empty or the next event lies after `until`.
+  // Runs events until the queue is empty, the next event lies after `until`, or stop() was
+  // called (from an event).
   void run(SimTime until = kTimeNever) {
-    while (!heap_.empty() && heap_.front().time <= until) step();
+    while (!heap_.empty() && heap_.front().time <= until && !stopped_) step();
   }
+  void stop() { stopped_ = true; }
+  bool stopped() const { return stopped_; }
 
   std::uint64_t events_processed() const { return processed_; }
 
@@ -125,6 +128,7 @@ class EventQueue {
 
   std::vector<Event> heap_;
   EventHandler* wake_ = nullptr;
+  bool stopped_ = false;
   std::uint32_t wake_kind_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;

@@ -96,9 +96,10 @@ struct RunResult {
   std::vector<TimeSeries> timeseries;
   std::vector<ReplicaResult> replicas;
   std::vector<PoolResult> pools;
-  SimTime end_time = 0;                                        // when the last event ran
-  std::uint64_t events = 0;                                    // events processed
-  bool stopped_early = false;                                  // simulation.max_time_s cut the run
+  SimTime end_time = 0;        // when the last event ran
+  std::uint64_t events = 0;    // events processed
+  bool stopped_early = false;  // simulation.max_time_s cut the run
+  bool cancelled = false;      // stopped by a cancel token (Simulation::set_cancel): incomplete
   std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
   std::vector<std::vector<StepTrace>>
       steps;           // per replica, when Simulation::record_steps was asked

@@ -633,6 +633,10 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     case kSample:
       sample(now);
       if (progress_) progress_(now, log_.size());
+      if (cancel_ && cancel_->cancelled()) {
+        queue_.stop();
+        return;
+      }
       if (active()) schedule_periodic(kSample, now + sample_interval_);
       return;
     case kWake:
@@ -799,6 +803,7 @@ RunResult Simulation::run() {
   queue_.push(0, this, kSample);
   const double max_s = scenario_.config.simulation.max_time_s;
   RunResult res;
+  if (cancel_ && cancel_->cancelled()) queue_.stop();
   if (max_s > 0) {
     const SimTime stop = from_seconds(max_s);
     queue_.run(stop);
@@ -816,6 +821,7 @@ RunResult Simulation::run() {
     queue_.run();
     res.end_time = queue_.now();
   }
+  res.cancelled = queue_.stopped();
   res.events = queue_.events_processed();
   res.workload_stats = workload_->stats();
   res.workload_stats.emplace_back("released_blocks", static_cast<double>(released_blocks_));

@@ -11,6 +11,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "sim/core/cancel.h"
 #include "sim/core/event_queue.h"
 #include "sim/core/rng.h"
 #include "sim/engine/replica.h"
@@ -38,6 +39,9 @@ class Simulation final : public EventHandler, public RequestObserver {
   // shows progress with it).
   using Progress = std::function<void(SimTime now, std::size_t requests)>;
   void on_progress(Progress p) { progress_ = std::move(p); }
+  // When `token` is cancelled, the run stops at its next time-series sample and run() returns
+  // what it has, with RunResult::cancelled set.
+  void set_cancel(const CancelToken* token) { cancel_ = token; }
   // While nothing is queued, running or in transit, the periodic scrape and sample events pause
   // until the next event (on by default; results are the same either way, tests compare).
   void fast_forward_idle(bool on) { fast_forward_idle_ = on; }
@@ -179,6 +183,7 @@ class Simulation final : public EventHandler, public RequestObserver {
   bool fast_forward_idle_ = true;
   std::size_t timeseries_rows_ = 0;  // rows written so far, all replicas
   Progress progress_;
+  const CancelToken* cancel_ = nullptr;
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
   // Disaggregation: pools (-1: off) and, by request, the decode stage waiting for its prefill.
   std::int32_t prefill_pool_ = -1, decode_pool_ = -1;

@@ -9,13 +9,13 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/metrics/summary.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
+#include "sim/sweep/point_runner.h"
 
 namespace kvfleet::sim {
 
@@ -158,17 +158,19 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
   for (int r = 0; r < reps; ++r) res.seeds.push_back(base.config.seed + r);
   std::atomic<int> runs{0};
   std::mutex mu;
-  std::atomic<int> next{0};
-  std::atomic<bool> stop{false};  // a run failed: the other threads stop at their next run
+  CancelToken stop;  // a run failed: the others stop (between events) and their seeds end
   struct Stopped {};
   auto holds = [&](int r, double x) {
-    if (stop) throw Stopped{};
+    if (stop.cancelled()) throw Stopped{};
     std::vector<std::string> sets = opt.sets;
     sets.push_back(res.key + "=" + config::format_double(x));
     sets.push_back("seed=" + std::to_string(res.seeds[r]));
     const Scenario sc = load(path, sets);
     Simulation sim(sc);
-    const Summary s = summarize(sim.run());
+    sim.set_cancel(&stop);
+    const RunResult rr = sim.run();
+    if (rr.cancelled) throw Stopped{};
+    const Summary s = summarize(rr);
     const auto flat = s.flatten();
     bool ok = s.ok > 0;
     for (const auto& q : slo) {
@@ -236,24 +238,23 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
     }
     return lo;
   };
-  const int threads = std::max(
-      1, std::min(reps, opt.threads > 0 ? opt.threads
-                                        : static_cast<int>(std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
   std::exception_ptr failure;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      try {
-        for (int r = next++; r < reps; r = next++) res.per_seed[r] = search(r);
-      } catch (const Stopped&) {
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        stop = true;
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
+  PointRunnerOptions ro;
+  ro.threads = opt.threads;
+  ro.cancel = &stop;
+  run_points(
+      static_cast<std::size_t>(reps),
+      [&](std::size_t r) {
+        try {
+          res.per_seed[r] = search(static_cast<int>(r));
+        } catch (const Stopped&) {
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!failure) failure = std::current_exception();
+          stop.cancel();
+        }
+      },
+      ro);
   if (failure) std::rethrow_exception(failure);
   res.runs = runs.load();
   double sum = 0;

@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -15,7 +14,6 @@
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
@@ -24,6 +22,7 @@
 #include "sim/metrics/summary.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
+#include "sim/sweep/point_runner.h"
 
 namespace kvfleet::sim {
 
@@ -488,104 +487,95 @@ std::size_t SweepResults::failed() const {
       points.begin(), points.end(), [](const PointResult& p) { return p.done && !p.ok; }));
 }
 
+// One point: its scenario, run, summarised into the metrics and curves kept. A run cancelled
+// midway returns false (the point stays to do).
+static bool run_point(const SweepSpec& spec, const SweepResults& results, PointResult& p,
+                      const CancelToken& cancel) {
+  try {
+    std::vector<std::string> o =
+        spec.overrides(static_cast<std::size_t>(p.point), p.seed - p.replicate);
+    const Scenario sc = load_point(spec, o);
+    Simulation sim(sc);
+    sim.set_cancel(&cancel);
+    const RunResult rr = sim.run();
+    if (rr.cancelled) return false;
+    const Summary s = summarize(rr);
+    const auto flat = s.flatten();
+    p.metrics.clear();
+    for (const auto& name : results.metric_names) {
+      double v = std::nan("");
+      for (const auto& [k, x] : flat) {
+        if (k == name) v = x;
+      }
+      p.metrics.push_back(v);
+    }
+    p.curves.clear();
+    if (spec.curves) {
+      std::vector<double> ttft, tpot, e2e;
+      for (const auto& q : rr.requests) {
+        if (q.outcome != Outcome::kOk) continue;
+        ttft.push_back(q.ttft_s());
+        e2e.push_back(q.e2e_s());
+        if (q.tpot_s() >= 0) tpot.push_back(q.tpot_s());
+      }
+      percentiles(std::move(ttft), p.curves);
+      percentiles(std::move(tpot), p.curves);
+      percentiles(std::move(e2e), p.curves);
+    }
+    p.ok = true;
+    p.error.clear();
+  } catch (const std::exception& e) {
+    p.ok = false;
+    p.error = e.what();
+    p.metrics.assign(results.metric_names.size(), std::nan(""));
+    p.curves.clear();
+  }
+  return true;
+}
+
 void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions& opt) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < results.points.size(); ++i) {
     if (!results.points[i].done && static_cast<int>(i % opt.shards) == opt.shard) todo.push_back(i);
   }
-  const int threads = std::max(
-      1, std::min<int>(
-             opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()),
-             static_cast<int>(std::max<std::size_t>(todo.size(), 1))));
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> finished{0};
-  std::atomic<bool> stop{false};  // a callback failed: workers finish their point and stop
   std::mutex mu;
-  auto work = [&] {
-    for (std::size_t j = next++; j < todo.size() && !stop; j = next++) {
-      const std::size_t i = todo[j];
-      PointResult p;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        p = results.points[i];
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        std::vector<std::string> o = spec.overrides(i, p.seed - p.replicate);
-        const Scenario sc = load_point(spec, o);
-        Simulation sim(sc);
-        const RunResult rr = sim.run();
-        const Summary s = summarize(rr);
-        const auto flat = s.flatten();
-        p.metrics.clear();
-        for (const auto& name : results.metric_names) {
-          double v = std::nan("");
-          for (const auto& [k, x] : flat) {
-            if (k == name) v = x;
-          }
-          p.metrics.push_back(v);
+  CancelToken cancel;
+  PointRunnerOptions ro;
+  ro.threads = opt.threads;
+  ro.cancel = &cancel;
+  ro.report_every_s = opt.report_every_s;
+  ro.checkpoint_every_s = opt.checkpoint_every_s;
+  if (opt.on_progress) {
+    ro.on_progress = [&](std::size_t done, std::size_t total) {
+      std::lock_guard<std::mutex> lock(mu);
+      opt.on_progress(results, done, total);
+    };
+  }
+  // A checkpoint that cannot be written stops the sweep: the runs in flight stop at their next
+  // sample, and the error reaches the caller.
+  if (opt.on_checkpoint) {
+    ro.on_checkpoint = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      opt.on_checkpoint(results);
+    };
+  }
+  run_points(
+      todo.size(),
+      [&](std::size_t j) {
+        const std::size_t i = todo[j];
+        PointResult p;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          p = results.points[i];
         }
-        p.curves.clear();
-        if (spec.curves) {
-          std::vector<double> ttft, tpot, e2e;
-          for (const auto& q : rr.requests) {
-            if (q.outcome != Outcome::kOk) continue;
-            ttft.push_back(q.ttft_s());
-            e2e.push_back(q.e2e_s());
-            if (q.tpot_s() >= 0) tpot.push_back(q.tpot_s());
-          }
-          percentiles(std::move(ttft), p.curves);
-          percentiles(std::move(tpot), p.curves);
-          percentiles(std::move(e2e), p.curves);
-        }
-        p.ok = true;
-        p.error.clear();
-      } catch (const std::exception& e) {
-        p.ok = false;
-        p.error = e.what();
-        p.metrics.assign(results.metric_names.size(), std::nan(""));
-        p.curves.clear();
-      }
-      p.done = true;
-      p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!run_point(spec, results, p, cancel)) return;
+        p.done = true;
+        p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::lock_guard<std::mutex> lock(mu);
         results.points[i] = std::move(p);
-      }
-      ++finished;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-  auto last_report = std::chrono::steady_clock::now();
-  auto last_checkpoint = last_report;
-  // A callback that throws (a checkpoint that cannot be written) stops the sweep: the workers
-  // end their current points, are joined, and the error goes to the caller.
-  std::exception_ptr failure;
-  while (finished.load() < todo.size() && !failure) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const auto now = std::chrono::steady_clock::now();
-    try {
-      if (opt.on_progress &&
-          std::chrono::duration<double>(now - last_report).count() >= opt.report_every_s) {
-        std::lock_guard<std::mutex> lock(mu);
-        opt.on_progress(results, finished.load(), todo.size());
-        last_report = now;
-      }
-      if (opt.on_checkpoint &&
-          std::chrono::duration<double>(now - last_checkpoint).count() >= opt.checkpoint_every_s) {
-        std::lock_guard<std::mutex> lock(mu);
-        opt.on_checkpoint(results);
-        last_checkpoint = now;
-      }
-    } catch (...) {
-      failure = std::current_exception();
-      stop = true;
-    }
-  }
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-  if (opt.on_progress) opt.on_progress(results, finished.load(), todo.size());
+      },
+      ro);
 }
 
 namespace {

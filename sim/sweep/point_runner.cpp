@@ -1,0 +1,65 @@
+#include "sim/sweep/point_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvfleet::sim {
+
+void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
+                const PointRunnerOptions& opt) {
+  CancelToken own;
+  CancelToken& cancel = opt.cancel ? *opt.cancel : own;
+  const std::size_t threads = std::max<std::size_t>(
+      1, std::min<std::size_t>(
+             std::max<std::size_t>(n, 1),
+             opt.threads > 0 ? static_cast<std::size_t>(opt.threads)
+                             : std::max(1u, std::thread::hardware_concurrency())));
+  std::atomic<std::size_t> next{0}, finished{0};
+  std::mutex failure_mu;
+  std::exception_ptr failure;
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < n && !cancel.cancelled(); i = next++) {
+        try {
+          work(i);
+        } catch (...) {  // a job's own errors are its business; this is a bug or out of memory
+          std::lock_guard lock(failure_mu);
+          if (!failure) failure = std::current_exception();
+          cancel.cancel();
+        }
+        ++finished;
+      }
+    });
+  }
+  auto last_report = std::chrono::steady_clock::now();
+  auto last_checkpoint = last_report;
+  auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(a - b).count(); };
+  while (finished.load() < n && !cancel.cancelled()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto now = std::chrono::steady_clock::now();
+    try {
+      if (opt.on_progress && seconds(now, last_report) >= opt.report_every_s) {
+        opt.on_progress(finished.load(), n);
+        last_report = now;
+      }
+      if (opt.on_checkpoint && seconds(now, last_checkpoint) >= opt.checkpoint_every_s) {
+        opt.on_checkpoint();
+        last_checkpoint = now;
+      }
+    } catch (...) {
+      std::lock_guard lock(failure_mu);
+      if (!failure) failure = std::current_exception();
+      cancel.cancel();
+    }
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  if (opt.on_progress && !cancel.cancelled()) opt.on_progress(std::min(finished.load(), n), n);
+}
+
+}  // namespace kvfleet::sim
