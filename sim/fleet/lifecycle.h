@@ -4,10 +4,16 @@
 // provisioning delay plus the time to load its weights, and comes up with an empty cache.
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/params.h"
+#include "sim/core/event_queue.h"
+#include "sim/core/rng.h"
+#include "sim/fleet/router.h"
 
 namespace kvfleet::sim {
 
@@ -123,5 +129,132 @@ inline int autoscale_desired(const AutoscaleConfig& c, int ready, int current, d
   if (ready == 0 && metric > 0 && desired < 1) desired = 1;  // demand and nobody to serve it
   return std::min(max_replicas, std::max(c.min_replicas, desired));
 }
+
+// A replica's state in the fleet. Only an up replica takes new requests; a draining one finishes
+// those it has; starting, down and off ones hold none.
+enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
+
+// One replica's place in the fleet and its history.
+struct FleetNode {
+  std::size_t pool = 0, local = 0;
+  Life life = Life::kUp;
+  std::uint32_t gen = 0;  // bumped at every state change: older lifecycle events are void
+  SimTime since = 0;      // paid time accounted up to here
+  double paid_s = 0;
+  bool restart_after_drain = false;  // deploy: restart; scale-in: switch off
+  bool deploying = false;
+  std::int64_t failures = 0, restarts = 0;
+};
+
+// What the lifecycle asks of the rest of the fleet (Simulation wires it to the engines and the
+// gateways).
+class LifecycleHost {
+ public:
+  virtual ~LifecycleHost() = default;
+  // The engine of `node` stops: every request still there fails, its KV is gone.
+  virtual void stop_replica(std::size_t node, SimTime now) = 0;
+  virtual bool replica_idle(std::size_t node) const = 0;
+  // A replica of `pool` changed state: the gateway and routers see it at once.
+  virtual void membership_changed(std::size_t pool) = 0;
+  // A replica of `pool` came up: requests queued at its gateway may go.
+  virtual void replica_up(std::size_t pool, SimTime now) = 0;
+  // Anything left to do (arrivals, requests in flight): no failures and no autoscaler after.
+  virtual bool active() const = 0;
+  virtual std::span<const ReplicaLoad> signals(std::size_t pool) = 0;
+  virtual double gateway_queued(std::size_t pool) const = 0;
+};
+
+// One pool as the lifecycle sees it.
+struct LifecyclePool {
+  FailureConfig failures;
+  DeployConfig deploy;
+  AutoscaleConfig autoscale;
+  double start_delay_s = 0;  // provisioning + weight load
+  int replicas = 1;          // up at the start
+  int max_replicas = 1;      // replicas that exist (the others start off)
+};
+
+// Counters of one pool's lifecycle, for its results.
+struct LifecycleCounts {
+  std::int64_t scale_ups = 0, scale_downs = 0;
+  int peak_replicas = 0;  // most replicas up or starting at once
+};
+
+// Failures, rolling deploys and the autoscaler: the component that owns every replica's state
+// (FleetNode) and the events that change it.
+class Lifecycle final : public EventHandler {
+ public:
+  Lifecycle(EventQueue& queue, LifecycleHost& host, std::uint64_t seed);
+  // Adds a pool and its replicas (numbered on from those of earlier pools).
+  void add_pool(const LifecyclePool& pool);
+  // Schedules the failures, deploys and autoscaler decisions of every pool.
+  void start();
+  // A request left `node` (ended or handed over): a draining replica may be done.
+  void on_request_left(std::size_t node, SimTime now) {
+    if (nodes_[node].life == Life::kDraining) push(node, kDrainCheck, now);
+  }
+  bool up(std::size_t node) const { return nodes_[node].life == Life::kUp; }
+  const FleetNode& node(std::size_t n) const { return nodes_[n]; }
+  std::size_t size() const { return nodes_.size(); }
+  const std::vector<std::size_t>& pool_nodes(std::size_t pool) const { return pools_[pool].nodes; }
+  const LifecycleCounts& counts(std::size_t pool) const { return pools_[pool].counts; }
+  // Accounts paid time up to `end` (the end of the run).
+  void finish(SimTime end);
+
+  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
+
+ private:
+  enum Kind : std::uint32_t { kLife = 0, kDeploy, kAutoscale };
+  enum Action : std::uint8_t {
+    kReady = 0,
+    kRestart,
+    kFailNow,
+    kRandomFail,
+    kDrainCheck,
+    kDrainDeadline
+  };
+  // A replica's state change due: void when the replica changed state since (gen).
+  struct LifeEvent {
+    std::size_t node;
+    std::uint32_t gen;
+    Action action;
+    std::uint64_t encode() const {
+      return action | (static_cast<std::uint64_t>(node) << 4) |
+             (static_cast<std::uint64_t>(gen) << 32);
+    }
+    static LifeEvent decode(std::uint64_t a) {
+      return {static_cast<std::size_t>((a >> 4) & 0xFFFFFFF), static_cast<std::uint32_t>(a >> 32),
+              static_cast<Action>(a & 0xF)};
+    }
+  };
+  struct Pool {
+    LifecyclePool config;
+    std::vector<std::size_t> nodes;  // global replica indices
+    RngStream failure_rng;
+    std::size_t deploy_next = 0;
+    SimTime last_scale_up = -1;
+    std::deque<std::pair<SimTime, int>> recommendations;  // autoscaler: (time, desired)
+    LifecycleCounts counts;
+  };
+  void lifecycle(std::size_t node, Action a, SimTime now);
+  void set_life(std::size_t node, Life l, SimTime now);
+  void push(std::size_t node, Action a, SimTime at);
+  void start_node(std::size_t node, SimTime now);  // starting -> up after startup + weights
+  void fail(std::size_t node, SimTime now);
+  void begin_drain(std::size_t node, SimTime now, bool restart);
+  void end_drain(std::size_t node, SimTime now);
+  void deploy_next(std::size_t pool, SimTime now);
+  void autoscale(std::size_t pool, SimTime now);
+  // The autoscaler's decision, stabilised: desired replicas of `pool` given what it sees.
+  int stabilised_desired(Pool& p, int raw, int current, SimTime now);
+  void scale_up(Pool& p, int current, int desired, SimTime now);
+  void scale_down(Pool& p, std::span<const ReplicaLoad> sig, int current, int desired, SimTime now);
+
+  EventQueue& queue_;
+  LifecycleHost& host_;
+  std::uint64_t seed_;
+  std::vector<Pool> pools_;
+  std::vector<FleetNode> nodes_;
+};
 
 }  // namespace kvfleet::sim

@@ -24,12 +24,6 @@ class Simulation::Probe final : public CacheProbe {
   int block_size_;
 };
 
-namespace {
-constexpr std::uint64_t pack(std::size_t node, std::uint32_t gen, std::uint64_t action) {
-  return action | (static_cast<std::uint64_t>(node) << 4) | (static_cast<std::uint64_t>(gen) << 32);
-}
-}  // namespace
-
 Simulation::Simulation(const Scenario& sc)
     : scenario_(sc),
       budget_(sc.config.client.retry_budget_ratio, sc.config.client.retry_budget_reserve),
@@ -42,6 +36,7 @@ Simulation::Simulation(const Scenario& sc)
   std::vector<std::string> pool_names;
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
+  lifecycle_ = std::make_unique<Lifecycle>(queue_, static_cast<LifecycleHost&>(*this), seed);
   for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
     const PoolConfig& pc = sc.config.pools[p];
     if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
@@ -52,8 +47,10 @@ Simulation::Simulation(const Scenario& sc)
       if (pc.name == sc.config.disaggregation.decode_pool)
         decode_pool_ = static_cast<std::int32_t>(p);
     }
-    pools_.emplace_back(RngStream(seed + p, "fleet.failures"));
+    pools_.emplace_back();
     Pool& pool = pools_.back();
+    lifecycle_->add_pool(
+        {pc.failures, pc.deploy, pc.autoscale, start_delay_s(p), pc.replicas, pc.max_replicas()});
     pool.router = router_registry().make(sc.config.router, seed + p);
     const Scenario::PoolInfo& info = sc.pools[p];
     pool.gateway = std::make_unique<PoolGateway>(
@@ -87,11 +84,6 @@ Simulation::Simulation(const Scenario& sc)
                                                     cost_model_registry().make(pc.cost_model, ctx),
                                                     log_, queue_, index, this));
       pool.nodes.push_back(replicas_.size() - 1);
-      Node node;
-      node.pool = p;
-      node.local = static_cast<std::size_t>(r);
-      node.life = r < pc.replicas ? Life::kUp : Life::kOff;
-      nodes_.push_back(node);
       TimeSeries ts;
       ts.replica = replicas_.back()->name();
       series_.push_back(std::move(ts));
@@ -132,7 +124,7 @@ void Simulation::scrape(std::size_t pool) {
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const Replica& r = *replicas_[p.nodes[i]];
     p.signals[i] = {r.num_requests_running(), r.num_requests_waiting(), r.kv_cache_usage(),
-                    nodes_[p.nodes[i]].life == Life::kUp};
+                    lifecycle_->up(p.nodes[i])};
   }
 }
 
@@ -172,7 +164,7 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
     prompt_block_hashes(spec, bs, hash_scratch_);
     if (!hash_scratch_.empty())
       for (std::size_t i = 0; i < dp.nodes.size(); ++i)
-        if (nodes_[dp.nodes[i]].life == Life::kUp)
+        if (lifecycle_->up(dp.nodes[i]))
           cached = std::max(cached, probes_[static_cast<std::size_t>(decode_pool_)]->cached_blocks(
                                         i, hash_scratch_) *
                                         bs);
@@ -430,7 +422,7 @@ void Simulation::sample(SimTime now) {
     ts.num_preemptions.push_back(r.stats().num_preemptions);
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);
-    ts.available.push_back(nodes_[i].life == Life::kUp);
+    ts.available.push_back(lifecycle_->up(i));
     Cumulative& last = last_sample_[i];
     const EngineStats& st = r.stats();
     const double dt = to_seconds(now) - last.t_s;
@@ -447,161 +439,13 @@ void Simulation::sample(SimTime now) {
   }
 }
 
-// ---- lifecycle -------------------------------------------------------------------------------
+// ---- the lifecycle's view of the fleet ---------------------------------------------------------
 
-void Simulation::set_life(std::size_t n, Life l, SimTime now) {
-  Node& node = nodes_[n];
-  if (node.life != Life::kOff) node.paid_s += to_seconds(now - node.since);
-  node.since = now;
-  node.life = l;
-  ++node.gen;
-  Pool& p = pools_[node.pool];
-  int active = 0;
-  for (auto k : p.nodes) active += nodes_[k].life == Life::kUp || nodes_[k].life == Life::kStarting;
-  p.result.peak_replicas = std::max(p.result.peak_replicas, active);
-  scrape(node.pool);  // the gateway learns of membership changes at once
-}
-
-void Simulation::push_life(std::size_t n, Action a, SimTime at) {
-  queue_.push(at, this, kLifecycle, pack(n, nodes_[n].gen, a));
-}
-
-void Simulation::start_node(std::size_t n, SimTime now) {
-  set_life(n, Life::kStarting, now);
-  ++nodes_[n].restarts;
-  push_life(n, kReady, now + from_seconds(start_delay_s(nodes_[n].pool)));
-}
-
-void Simulation::begin_drain(std::size_t n, SimTime now, bool restart) {
-  set_life(n, Life::kDraining, now);
-  nodes_[n].restart_after_drain = restart;
-  const double timeout = scenario_.config.pools[nodes_[n].pool].deploy.drain_timeout_s;
-  if (restart) push_life(n, kDrainDeadline, now + from_seconds(timeout));
-  push_life(n, kDrainCheck, now);
-}
-
-void Simulation::end_drain(std::size_t n, SimTime now) {
-  if (nodes_[n].restart_after_drain) {
-    start_node(n, now);
-  } else {
-    set_life(n, Life::kOff, now);
-  }
-  replicas_[n]->stop(now);  // requests still there (deadline) fail
-}
-
-void Simulation::lifecycle(std::size_t n, Action a, SimTime now) {
-  Node& node = nodes_[n];
-  const std::size_t pool = node.pool;
-  switch (a) {
-    case kReady: {
-      if (node.life != Life::kStarting) return;
-      set_life(n, Life::kUp, now);
-      const double mtbf = scenario_.config.pools[pool].failures.mtbf_s;
-      if (mtbf > 0)
-        push_life(n, kRandomFail, now + from_seconds(pools_[pool].failure_rng.exponential(mtbf)));
-      if (node.deploying) {
-        node.deploying = false;
-        queue_.push(now, this, kDeploy, pool);
-      }
-      drain_gateway(pool, now);
-      return;
-    }
-    case kRandomFail:
-      if (!active()) return;  // the run is over: no more failures
-      [[fallthrough]];
-    case kFailNow: {
-      if (node.life != Life::kUp && node.life != Life::kDraining) return;
-      ++node.failures;
-      set_life(n, Life::kDown, now);
-      replicas_[n]->stop(now);  // its requests fail; clients may retry them elsewhere
-      push_life(n, kRestart, now + from_seconds(scenario_.config.pools[pool].failures.repair_s));
-      return;
-    }
-    case kRestart:
-      if (node.life == Life::kDown) start_node(n, now);
-      return;
-    case kDrainCheck:
-      if (node.life == Life::kDraining && replicas_[n]->idle()) end_drain(n, now);
-      return;
-    case kDrainDeadline:
-      if (node.life == Life::kDraining) end_drain(n, now);
-      return;
-  }
-}
-
-void Simulation::deploy_next(std::size_t pool, SimTime now) {
-  Pool& p = pools_[pool];
-  const DeployConfig& d = scenario_.config.pools[pool].deploy;
-  while (p.deploy_next < p.nodes.size()) {
-    const std::size_t n = p.nodes[p.deploy_next++];
-    if (nodes_[n].life != Life::kUp) continue;  // off, failed or starting: gets the new version
-    nodes_[n].deploying = true;
-    if (d.drain) {
-      begin_drain(n, now, true);
-    } else {
-      start_node(n, now);       // takes no more requests ...
-      replicas_[n]->stop(now);  // ... and those in flight fail at once
-    }
-    return;
-  }
-}
-
-void Simulation::autoscale(std::size_t pool, SimTime now) {
-  Pool& p = pools_[pool];
-  const PoolConfig& pc = scenario_.config.pools[pool];
-  const AutoscaleConfig& a = pc.autoscale;
-  const auto sig = signals(pool);
-  int ready = 0, starting = 0;
-  double waiting = p.gateway->queued(), running = 0, kv = 0;
-  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
-    const Life l = nodes_[p.nodes[i]].life;
-    if (l == Life::kStarting) ++starting;
-    if (l != Life::kUp) continue;
-    ++ready;
-    waiting += sig[i].waiting;
-    running += sig[i].running;
-    kv += sig[i].kv_usage;
-  }
-  const double metric = a.metric == "kv"            ? (ready ? kv / ready : 0)
-                        : a.metric == "outstanding" ? (running + waiting) / std::max(ready, 1)
-                                                    : waiting / std::max(ready, 1);
-  const int current = ready + starting;
-  const int raw = autoscale_desired(a, ready, current, metric, pc.max_replicas());
-  // Scale-down stabilisation (HPA's stabilizationWindowSeconds): shrink only to the highest
-  // recommendation of the window, so that a queue that empties for a moment does not flap.
-  p.recommendations.emplace_back(now, raw);
-  const SimTime window = from_seconds(a.scale_down_cooldown_s);
-  while (!p.recommendations.empty() && p.recommendations.front().first < now - window)
-    p.recommendations.pop_front();
-  int desired = raw;
-  if (raw < current)
-    for (const auto& [t, d] : p.recommendations) desired = std::max(desired, d);
-  desired = std::min(desired, std::max(current, raw));
-  if (desired > current &&
-      (p.last_scale_up < 0 || to_seconds(now - p.last_scale_up) >= a.scale_up_cooldown_s)) {
-    for (std::size_t k = 0, added = 0;
-         k < p.nodes.size() && current + static_cast<int>(added) < desired; ++k) {
-      const std::size_t n = p.nodes[k];
-      if (nodes_[n].life != Life::kOff) continue;
-      start_node(n, now);
-      ++added;
-      ++p.result.scale_ups;
-    }
-    p.last_scale_up = now;
-  } else if (desired < current && starting == 0) {
-    for (int k = current - desired; k > 0; --k) {
-      // The up replica with the least outstanding work, newest first among equals.
-      std::size_t best = p.nodes.size();
-      for (std::size_t i = p.nodes.size(); i-- > 0;) {
-        if (nodes_[p.nodes[i]].life != Life::kUp) continue;
-        if (best == p.nodes.size() || sig[i].outstanding() < sig[best].outstanding()) best = i;
-      }
-      if (best == p.nodes.size()) break;
-      begin_drain(p.nodes[best], now, false);
-      ++p.result.scale_downs;
-    }
-  }
-}
+void Simulation::stop_replica(std::size_t node, SimTime now) { replicas_[node]->stop(now); }
+bool Simulation::replica_idle(std::size_t node) const { return replicas_[node]->idle(); }
+void Simulation::membership_changed(std::size_t pool) { scrape(pool); }
+void Simulation::replica_up(std::size_t pool, SimTime now) { drain_gateway(pool, now); }
+double Simulation::gateway_queued(std::size_t pool) const { return pools_[pool].gateway->queued(); }
 
 // ---- events ----------------------------------------------------------------------------------
 
@@ -642,24 +486,9 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     case kWake:
       resume_periodic(now);
       return;
-    case kLifecycle: {
-      const std::size_t n = (arg >> 4) & 0xFFFFFFF;
-      if (static_cast<std::uint32_t>(arg >> 32) != nodes_[n].gen) return;  // superseded
-      lifecycle(n, static_cast<Action>(arg & 0xF), now);
-      return;
-    }
-    case kDeploy:
-      deploy_next(arg, now);
-      return;
     case kTransfer:
       transfer_done(static_cast<std::uint32_t>(arg), now);
       return;
-    case kAutoscale: {
-      autoscale(arg, now);
-      const double dt = scenario_.config.pools[arg].autoscale.interval_s;
-      if (active()) queue_.push(now + from_seconds(dt), this, kAutoscale, arg);
-      return;
-    }
     default:
       break;
   }
@@ -691,8 +520,7 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
   const auto pp = static_cast<std::size_t>(r.pool);
   pools_[pp].gateway->on_end(r.input_tokens,
                              static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, true);
-  if (nodes_[static_cast<std::size_t>(r.replica)].life == Life::kDraining)
-    push_life(static_cast<std::size_t>(r.replica), kDrainCheck, now);
+  lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
   r.prefill_replica = r.replica;
   auto it = handoffs_.find(request);
   it->second.prefill_node = static_cast<std::size_t>(r.replica);
@@ -717,8 +545,8 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
     const std::size_t src = static_cast<std::size_t>(r.replica);
     const std::size_t dst = pools_[dp].nodes[it->second.decode_local];
     if (link_out_free_.empty()) {
-      link_out_free_.assign(nodes_.size(), 0);
-      link_in_free_.assign(nodes_.size(), 0);
+      link_out_free_.assign(replicas_.size(), 0);
+      link_in_free_.assign(replicas_.size(), 0);
     }
     const SimTime start = std::max({now, link_out_free_[src], link_in_free_[dst]});
     const SimTime sent = start + std::max<SimTime>(1, from_seconds(bytes / (d.network_GBps * 1e9)));
@@ -744,7 +572,7 @@ void Simulation::transfer_done(std::uint32_t id, SimTime now) {
   const auto dp = static_cast<std::size_t>(decode_pool_);
   const std::size_t node = pools_[dp].nodes[h.decode_local];
   r.pool = static_cast<std::int16_t>(dp);
-  if (nodes_[node].life != Life::kUp) {  // it went away while the KV was on its way
+  if (!lifecycle_->up(node)) {  // it went away while the KV was on its way
     r.outcome = Outcome::kFailed;
     r.finish = now;
     client_end(id, now);
@@ -767,8 +595,7 @@ void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   pools_[pool].gateway->on_end(r.input_tokens,
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,
                                r.first_token >= 0);
-  if (r.replica >= 0 && nodes_[static_cast<std::size_t>(r.replica)].life == Life::kDraining)
-    push_life(static_cast<std::size_t>(r.replica), kDrainCheck, now);
+  if (r.replica >= 0) lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
   if (!r.client_gone) client_end(request, now);
   drain_gateway(pool, now);
 }
@@ -780,24 +607,8 @@ void Simulation::record_steps(std::size_t max_steps) {
 }
 
 RunResult Simulation::run() {
-  for (std::size_t p = 0; p < pools_.size(); ++p) {
-    scrape(p);
-    const PoolConfig& pc = scenario_.config.pools[p];
-    for (const auto& f : pc.failures.at)
-      push_life(pools_[p].nodes[static_cast<std::size_t>(f.replica)], kFailNow,
-                from_seconds(f.time_s));
-    if (pc.failures.mtbf_s > 0)
-      for (auto n : pools_[p].nodes)
-        if (nodes_[n].life == Life::kUp)
-          push_life(n, kRandomFail,
-                    from_seconds(pools_[p].failure_rng.exponential(pc.failures.mtbf_s)));
-    if (pc.deploy.enabled) queue_.push(from_seconds(pc.deploy.start_s), this, kDeploy, p);
-    if (pc.autoscale.enabled)
-      queue_.push(from_seconds(pc.autoscale.interval_s), this, kAutoscale, p);
-    int up = 0;
-    for (auto n : pools_[p].nodes) up += nodes_[n].life == Life::kUp;
-    pools_[p].result.peak_replicas = up;
-  }
+  for (std::size_t p = 0; p < pools_.size(); ++p) scrape(p);
+  lifecycle_->start();
   if (scrape_interval_ > 0) queue_.push(0, this, kScrape);
   arm_arrival();
   queue_.push(0, this, kSample);
@@ -827,10 +638,10 @@ RunResult Simulation::run() {
   res.workload_stats.emplace_back("released_blocks", static_cast<double>(released_blocks_));
   res.requests = std::move(log_);
   res.timeseries = std::move(series_);
+  lifecycle_->finish(res.end_time);
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     const Replica& rep = *replicas_[i];
-    Node& node = nodes_[i];
-    if (node.life != Life::kOff) node.paid_s += to_seconds(res.end_time - node.since);
+    const FleetNode& node = lifecycle_->node(i);
     ReplicaResult rr{
         rep.name(), scenario_.config.pools[node.pool].name, rep.stats(), rep.memory(), {}, {}};
     rr.gpus = scenario_.config.pools[node.pool].gpus_per_replica();
@@ -844,7 +655,14 @@ RunResult Simulation::run() {
     std::sort(rr.tenant_prefix.begin(), rr.tenant_prefix.end());
     res.replicas.push_back(std::move(rr));
   }
-  for (auto& p : pools_) res.pools.push_back(p.result);
+  for (std::size_t p = 0; p < pools_.size(); ++p) {
+    PoolResult pr = pools_[p].result;
+    const LifecycleCounts& c = lifecycle_->counts(p);
+    pr.scale_ups = c.scale_ups;
+    pr.scale_downs = c.scale_downs;
+    pr.peak_replicas = c.peak_replicas;
+    res.pools.push_back(std::move(pr));
+  }
   for (auto& r : replicas_) r->trace_steps(nullptr, 0);
   res.steps = std::move(steps_);
   res.alerts = evaluate_alerts(scenario_.config.alerts, res);

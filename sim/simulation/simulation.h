@@ -17,6 +17,7 @@
 #include "sim/engine/replica.h"
 #include "sim/fleet/client.h"
 #include "sim/fleet/gateway.h"
+#include "sim/fleet/lifecycle.h"
 #include "sim/fleet/router.h"
 #include "sim/results/run_result.h"
 #include "sim/simulation/scenario.h"
@@ -30,7 +31,7 @@ inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;
 // first and last rows in the time series (the rows between would repeat them).
 inline constexpr std::size_t kIdleRowsWritten = 10'000;
 
-class Simulation final : public EventHandler, public RequestObserver {
+class Simulation final : public EventHandler, public RequestObserver, private LifecycleHost {
  public:
   explicit Simulation(const Scenario& scenario);
   ~Simulation() override;
@@ -57,46 +58,19 @@ class Simulation final : public EventHandler, public RequestObserver {
   enum Kind : std::uint32_t {
     kArrival = 0,
     kSample,
-    kCancel,     // the user leaves (workload patience)
-    kScrape,     // routers' and gateways' signals refresh
-    kTimeout,    // a client's attempt times out
-    kRetry,      // a client sends its next attempt
-    kLifecycle,  // a replica changes state (arg: Lifecycle packed with node and generation)
-    kDeploy,     // the next replica of a rolling deploy (arg: pool)
-    kAutoscale,  // the autoscaler decides (arg: pool)
-    kTransfer,   // a disaggregated request's KV reaches its decode replica (arg: request)
-    kWake,       // the next event is due: periodic events paused while idle resume
-  };
-  enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
-  enum Action : std::uint64_t {
-    kReady = 0,
-    kRestart,
-    kFailNow,
-    kRandomFail,
-    kDrainCheck,
-    kDrainDeadline
-  };
-  struct Node {  // one replica's place in the fleet
-    std::size_t pool = 0, local = 0;
-    Life life = Life::kUp;
-    std::uint32_t gen = 0;  // bumped at every state change: older lifecycle events are void
-    SimTime since = 0;      // paid time accounted up to here
-    double paid_s = 0;
-    bool restart_after_drain = false;  // deploy: restart; scale-in: switch off
-    bool deploying = false;
-    std::int64_t failures = 0, restarts = 0;
+    kCancel,    // the user leaves (workload patience)
+    kScrape,    // routers' and gateways' signals refresh
+    kTimeout,   // a client's attempt times out
+    kRetry,     // a client sends its next attempt
+    kTransfer,  // a disaggregated request's KV reaches its decode replica (arg: request)
+    kWake,      // the next event is due: periodic events paused while idle resume
   };
   struct Pool {
     std::unique_ptr<Router> router;
     std::unique_ptr<PoolGateway> gateway;
     std::vector<std::size_t> nodes;  // global replica indices
     std::vector<ReplicaLoad> signals;
-    RngStream failure_rng;
-    std::size_t deploy_next = 0;
-    SimTime last_scale_up = -1;
-    std::deque<std::pair<SimTime, int>> recommendations;  // autoscaler: (time, desired)
     PoolResult result;
-    explicit Pool(RngStream r) : failure_rng(std::move(r)) {}
   };
   struct PendingRetry {
     RequestSpec spec;
@@ -107,7 +81,13 @@ class Simulation final : public EventHandler, public RequestObserver {
   class Probe;
 
   void scrape(std::size_t pool);  // refreshes the load signals routers see
-  std::span<const ReplicaLoad> signals(std::size_t pool);
+  std::span<const ReplicaLoad> signals(std::size_t pool) override;
+  // LifecycleHost.
+  void stop_replica(std::size_t node, SimTime now) override;
+  bool replica_idle(std::size_t node) const override;
+  void membership_changed(std::size_t pool) override;
+  void replica_up(std::size_t pool, SimTime now) override;
+  double gateway_queued(std::size_t pool) const override;
   // A request (first attempt or retry) reaches the gateway.
   void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt);
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
@@ -118,20 +98,11 @@ class Simulation final : public EventHandler, public RequestObserver {
   void client_end(std::uint32_t id, SimTime now);
   // The client stops waiting for `id` (cancelled or timed out).
   void client_leave(std::uint32_t id, SimTime now, Outcome as, bool propagate);
-  // Lifecycle.
-  void lifecycle(std::size_t node, Action a, SimTime now);
-  void set_life(std::size_t node, Life l, SimTime now);
-  void push_life(std::size_t node, Action a, SimTime at);
-  void start_node(std::size_t node, SimTime now);  // starting -> up after startup + weights
-  void begin_drain(std::size_t node, SimTime now, bool restart);
-  void end_drain(std::size_t node, SimTime now);
-  void deploy_next(std::size_t pool, SimTime now);
-  void autoscale(std::size_t pool, SimTime now);
   double start_delay_s(std::size_t pool) const;
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
   void sample(SimTime now);
-  bool active() const;
+  bool active() const override;
   struct Paused {
     SimTime due = kTimeNever;  // when it was next due (kTimeNever: not paused)
     // Taken out of the queue (not paused by itself): its event, to go back unchanged when it is
@@ -157,8 +128,8 @@ class Simulation final : public EventHandler, public RequestObserver {
   std::unique_ptr<Workload> workload_;
   std::vector<Pool> pools_;
   std::vector<std::unique_ptr<Probe>> probes_;
-  std::vector<Node> nodes_;
-  SimTime scrape_interval_ = 0;  // 0: signals always current
+  std::unique_ptr<Lifecycle> lifecycle_;  // failures, deploys, autoscaler: every replica's state
+  SimTime scrape_interval_ = 0;           // 0: signals always current
   std::vector<std::vector<StepTrace>> steps_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<TimeSeries> series_;

@@ -14,10 +14,10 @@ void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
   CancelToken own;
   CancelToken& cancel = opt.cancel ? *opt.cancel : own;
   const std::size_t threads = std::max<std::size_t>(
-      1, std::min<std::size_t>(
-             std::max<std::size_t>(n, 1),
-             opt.threads > 0 ? static_cast<std::size_t>(opt.threads)
-                             : std::max(1u, std::thread::hardware_concurrency())));
+      1,
+      std::min<std::size_t>(std::max<std::size_t>(n, 1),
+                            opt.threads > 0 ? static_cast<std::size_t>(opt.threads)
+                                            : std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<std::size_t> next{0}, finished{0};
   std::mutex failure_mu;
   std::exception_ptr failure;
