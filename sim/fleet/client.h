@@ -7,8 +7,13 @@
 #include <cstdint>
 #include <string>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "sim/config/params.h"
+#include "sim/core/event_queue.h"
 #include "sim/core/rng.h"
+#include "sim/workload/request.h"
+#include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
 
@@ -104,5 +109,72 @@ inline double backoff_delay_s(const ClientConfig& c, int retry, double retry_aft
     d = d / 2 + d / 2 * rng.uniform();
   return std::max(d, retry_after_s);
 }
+
+// What the client asks of the rest of the fleet (Simulation wires it to the gateways, the engines
+// and the workload).
+class ClientHost {
+ public:
+  virtual ~ClientHost() = default;
+  // Sends an attempt (a retry: `attempt` > 0, of the request first sent as `origin`).
+  virtual void send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) = 0;
+  // The request is over for the user (the workload may send the conversation's next turn).
+  virtual void request_done(const RequestRecord& seen, SimTime now) = 0;
+  // Stops attempt `id` on the engine it runs on.
+  virtual void cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) = 0;
+  // Attempt of `pool` left while queued at the gateway.
+  virtual void forget_at_gateway(std::size_t pool) = 0;
+  // The gateway's retry-after for a rejected attempt.
+  virtual double retry_after_s(std::size_t pool) const = 0;
+};
+
+// The clients: each attempt's timeout and the user's patience (cancellation), and retries with
+// backoff under the retry budget. Owns its events (cancel, timeout, retry) and the attempts'
+// content a retry needs.
+class Client final : public EventHandler {
+ public:
+  Client(const ClientConfig& c, std::uint64_t seed, EventQueue& queue, RequestLog& log,
+         ClientHost& host);
+  // Attempt `id` (logged) was sent: counts first attempts for the retry budget.
+  void sent(std::uint32_t id) {
+    if (log_[id].attempt == 0) budget_.on_first_attempt();
+  }
+  // Attempt `id` goes to the fleet: its timeout and the user's patience start, and its content
+  // is kept for a retry.
+  void watch(std::uint32_t id, const RequestSpec& spec, SimTime now);
+  // The client learns how attempt `id` ended: it retries or hands the result to the workload.
+  void end(std::uint32_t id, SimTime now);
+  // Retries waiting for their backoff.
+  bool pending() const { return !retries_.empty(); }
+  // The run stopped early: retries not sent are not retries.
+  void abandon();
+
+  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
+
+ private:
+  enum Kind : std::uint32_t {
+    kCancel = 0,  // the user leaves (workload patience)
+    kTimeout,     // an attempt times out
+    kRetry,       // the next attempt is sent
+  };
+  struct PendingRetry {
+    RequestSpec spec;
+    std::uint64_t origin = 0;
+    std::int16_t attempt = 0;
+    std::uint32_t previous = 0;
+  };
+  // The client stops waiting for `id` (cancelled or timed out).
+  void leave(std::uint32_t id, SimTime now, Outcome as, bool propagate);
+
+  const ClientConfig& config_;
+  EventQueue& queue_;
+  RequestLog& log_;
+  ClientHost& host_;
+  RetryBudget budget_;
+  RngStream backoff_rng_;
+  bool keep_specs_ = false;                                   // retries need each attempt's content
+  absl::flat_hash_map<std::uint32_t, RequestSpec> kept_;      // by attempt: for a retry
+  absl::flat_hash_map<std::uint64_t, PendingRetry> retries_;  // by token
+  std::uint64_t next_retry_ = 0;
+};
 
 }  // namespace kvfleet::sim

@@ -93,37 +93,6 @@ struct GatewayConfig {
   }
 };
 
-// Disaggregated prefill and decode: requests bound for the prefill pool run their prompt there;
-// after the first token their KV crosses the network to a replica of the decode pool, which
-// generates the rest. Short prompts with little uncached go straight to the decode pool.
-struct DisaggregationConfig {
-  bool enabled = false;
-  std::string prefill_pool = "prefill";
-  std::string decode_pool = "decode";
-  double network_GBps = 50;
-  double latency_s = 0.0005;
-  std::int64_t direct_decode_tokens = 512;
-  template <class V>
-  void visit(V& v) {
-    v.param("enabled", enabled,
-            {.desc = "requests bound for prefill_pool (the first pool unless they name one) "
-                     "prefill there and decode in decode_pool"});
-    v.param("prefill_pool", prefill_pool, {.desc = "the pool that runs prompts"});
-    v.param("decode_pool", decode_pool, {.desc = "the pool that generates the rest"});
-    v.param("network_GBps", network_GBps,
-            {.unit = "GB/s",
-             .desc = "link bandwidth of each replica, each way; a link carries one KV transfer "
-                     "at a time (others queue)",
-             .positive = true});
-    v.param("latency_s", latency_s, {.unit = "s", .desc = "fixed cost of a transfer", .min = 0});
-    v.param("direct_decode_tokens", direct_decode_tokens,
-            {.unit = "tokens",
-             .desc = "a prompt whose part not cached on the best decode replica is shorter than "
-                     "this goes straight to the decode pool (decode replicas run it whole)",
-             .min = 0});
-  }
-};
-
 // One pool's gateway: admission decisions and the queue. Requests are ids into the request log.
 class PoolGateway {
  public:

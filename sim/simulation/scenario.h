@@ -10,6 +10,7 @@
 #include "sim/engine/engine_config.h"
 #include "sim/engine/memory.h"
 #include "sim/fleet/client.h"
+#include "sim/fleet/disaggregation.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/lifecycle.h"
 #include "sim/metrics/alerts.h"

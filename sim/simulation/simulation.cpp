@@ -26,13 +26,12 @@ class Simulation::Probe final : public CacheProbe {
 
 Simulation::Simulation(const Scenario& sc)
     : scenario_(sc),
-      budget_(sc.config.client.retry_budget_ratio, sc.config.client.retry_budget_reserve),
-      backoff_rng_(static_cast<std::uint64_t>(sc.config.seed), "client.backoff"),
       sample_interval_(
           std::max<SimTime>(1, from_seconds(sc.config.simulation.timeseries_interval_s))) {
   const auto seed = static_cast<std::uint64_t>(sc.config.seed);
   scrape_interval_ = from_seconds(sc.config.simulation.scrape_interval_s);
-  keep_specs_ = sc.config.client.max_attempts > 1;
+  client_ = std::make_unique<Client>(sc.config.client, seed, queue_, log_,
+                                     static_cast<ClientHost&>(*this));
   std::vector<std::string> pool_names;
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
@@ -41,12 +40,6 @@ Simulation::Simulation(const Scenario& sc)
     const PoolConfig& pc = sc.config.pools[p];
     if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
       long_pool_ = static_cast<std::int32_t>(p);
-    if (sc.config.disaggregation.enabled) {
-      if (pc.name == sc.config.disaggregation.prefill_pool)
-        prefill_pool_ = static_cast<std::int32_t>(p);
-      if (pc.name == sc.config.disaggregation.decode_pool)
-        decode_pool_ = static_cast<std::int32_t>(p);
-    }
     pools_.emplace_back();
     Pool& pool = pools_.back();
     lifecycle_->add_pool(
@@ -92,12 +85,27 @@ Simulation::Simulation(const Scenario& sc)
     pool.router->attach(probes_.back().get());
   }
   last_sample_.resize(replicas_.size());
+  if (sc.config.disaggregation.enabled) {
+    const DisaggregationConfig& d = sc.config.disaggregation;
+    std::size_t prefill = 0, decode = 0;
+    for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
+      if (sc.config.pools[p].name == d.prefill_pool) prefill = p;
+      if (sc.config.pools[p].name == d.decode_pool) decode = p;
+    }
+    const Scenario::PoolInfo& info = sc.pools[decode];
+    disaggregation_ = std::make_unique<Disaggregation>(
+        d, prefill, decode, sc.config.pools[decode].engine.block_size,
+        info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype)), replicas_.size(), queue_,
+        log_, static_cast<DisaggregationHost&>(*this));
+  }
 }
 
 Simulation::~Simulation() = default;
 
 bool Simulation::active() const {
-  if (!workload_->finished() || !retries_.empty() || !handoffs_.empty()) return true;
+  if (!workload_->finished() || client_->pending() ||
+      (disaggregation_ && disaggregation_->pending()))
+    return true;
   for (const auto& r : replicas_)
     if (!r->idle()) return true;
   for (const auto& p : pools_)
@@ -154,47 +162,26 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
     spec.pool = long_pool_;
   std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
   bool handoff = false;
-  if (prefill_pool_ >= 0 && static_cast<std::int32_t>(pool) == prefill_pool_ &&
-      spec.output_tokens > 1 && !spec.context_overflow) {
-    // The decider: prefill remotely unless little of the prompt is uncached on the best decode
-    // replica (decode replicas then run it whole).
-    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
-    const int bs = scenario_.config.pools[static_cast<std::size_t>(decode_pool_)].engine.block_size;
-    std::int64_t cached = 0;
-    prompt_block_hashes(spec, bs, hash_scratch_);
-    if (!hash_scratch_.empty())
-      for (std::size_t i = 0; i < dp.nodes.size(); ++i)
-        if (lifecycle_->up(dp.nodes[i]))
-          cached = std::max(cached, probes_[static_cast<std::size_t>(decode_pool_)]->cached_blocks(
-                                        i, hash_scratch_) *
-                                        bs);
-    if (spec.input_tokens - cached < scenario_.config.disaggregation.direct_decode_tokens)
-      pool = static_cast<std::size_t>(decode_pool_);
-    else
-      handoff = true;
+  if (disaggregation_ && pool == disaggregation_->prefill_pool() && spec.output_tokens > 1 &&
+      !spec.context_overflow) {
+    handoff = disaggregation_->prefill_remotely(spec);
+    if (!handoff) pool = disaggregation_->decode_pool();
   }
   rec.pool = static_cast<std::int16_t>(pool);
   log_.push_back(rec);
-  if (attempt == 0) budget_.on_first_attempt();
+  client_->sent(id);
   if (spec.context_overflow) {
     // Refused by the application before reaching the fleet: counted, never silent.
     RequestRecord& r = log_.back();
     r.outcome = Outcome::kRejected;
     r.reject_reason = RejectReason::kContextOverflow;
     r.finish = now;
-    client_end(id, now);
+    client_->end(id, now);
     return;
   }
-  if (spec.cancel_at != kTimeNever) {
-    log_.back().cancel_propagates = spec.cancel_propagates;
-    // A retry keeps the user's patience, counted from the first attempt.
-    queue_.push(std::max(spec.cancel_at, now), this, kCancel, rec.id);
-  }
-  const ClientConfig& cc = scenario_.config.client;
-  if (cc.timeout_s > 0) queue_.push(now + from_seconds(cc.timeout_s), this, kTimeout, rec.id);
-  if (keep_specs_) kept_.emplace(id, spec);
+  client_->watch(id, spec, now);
   if (handoff) {
-    handoffs_.emplace(id, Handoff{spec, 0});
+    disaggregation_->hold(id, spec);
     spec.handoff = true;  // the prefill replica stops after the first token
     spec.output_tokens = 1;
   }
@@ -215,7 +202,7 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
       r.outcome = Outcome::kRejected;
       r.reject_reason = why;
       r.finish = now;
-      client_end(id, now);
+      client_->end(id, now);
       break;
     }
   }
@@ -248,7 +235,7 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
       r.outcome = Outcome::kRejected;
       r.reject_reason = RejectReason::kQueueTimeout;
       r.finish = now;
-      client_end(id, now);
+      client_->end(id, now);
       continue;
     }
     const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
@@ -261,60 +248,63 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
   }
 }
 
-void Simulation::client_leave(std::uint32_t id, SimTime now, Outcome as, bool propagate) {
-  RequestRecord& r = log_[id];
-  if (r.outcome != Outcome::kPending || r.client_gone) return;  // already over
-  r.client_gone = true;
-  r.gone_as = as;
-  if (r.replica < 0) {
-    // Still at the gateway: it never reaches a replica (the queue drops it lazily).
-    r.outcome = as;
-    r.finish = now;
-    pools_[static_cast<std::size_t>(r.pool)].gateway->forget();
-  } else if (propagate) {
-    replicas_[static_cast<std::size_t>(r.replica)]->cancel(id, now);
-  }
-  // Else the engine goes on and the work is wasted when it ends.
-  client_end(id, now);
+// ---- the client's view of the fleet -----------------------------------------------------------
+
+void Simulation::send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) {
+  deliver(spec, now, origin, attempt);
 }
 
-void Simulation::client_end(std::uint32_t id, SimTime now) {
-  RequestRecord& r = log_[id];
-  const Outcome o = r.client_gone ? r.gone_as : r.outcome;
-  const ClientConfig& c = scenario_.config.client;
-  bool retry = false;
-  if (r.attempt + 1 < c.max_attempts) {
-    retry = (o == Outcome::kRejected && c.retry_rejected && retryable(r.reject_reason)) ||
-            (o == Outcome::kTimedOut && c.retry_timed_out) ||
-            (o == Outcome::kFailed && c.retry_failed);
-    retry = retry && budget_.try_withdraw();
-  }
-  auto kept = kept_.find(id);
-  if (retry && kept != kept_.end()) {
-    r.retried = true;
-    const double after =
-        o == Outcome::kRejected
-            ? pools_[static_cast<std::size_t>(r.pool)].gateway->config().retry_after_s
-            : 0;
-    const double delay = backoff_delay_s(c, r.attempt + 1, after, backoff_rng_);
-    PendingRetry pr{std::move(kept->second), r.origin, static_cast<std::int16_t>(r.attempt + 1),
-                    id};
-    kept_.erase(kept);
-    const std::uint64_t token = next_retry_++;
-    retries_.emplace(token, std::move(pr));
-    queue_.push(now + std::max<SimTime>(0, from_seconds(delay)), this, kRetry, token);
-    return;
-  }
-  if (kept != kept_.end()) kept_.erase(kept);
-  RequestRecord seen = r;
-  seen.outcome = o;
-  if (seen.finish < 0) seen.finish = now;
+void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   workload_->on_request_end(seen, now);
   arm_arrival();
 }
 
+void Simulation::cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) {
+  replicas_[replica]->cancel(id, now);
+}
+
+void Simulation::forget_at_gateway(std::size_t pool) { pools_[pool].gateway->forget(); }
+
+double Simulation::retry_after_s(std::size_t pool) const {
+  return pools_[pool].gateway->config().retry_after_s;
+}
+
+// ---- disaggregation's view of the fleet -------------------------------------------------------
+
+std::size_t Simulation::pick(std::size_t pool, const RequestSpec& spec,
+                             std::span<const ReplicaLoad> loads) {
+  return pools_[pool].router->pick(spec, loads);
+}
+
+std::int64_t Simulation::cached_blocks_if_up(std::size_t pool, std::size_t local,
+                                             std::span<const std::uint64_t> hashes) const {
+  return lifecycle_->up(pools_[pool].nodes[local]) ? probes_[pool]->cached_blocks(local, hashes)
+                                                   : 0;
+}
+
+std::size_t Simulation::pool_size(std::size_t pool) const { return pools_[pool].nodes.size(); }
+
+std::size_t Simulation::node_of(std::size_t pool, std::size_t local) const {
+  return pools_[pool].nodes[local];
+}
+
+bool Simulation::replica_up(std::size_t node) const { return lifecycle_->up(node); }
+
+void Simulation::release_handoff(std::size_t node, std::uint32_t request, SimTime now) {
+  replicas_[node]->release_handoff(request, now);
+}
+
+void Simulation::submit_decode(std::size_t pool, std::size_t node, std::uint32_t request,
+                               RequestSpec&& spec, SimTime now) {
+  const RequestRecord& r = log_[request];
+  pools_[pool].gateway->on_dispatch(0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
+  replicas_[node]->submit(request, std::move(spec), now);
+}
+
+void Simulation::client_end(std::uint32_t request, SimTime now) { client_->end(request, now); }
+
 bool Simulation::quiet() const {
-  if (!retries_.empty() || !handoffs_.empty()) return false;
+  if (client_->pending() || (disaggregation_ && disaggregation_->pending())) return false;
   for (const auto& r : replicas_)
     if (!r->idle()) return false;
   for (const auto& p : pools_)
@@ -451,22 +441,6 @@ double Simulation::gateway_queued(std::size_t pool) const { return pools_[pool].
 
 void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
   switch (kind) {
-    case kCancel: {
-      const RequestRecord& r = log_[arg];
-      client_leave(static_cast<std::uint32_t>(arg), now, Outcome::kCancelled, r.cancel_propagates);
-      return;
-    }
-    case kTimeout:
-      client_leave(static_cast<std::uint32_t>(arg), now, Outcome::kTimedOut,
-                   scenario_.config.client.timeout_cancels);
-      return;
-    case kRetry: {
-      auto it = retries_.find(arg);
-      PendingRetry pr = std::move(it->second);
-      retries_.erase(it);
-      deliver(pr.spec, now, pr.origin, pr.attempt);
-      return;
-    }
     case kScrape:
       for (std::size_t p = 0; p < pools_.size(); ++p) {
         scrape(p);
@@ -485,9 +459,6 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       return;
     case kWake:
       resume_periodic(now);
-      return;
-    case kTransfer:
-      transfer_done(static_cast<std::uint32_t>(arg), now);
       return;
     default:
       break;
@@ -521,82 +492,19 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
   pools_[pp].gateway->on_end(r.input_tokens,
                              static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, true);
   lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
-  r.prefill_replica = r.replica;
-  auto it = handoffs_.find(request);
-  it->second.prefill_node = static_cast<std::size_t>(r.replica);
-  const auto dp = static_cast<std::size_t>(decode_pool_);
-  const auto sig = signals(dp);
-  if (std::none_of(sig.begin(), sig.end(), [](const ReplicaLoad& x) { return x.available; })) {
-    handoffs_.erase(it);  // nowhere to decode
-    replicas_[static_cast<std::size_t>(r.replica)]->release_handoff(request, now);
-    r.outcome = Outcome::kFailed;
-    r.finish = now;
-    if (!r.client_gone) client_end(request, now);
-  } else {
-    // The decode replica is chosen now and the KV pushed to it.
-    it->second.decode_local = pools_[dp].router->pick(it->second.spec, sig);
-    const Scenario::PoolInfo& info = scenario_.pools[dp];
-    const double bytes = static_cast<double>(r.input_tokens) *
-                         info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype));
-    const DisaggregationConfig& d = scenario_.config.disaggregation;
-    // Each replica's link carries one transfer at a time, in each direction: the transfer
-    // starts when both the prefill replica's outbound and the decode replica's inbound link
-    // are free, takes bytes / bandwidth, and arrives a latency later.
-    const std::size_t src = static_cast<std::size_t>(r.replica);
-    const std::size_t dst = pools_[dp].nodes[it->second.decode_local];
-    if (link_out_free_.empty()) {
-      link_out_free_.assign(replicas_.size(), 0);
-      link_in_free_.assign(replicas_.size(), 0);
-    }
-    const SimTime start = std::max({now, link_out_free_[src], link_in_free_[dst]});
-    const SimTime sent = start + std::max<SimTime>(1, from_seconds(bytes / (d.network_GBps * 1e9)));
-    link_out_free_[src] = link_in_free_[dst] = sent;
-    const SimTime arrive = sent + from_seconds(d.latency_s);
-    r.kv_transfer_s = static_cast<float>(to_seconds(arrive - now));
-    queue_.push(arrive, this, kTransfer, request);
-  }
+  disaggregation_->on_prefilled(request, now);
   drain_gateway(pp, now);
-}
-
-void Simulation::transfer_done(std::uint32_t id, SimTime now) {
-  auto it = handoffs_.find(id);
-  Handoff h = std::move(it->second);
-  handoffs_.erase(it);
-  replicas_[h.prefill_node]->release_handoff(id, now);  // the KV has left the prefill replica
-  RequestRecord& r = log_[id];
-  if (r.client_gone) {  // the client left meanwhile (and was told then)
-    r.outcome = r.gone_as;
-    r.finish = now;
-    return;
-  }
-  const auto dp = static_cast<std::size_t>(decode_pool_);
-  const std::size_t node = pools_[dp].nodes[h.decode_local];
-  r.pool = static_cast<std::int16_t>(dp);
-  if (!lifecycle_->up(node)) {  // it went away while the KV was on its way
-    r.outcome = Outcome::kFailed;
-    r.finish = now;
-    client_end(id, now);
-    return;
-  }
-  RequestSpec& spec = h.spec;
-  spec.preloaded_tokens = spec.input_tokens;
-  spec.input_tokens += 1;  // the first output token is part of the context now
-  spec.output_tokens -= 1;
-  spec.output_offset = 1;
-  spec.handoff = false;
-  pools_[dp].gateway->on_dispatch(0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
-  replicas_[node]->submit(id, std::move(spec), now);
 }
 
 void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   const RequestRecord& r = log_[request];
-  if (!handoffs_.empty()) handoffs_.erase(request);  // ended before its decode stage
+  if (disaggregation_) disaggregation_->forget(request);  // ended before its decode stage
   const auto pool = static_cast<std::size_t>(r.pool);
   pools_[pool].gateway->on_end(r.input_tokens,
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,
                                r.first_token >= 0);
   if (r.replica >= 0) lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
-  if (!r.client_gone) client_end(request, now);
+  if (!r.client_gone) client_->end(request, now);
   drain_gateway(pool, now);
 }
 
@@ -625,7 +533,7 @@ RunResult Simulation::run() {
       for (auto& r : replicas_) r->abandon(stop);
       for (auto& rec : log_)  // waiting at the gateway
         if (rec.outcome == Outcome::kPending) rec.outcome = Outcome::kUnfinished, rec.finish = stop;
-      for (const auto& [token, pr] : retries_) log_[pr.previous].retried = false;
+      client_->abandon();
     }
     res.end_time = stop;
   } else {

@@ -16,6 +16,7 @@
 #include "sim/core/rng.h"
 #include "sim/engine/replica.h"
 #include "sim/fleet/client.h"
+#include "sim/fleet/disaggregation.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/lifecycle.h"
 #include "sim/fleet/router.h"
@@ -31,7 +32,11 @@ inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;
 // first and last rows in the time series (the rows between would repeat them).
 inline constexpr std::size_t kIdleRowsWritten = 10'000;
 
-class Simulation final : public EventHandler, public RequestObserver, private LifecycleHost {
+class Simulation final : public EventHandler,
+                         public RequestObserver,
+                         private LifecycleHost,
+                         private ClientHost,
+                         private DisaggregationHost {
  public:
   explicit Simulation(const Scenario& scenario);
   ~Simulation() override;
@@ -58,12 +63,8 @@ class Simulation final : public EventHandler, public RequestObserver, private Li
   enum Kind : std::uint32_t {
     kArrival = 0,
     kSample,
-    kCancel,    // the user leaves (workload patience)
-    kScrape,    // routers' and gateways' signals refresh
-    kTimeout,   // a client's attempt times out
-    kRetry,     // a client sends its next attempt
-    kTransfer,  // a disaggregated request's KV reaches its decode replica (arg: request)
-    kWake,      // the next event is due: periodic events paused while idle resume
+    kScrape,  // routers' and gateways' signals refresh
+    kWake,    // the next event is due: periodic events paused while idle resume
   };
   struct Pool {
     std::unique_ptr<Router> router;
@@ -71,12 +72,6 @@ class Simulation final : public EventHandler, public RequestObserver, private Li
     std::vector<std::size_t> nodes;  // global replica indices
     std::vector<ReplicaLoad> signals;
     PoolResult result;
-  };
-  struct PendingRetry {
-    RequestSpec spec;
-    std::uint64_t origin = 0;
-    std::int16_t attempt = 0;
-    std::uint32_t previous = 0;
   };
   class Probe;
 
@@ -88,16 +83,28 @@ class Simulation final : public EventHandler, public RequestObserver, private Li
   void membership_changed(std::size_t pool) override;
   void replica_up(std::size_t pool, SimTime now) override;
   double gateway_queued(std::size_t pool) const override;
+  // ClientHost.
+  void send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) override;
+  void request_done(const RequestRecord& seen, SimTime now) override;
+  void cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) override;
+  void forget_at_gateway(std::size_t pool) override;
+  double retry_after_s(std::size_t pool) const override;
+  // DisaggregationHost.
+  std::size_t pick(std::size_t pool, const RequestSpec& spec,
+                   std::span<const ReplicaLoad> loads) override;
+  std::int64_t cached_blocks_if_up(std::size_t pool, std::size_t local,
+                                   std::span<const std::uint64_t> hashes) const override;
+  std::size_t pool_size(std::size_t pool) const override;
+  std::size_t node_of(std::size_t pool, std::size_t local) const override;
+  bool replica_up(std::size_t node) const override;
+  void release_handoff(std::size_t node, std::uint32_t request, SimTime now) override;
+  void submit_decode(std::size_t pool, std::size_t node, std::uint32_t request, RequestSpec&& spec,
+                     SimTime now) override;
+  void client_end(std::uint32_t request, SimTime now) override;
   // A request (first attempt or retry) reaches the gateway.
   void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt);
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
   void drain_gateway(std::size_t pool, SimTime now);
-  // A disaggregated request's KV arrived at its decode replica.
-  void transfer_done(std::uint32_t request, SimTime now);
-  // The client learns how attempt `id` ended: it retries or hands the result to the workload.
-  void client_end(std::uint32_t id, SimTime now);
-  // The client stops waiting for `id` (cancelled or timed out).
-  void client_leave(std::uint32_t id, SimTime now, Outcome as, bool propagate);
   double start_delay_s(std::size_t pool) const;
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
@@ -137,15 +144,10 @@ class Simulation final : public EventHandler, public RequestObserver, private Li
     double t_s = 0, busy_s = 0, compute_s = 0, memory_s = 0;
   };
   std::vector<Cumulative> last_sample_;
-  // Clients.
-  RetryBudget budget_;
-  RngStream backoff_rng_;
-  bool keep_specs_ = false;                                   // retries need each attempt's content
-  absl::flat_hash_map<std::uint32_t, RequestSpec> kept_;      // by attempt: for a retry
-  absl::flat_hash_map<std::uint32_t, RequestSpec> parked_;    // by attempt: at the gateway
-  absl::flat_hash_map<std::uint64_t, PendingRetry> retries_;  // by token
-  std::uint64_t next_retry_ = 0;
-  std::int64_t released_blocks_ = 0;      // KV blocks dropped for idle sessions
+  std::unique_ptr<Client> client_;                          // timeouts, cancellations, retries
+  std::unique_ptr<Disaggregation> disaggregation_;          // prefill and decode pools, or null
+  absl::flat_hash_map<std::uint32_t, RequestSpec> parked_;  // by attempt: at the gateway
+  std::int64_t released_blocks_ = 0;                        // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
   std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
   SimTime sample_interval_;
@@ -156,16 +158,6 @@ class Simulation final : public EventHandler, public RequestObserver, private Li
   Progress progress_;
   const CancelToken* cancel_ = nullptr;
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
-  // Disaggregation: pools (-1: off) and, by request, the decode stage waiting for its prefill.
-  std::int32_t prefill_pool_ = -1, decode_pool_ = -1;
-  struct Handoff {
-    RequestSpec spec;              // the whole request, for its decode stage
-    std::size_t decode_local = 0;  // decode replica chosen when the transfer starts
-    std::size_t prefill_node = 0;  // holds the KV until the transfer completes
-  };
-  absl::flat_hash_map<std::uint32_t, Handoff> handoffs_;
-  std::vector<SimTime> link_out_free_, link_in_free_;  // by replica: when its link is free
-  std::vector<std::uint64_t> hash_scratch_;
 };
 
 }  // namespace kvfleet::sim
