@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "sim/config/params.h"
+#include "sim/engine/kv_layout.h"
+#include "sim/engine/preemption.h"
 #include "sim/engine/retention.h"
 #include "sim/engine/scheduler.h"
 
@@ -121,9 +123,9 @@ struct EngineConfig {
                  "'Scheduling policies' below)",
          .choices = config::choices_of(scheduling_registry())});
     v.param("preemption_mode", preemption_mode,
-            {.desc = "recompute: a preempted request's KV is dropped and recomputed; swap: it is "
-                     "copied to host memory over PCIe and copied back when the request resumes",
-             .choices = {"recompute", "swap"}});
+            {.desc = "what becomes of a preempted request's KV (recompute as vLLM v1, swap as "
+                     "vLLM v0; every mode is described under 'Preemption modes' below)",
+             .choices = config::choices_of(preemption_registry())});
     v.param("swap_space_gib", swap_space_gib,
             {.unit = "GiB",
              .desc = "host memory per GPU for swapped KV (vLLM's swap_space)",
@@ -131,7 +133,7 @@ struct EngineConfig {
     v.param("kv_layout", kv_layout,
             {.desc = "paged: blocks allocated as tokens arrive (vLLM); contiguous: each request "
                      "reserves one contiguous region when admitted (systems before paging)",
-             .choices = {"paged", "contiguous"}});
+             .choices = config::choices_of(kv_layout_registry())});
     v.param(
         "contiguous_reservation", contiguous_reservation,
         {.desc = "contiguous layout: reserve max_model_len (max), the prompt plus the output "

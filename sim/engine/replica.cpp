@@ -20,20 +20,20 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       policy_(make_scheduling_policy(setup_.engine.scheduling_policy)),
       waiting_(policy_->order() == SchedulingPolicy::Order::kKeyed) {
   // Policies chosen by name are decided here, once, not on the hot path.
-  swap_ = setup_.engine.preemption_mode == "swap";
-  const std::string& how = setup_.engine.contiguous_reservation;
-  reservation_ = how == "pow2"     ? Reservation::kPow2
-                 : how == "oracle" ? Reservation::kOracle
-                                   : Reservation::kMax;
-  contiguous_ = setup_.engine.kv_layout == "contiguous";
-  swap_capacity_bytes_ = setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0;
+  preemption_ = make_preemption_policy(
+      setup_.engine.preemption_mode,
+      {setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0, setup_.host_link_Bps});
+  layout_ = make_kv_layout(setup_.engine.kv_layout,
+                           {&kv_, max_model_len_, setup_.engine.contiguous_reservation,
+                            setup_.engine.contiguous_allocator});
   config::ImplSpec rs = setup_.engine.retention;
   if (rs.impl.empty()) {  // a setup built in code, not from a scenario: vLLM's default
     rs.impl = "lru";
     rs.params["impl"] = "lru";
   }
   retention_ = retention_registry().make(rs);
-  by_session_ = retention_->by_session() && kv_.caching() && !contiguous_;
+  reserves_ = layout_->reserves_at_admission();
+  by_session_ = retention_->by_session() && kv_.caching() && !reserves_;
   empty_memory();
   host_link_Bps_ = setup_.host_link_Bps;
   scheduled_.reserve(setup_.engine.max_num_seqs);
@@ -63,8 +63,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   // vLLM refuses prompts whose prompt + max_tokens exceed max_model_len (input processor).
   if (total > max_model_len_) {
     why = RejectReason::kExceedsMaxModelLen;
-  } else if (contiguous_ ? reservation_for(Seq{0, prompt, output}) > ckv_->capacity_tokens()
-                         : kv_.blocks_for(total - 1) > kv_.num_blocks()) {
+  } else if (!layout_->fits(prompt, output)) {
     why = RejectReason::kExceedsKvCapacity;
   } else if (!setup_.engine.enable_chunked_prefill &&
              prompt - spec.preloaded_tokens > setup_.engine.max_num_batched_tokens) {
@@ -120,18 +119,6 @@ void Replica::on_event(std::uint32_t kind, std::uint64_t epoch, SimTime now) {
     end_step(now);
 }
 
-std::int64_t Replica::reservation_for(const Seq& q) const {
-  const std::int64_t total = static_cast<std::int64_t>(q.prompt_tokens) + q.max_output;
-  if (reservation_ == Reservation::kMax) return max_model_len_;
-  if (reservation_ == Reservation::kPow2) {
-    // PagedAttention's Orca (Pow2): the output space over-reserved by at most 2x (25 -> 32).
-    std::int64_t p = 1;
-    while (p < q.max_output) p <<= 1;
-    return std::min<std::int64_t>(q.prompt_tokens + p, max_model_len_);
-  }
-  return total;  // oracle
-}
-
 SchedView Replica::view(std::uint32_t slot) const {
   const Seq& q = seqs_[slot];
   const RequestRecord& r = log_[q.request];
@@ -160,12 +147,9 @@ void Replica::preempt(std::uint32_t slot) {
   Seq& q = seqs_[slot];
   RequestRecord& r = log_[q.request];
   held_tokens_ -= q.num_computed;
-  // Swap: copy the computed KV to host memory if it fits there, else recompute (vLLM v0 swapped
-  // whole sequences over PCIe; each GPU moves its own shard).
+  // The preemption mode keeps the computed KV in host memory (copied there now) or drops it.
   const double bytes = static_cast<double>(q.num_computed) * setup_.memory.kv_bytes_per_token;
-  if (swap_ && q.num_computed > 0 && host_link_Bps_ > 0 &&
-      swap_used_bytes_ + bytes <= swap_capacity_bytes_) {
-    swap_used_bytes_ += bytes;
+  if (preemption_->keep(bytes)) {
     transfer_s_ += bytes / host_link_Bps_;
     stats_.swap_out_bytes += bytes;
     ++stats_.num_swaps;
@@ -256,8 +240,8 @@ void Replica::schedule_running(std::int64_t& budget) {
       ++i;
       continue;
     }
-    // Room is checked against kv_room first; a contiguous reservation covers the whole life.
-    const bool grow = !contiguous_ && q.num_computed + n > q.kv_room;
+    // Room is checked against kv_room first; a reservation at admission covers the whole life.
+    const bool grow = !reserves_ && q.num_computed + n > q.kv_room;
     if (grow && !make_room(s, q.num_computed + n, i, budget)) break;
     if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
     cache_full_blocks(s, q, q.num_computed + n);
@@ -312,7 +296,7 @@ bool Replica::resume_swapped(std::uint32_t s, std::int64_t& budget) {
   q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
   const double bytes = static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
   transfer_s_ += bytes / host_link_Bps_;
-  swap_used_bytes_ -= bytes;
+  preemption_->release(bytes);
   stats_.swap_in_bytes += bytes;
   held_tokens_ += swapped;
   q.num_computed = swapped;
@@ -376,8 +360,8 @@ bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_bud
     return false;
   }
   n = std::min(n, budget);
-  if (contiguous_) {
-    if (!ckv_->reserve(s, reservation_for(q))) return false;
+  if (reserves_) {
+    if (!layout_->reserve(s, q.prompt_tokens, q.max_output)) return false;
   } else if (!kv_.allocate_with_prefix(s, hit_hashes, hit_blocks, computed + n)) {
     return false;
   } else {
@@ -737,10 +721,7 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
 }
 
 void Replica::release_slot(std::uint32_t slot, SimTime now) {
-  if (contiguous_)
-    ckv_->release(slot);
-  else
-    kv_.free(slot, content_[slot].session);
+  layout_->release(slot, content_[slot].session);
   if (by_session_) session_end(content_[slot].session, now);
   (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
 }
@@ -779,7 +760,7 @@ void Replica::apply_cancels(SimTime now) {
       waiting_.erase(slot);
       std::int32_t& swapped = content_[slot].swapped_tokens;
       if (swapped > 0) {
-        swap_used_bytes_ -= static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token;
+        preemption_->release(static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token);
         swapped = 0;
       }
     }
@@ -816,14 +797,12 @@ void Replica::stop(SimTime now, Outcome outcome) {
                        setup_.engine.enable_prefix_caching);
   empty_memory();
   sessions_.clear();
-  swap_used_bytes_ = 0;
+  preemption_->clear();
   held_tokens_ = 0;
 }
 
 void Replica::empty_memory() {
-  if (contiguous_)
-    ckv_ = std::make_unique<ContiguousKv>(kv_.num_blocks() * kv_.block_size(),
-                                          setup_.engine.contiguous_allocator == "buddy");
+  if (layout_) layout_->clear();
   tiers_.clear();
   for (const auto& t : setup_.engine.kv_tiers) tiers_.emplace_back(t, setup_.memory.block_bytes);
   kv_.record_evictions(!tiers_.empty());
@@ -831,13 +810,12 @@ void Replica::empty_memory() {
 }
 
 void Replica::verify() {
-  if (contiguous_) {
-    if (!ckv_->check_consistency())
-      throw std::logic_error("replica " + setup_.name + ": contiguous KV regions inconsistent");
-    std::int64_t reserved = 0, held = 0;
-    for (auto s : running_) reserved += ckv_->reservation(s), held += seqs_[s].num_computed;
-    if (reserved != ckv_->reserved_tokens() || held != held_tokens_)
-      throw std::logic_error("replica " + setup_.name + ": reservations or held tokens drifted");
+  if (reserves_) {
+    layout_->verify(running_, setup_.name);
+    std::int64_t held = 0;
+    for (auto s : running_) held += seqs_[s].num_computed;
+    if (held != held_tokens_)
+      throw std::logic_error("replica " + setup_.name + ": held tokens drifted");
     return;
   }
   if (!kv_.check_consistency())
@@ -858,8 +836,9 @@ void Replica::verify() {
   waiting_.for_each([&](std::uint32_t s) {
     swapped += static_cast<double>(content_[s].swapped_tokens) * setup_.memory.kv_bytes_per_token;
   });
-  if (std::abs(swapped - swap_used_bytes_) > 1e-6 * (1 + swapped) ||
-      swap_used_bytes_ > swap_capacity_bytes_ + 1e-6)
+  const double host = preemption_->host_bytes();
+  if (std::abs(swapped - host) > 1e-6 * (1 + swapped) ||
+      host > preemption_->host_capacity_bytes() + 1e-6)
     throw std::logic_error("replica " + setup_.name + ": swap space accounting drifted");
   std::int64_t computed = 0;
   for (auto s : running_) computed += seqs_[s].num_computed;

@@ -20,11 +20,12 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/work.h"
 #include "sim/engine/block_hash.h"
-#include "sim/engine/contiguous_kv.h"
 #include "sim/engine/engine_config.h"
 #include "sim/engine/kv_cache.h"
+#include "sim/engine/kv_layout.h"
 #include "sim/engine/kv_tier.h"
 #include "sim/engine/memory.h"
+#include "sim/engine/preemption.h"
 #include "sim/engine/retention.h"
 #include "sim/engine/scheduler.h"
 #include "sim/engine/wait_queue.h"
@@ -122,16 +123,11 @@ class Replica final : public EventHandler, private VictimChooser {
   // Load signals (as vLLM's metrics name them).
   int num_requests_running() const { return static_cast<int>(running_.size()); }
   int num_requests_waiting() const { return static_cast<int>(waiting_.size()); }
-  double kv_cache_usage() const {
-    return contiguous_ ? static_cast<double>(ckv_->reserved_tokens()) / ckv_->capacity_tokens()
-                       : kv_.usage();
-  }
+  double kv_cache_usage() const { return layout_->usage(); }
   // Token states held by requests (their computed tokens) and KV memory given to them, in tokens
   // (blocks × block_size, or contiguous reservations).
   std::int64_t kv_tokens_held() const { return held_tokens_; }
-  std::int64_t kv_tokens_allocated() const {
-    return contiguous_ ? ckv_->reserved_tokens() : kv_.num_used_blocks() * kv_.block_size();
-  }
+  std::int64_t kv_tokens_allocated() const { return layout_->allocated_tokens(); }
   bool idle() const { return !stepping_; }
 
   const std::string& name() const { return setup_.name; }
@@ -274,8 +270,6 @@ class Replica final : public EventHandler, private VictimChooser {
   void verify();
   void apply_cancels(SimTime now);
   std::vector<std::uint32_t> pending_cancels_;  // requests, taken at the next step boundary
-  // Contiguous layout: the region a request reserves when admitted.
-  std::int64_t reservation_for(const Seq& q) const;
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
   std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
   // Enters the blocks `q` will have filled after this step in the prefix-cache index.
@@ -291,11 +285,9 @@ class Replica final : public EventHandler, private VictimChooser {
   RequestObserver* observer_;
   int index_;
   KvCacheManager kv_;
-  bool contiguous_ = false;
-  std::unique_ptr<ContiguousKv> ckv_;  // contiguous layout only
-  enum class Reservation : std::uint8_t { kMax, kPow2, kOracle };
-  Reservation reservation_ = Reservation::kMax;  // contiguous layout: what a request reserves
-  bool swap_ = false;                            // preemption swaps KV to the host
+  std::unique_ptr<KvLayout> layout_;              // paged (kv_ with its prefix cache) or contiguous
+  bool reserves_ = false;                         // layout_->reserves_at_admission(), read per step
+  std::unique_ptr<PreemptionPolicy> preemption_;  // what a preempted request's KV becomes
   std::vector<KvTier> tiers_;
   std::unique_ptr<RetentionPolicy> retention_;
   bool by_session_ = false;
@@ -323,10 +315,8 @@ class Replica final : public EventHandler, private VictimChooser {
   // Why the last schedule() left requests waiting (see EngineStats::wait_*_s).
   enum class WaitCause : std::uint8_t { kNone, kKv, kTokenBudget, kMaxSeqs } wait_cause_{};
   bool batch_dirty_ = false;
-  double transfer_s_ = 0;       // KV copy time added to the step being scheduled
-  double load_s_ = 0;           // tier loads of the step being scheduled
-  double swap_used_bytes_ = 0;  // host swap space in use, per GPU
-  double swap_capacity_bytes_ = 0;
+  double transfer_s_ = 0;  // KV copy time added to the step being scheduled
+  double load_s_ = 0;      // tier loads of the step being scheduled
   double host_link_Bps_ = 0;
   SimTime step_start_ = 0;
   double gpu_s_per_token_ = 0;  // the step in flight's GPU-seconds per scheduled token

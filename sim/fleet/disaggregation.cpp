@@ -26,8 +26,8 @@ bool Disaggregation::prefill_remotely(const RequestSpec& spec) {
   prompt_block_hashes(spec, block_size_, hash_scratch_);
   if (!hash_scratch_.empty())
     for (std::size_t i = 0; i < host_.pool_size(decode_pool_); ++i)
-      cached = std::max(cached,
-                        host_.cached_blocks_if_up(decode_pool_, i, hash_scratch_) * block_size_);
+      cached =
+          std::max(cached, host_.cached_blocks_if_up(decode_pool_, i, hash_scratch_) * block_size_);
   return spec.input_tokens - cached >= config_.direct_decode_tokens;
 }
 

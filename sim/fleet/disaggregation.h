@@ -76,8 +76,8 @@ class Disaggregation final : public EventHandler {
   // `prefill_pool` and `decode_pool` are pool indices; `block_size` the decode pool's,
   // `kv_bytes_per_token` its KV per token (all layers, one copy).
   Disaggregation(const DisaggregationConfig& c, std::size_t prefill_pool, std::size_t decode_pool,
-                 int block_size, double kv_bytes_per_token, std::size_t replicas,
-                 EventQueue& queue, RequestLog& log, DisaggregationHost& host);
+                 int block_size, double kv_bytes_per_token, std::size_t replicas, EventQueue& queue,
+                 RequestLog& log, DisaggregationHost& host);
   std::size_t prefill_pool() const { return prefill_pool_; }
   std::size_t decode_pool() const { return decode_pool_; }
   // The decider, for a request bound for the prefill pool: true to prefill it there and decode

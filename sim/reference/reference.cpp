@@ -33,6 +33,14 @@ std::string scenario_reference_markdown() {
        "| policy | what it does |\n|---|---|\n";
   for (const auto& e : scheduling_registry().entries())
     o << "| `" << e.name << "` | " << e.description << " |\n";
+  o << "\n## Preemption modes\n\n`pools[].engine.preemption_mode` names one of:\n\n"
+       "| mode | what it does |\n|---|---|\n";
+  for (const auto& e : preemption_registry().entries())
+    o << "| `" << e.name << "` | " << e.description << " |\n";
+  o << "\n## KV layouts\n\n`pools[].engine.kv_layout` names one of:\n\n"
+       "| layout | what it does |\n|---|---|\n";
+  for (const auto& e : kv_layout_registry().entries())
+    o << "| `" << e.name << "` | " << e.description << " |\n";
   o << "\n## Ranges by unit\n\n"
        "A number whose declaration above gives no bound of its own takes the bound of its unit, "
        "so that no value can overflow the clock, a counter or memory. A value out of range is "
