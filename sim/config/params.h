@@ -323,6 +323,14 @@ class Registry : public RegistryBase {
     throw std::logic_error("registry " + interface_name() + ": no implementation '" + spec.impl +
                            "' (the spec was not resolved by a Reader)");
   }
+  // Builds the implementation `name` of a component without parameters, chosen by a plain
+  // string parameter (see choices_of).
+  std::unique_ptr<Iface> make(const std::string& name, Args... args) const {
+    ImplSpec spec;
+    spec.impl = name;
+    spec.params["impl"] = name;
+    return make(spec, args...);
+  }
 
  private:
   std::vector<std::function<std::unique_ptr<Iface>(const YAML::Node&, Args...)>> makers_;

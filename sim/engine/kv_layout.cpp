@@ -108,10 +108,7 @@ const KvLayoutRegistry& kv_layout_registry() {
 }
 
 std::unique_ptr<KvLayout> make_kv_layout(const std::string& name, const KvLayoutContext& ctx) {
-  config::ImplSpec spec;
-  spec.impl = name;
-  spec.params["impl"] = name;
-  return kv_layout_registry().make(spec, ctx);
+  return kv_layout_registry().make(name, ctx);
 }
 
 }  // namespace kvfleet::sim

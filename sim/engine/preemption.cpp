@@ -57,10 +57,7 @@ const PreemptionRegistry& preemption_registry() {
 
 std::unique_ptr<PreemptionPolicy> make_preemption_policy(const std::string& name,
                                                          const HostSwapSpace& host) {
-  config::ImplSpec spec;
-  spec.impl = name;
-  spec.params["impl"] = name;
-  return preemption_registry().make(spec, host);
+  return preemption_registry().make(name, host);
 }
 
 }  // namespace kvfleet::sim

@@ -61,10 +61,7 @@ const SchedulingRegistry& scheduling_registry() {
 }
 
 std::unique_ptr<SchedulingPolicy> make_scheduling_policy(const std::string& name) {
-  config::ImplSpec spec;
-  spec.impl = name;
-  spec.params["impl"] = name;
-  return scheduling_registry().make(spec);
+  return scheduling_registry().make(name);
 }
 
 }  // namespace kvfleet::sim
