@@ -11,12 +11,12 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <sstream>
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
+#include "sim/core/rng.h"
 #include "sim/io/h5.h"
 #include "sim/io/input_file.h"
 #include "sim/metrics/summary.h"
@@ -347,8 +347,8 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
     const SampleConfig& smp = c.sample;
     if (smp.keys.empty()) top.fail(root["sample"], "sample.keys", "expected a non-empty list");
     const auto n = static_cast<std::size_t>(smp.n);
-    std::mt19937_64 rng(static_cast<std::uint64_t>(smp.seed));
-    std::uniform_real_distribution<double> u(0, 1);
+    // kvfleet's own stream: the same samples from every standard library.
+    RngStream rng(static_cast<std::uint64_t>(smp.seed), "sweep.sample");
     for (std::size_t i = 0; i < smp.keys.size(); ++i) {
       const SampleKeyConfig& k = smp.keys[i];
       check_unique_key(k.key, root["sample"]["keys"][i]["key"],
@@ -356,11 +356,12 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
       std::vector<std::size_t> strata(n);
       for (std::size_t j = 0; j < n; ++j) strata[j] = j;
       const bool lhs = smp.method == "latin_hypercube";
-      if (lhs) std::shuffle(strata.begin(), strata.end(), rng);
+      if (lhs)  // Fisher-Yates
+        for (std::size_t j = n; j > 1; --j) std::swap(strata[j - 1], strata[rng.below(j)]);
       SweepAxis ax;
       ax.key = k.key;
       for (std::size_t j = 0; j < n; ++j) {
-        const double f = lhs ? (strata[j] + u(rng)) / n : u(rng);
+        const double f = lhs ? (strata[j] + rng.uniform()) / n : rng.uniform();
         double x = k.log ? k.min * std::pow(k.max / k.min, f) : k.min + f * (k.max - k.min);
         if (k.integer) x = std::round(x);
         ax.values.push_back(config::format_double(x));
