@@ -160,11 +160,13 @@ std::string OutputSet::add_folder(const std::string& option, const std::string& 
     if (fs::weakly_canonical(e.path) == fs::weakly_canonical(path))
       throw InputError(option, "", path + " is also the path of " + e.option);
   const std::string temp = temp_name(path);
+  track_temp(temp, true);  // before it exists: a signal between would leave it behind
   std::error_code ec;
   fs::create_directory(temp, ec);
-  if (ec)
+  if (ec) {
+    forget_temp(temp);
     throw InputError(option, "", "cannot create a folder beside " + path + ": " + ec.message());
-  track_temp(temp, true);
+  }
   entries_.push_back({option, path, temp, true});
   return temp;
 }
