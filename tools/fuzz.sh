@@ -48,14 +48,23 @@ run_one() {
   local seeds=("tests/fuzz/corpus/$h")
   [ -d "tests/fuzz/regressions/$h" ] && seeds+=("tests/fuzz/regressions/$h")
   [ "$h" = scenario ] && seeds+=("scenarios")
-  # -timeout: an input that takes 20 s is a hang; -rss_limit_mb: one that takes 2 GB is a leak or
+  # -timeout: an input that takes 20 s is a hang; KVFLEET_FUZZ_RSS_MB (1.5 GB held after an input),
+  # -rss_limit_mb and -malloc_limit_mb (one allocation of 1 GB): a leak or
   # an unbounded allocation. Both count as crashes.
   local t0=$SECONDS
   local bound=()
   [ "$ci" = 1 ] && bound=(-seed=1 -runs="${ci_runs[$h]}")
-  ASAN_OPTIONS=detect_leaks=0 "$build/bin/fuzz_$h" "$work" "${seeds[@]}" "${bound[@]}" \
-    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$build/crashes/$h-" > "$build/logs/$h.log" 2>&1 || true
+  # A harness that outlives its time by a minute is stuck (libFuzzer's own out-of-memory report
+  # can take many minutes on a large heap): it is stopped and counts as a crash.
+  local rc=0
+  ASAN_OPTIONS=detect_leaks=0 KVFLEET_FUZZ_RSS_MB=1536 timeout -k 10 $((seconds + 60)) \
+    "$build/bin/fuzz_$h" "$work" "${seeds[@]}" "${bound[@]}" \
+    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -malloc_limit_mb=1024 \
+    -print_final_stats=1 -artifact_prefix="$build/crashes/$h-" > "$build/logs/$h.log" 2>&1 || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "fuzz: $h did not finish within $((seconds + 60)) s (see $build/logs/$h.log)" \
+      > "$build/crashes/$h-stuck"
+  fi
   echo $((SECONDS - t0)) > "$build/logs/$h.seconds"
 }
 pids=()

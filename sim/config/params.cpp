@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include "sim/io/input_file.h"
 
@@ -583,15 +584,59 @@ void check_tree(const YAML::Node& n, const std::string& name, const std::string&
 
 }  // namespace
 
+namespace {
+
+// Counts the documents of `text` up to two, noting where the second starts. yaml-cpp 0.7's LoadAll
+// loops forever, allocating, when the parser stops at a token no node can start with (a ',' in
+// block context: ", a", "-\n,"): each call of HandleNextDocument then reports one more empty
+// document without consuming anything (fixed upstream in yaml-cpp 0.8.0, PR #1319). Asking for
+// two documents at most keeps that bounded.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Refuses a stream of more than one document, or one the parser cannot read to its end.
+void check_single_document(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter count;
+  while (count.documents < 2 && parser.HandleNextDocument(count)) {
+  }
+  if (count.documents < 2) return;
+  const bool marker = text.starts_with("---") || text.find("\n---") != std::string::npos ||
+                      text.find("\n...") != std::string::npos;
+  if (marker)
+    throw InputError(name, "",
+                     "holds more than one YAML document (separated by ---); one is expected");
+  throw InputError(at_line(name, count.second), "",
+                   "YAML syntax: unexpected text at column " +
+                       std::to_string(count.second.column + 1) +
+                       " (a ',' outside [ ] or { }, or a value the parser cannot place)");
+}
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& text, const std::string& name) {
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)
-      throw InputError(name, "",
-                       "holds " + std::to_string(docs.size()) +
-                           " YAML documents (separated by ---); one is expected");
-    if (!docs.empty()) root = docs.front();
+    check_single_document(text, name);
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     throw InputError(at_line(name, e.mark), "",
                      "nested deeper than " + std::to_string(kMaxYamlDepth) +

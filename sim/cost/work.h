@@ -1,7 +1,7 @@
 #pragma once
 // What one engine step asks of each GPU: FLOPs and bytes moved through device memory, by kind of
 // work. Independent of how long the step takes: the roofline cost model divides it by the GPU's
-// rates, and the engine divides it by the step's duration to report utilisation (issue 10).
+// rates, and the engine divides it by the step's duration to report utilisation.
 #include <string>
 
 #include "sim/cost/cost_model.h"

@@ -66,7 +66,8 @@ void ScenarioConfig::visit(V& v) {
   v.param("disaggregation", disaggregation, {.desc = "disaggregated prefill and decode pools"});
   v.param("pools", pools,
           {.desc = "the fleet: pools of identical replicas; requests go to the first pool unless "
-                   "they name another (routing across pools arrives with the fleet issue)",
+                   "they name another, the gateway's long-prompt rule or disaggregation sends "
+                   "them elsewhere",
            .required = true});
   v.param("models", models, {.desc = "extra model definitions (presets are always available)"});
   v.param("gpus", gpus, {.desc = "extra GPU definitions (presets are always available)"});

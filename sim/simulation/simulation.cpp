@@ -540,6 +540,11 @@ RunResult Simulation::run() {
     queue_.run();
     res.end_time = queue_.now();
   }
+  collect(res);
+  return res;
+}
+
+void Simulation::collect(RunResult& res) {
   res.cancelled = queue_.stopped();
   res.events = queue_.events_processed();
   res.workload_stats = workload_->stats();
@@ -574,7 +579,6 @@ RunResult Simulation::run() {
   for (auto& r : replicas_) r->trace_steps(nullptr, 0);
   res.steps = std::move(steps_);
   res.alerts = evaluate_alerts(scenario_.config.alerts, res);
-  return res;
 }
 
 }  // namespace kvfleet::sim

@@ -109,6 +109,8 @@ class Simulation final : public EventHandler,
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
   void sample(SimTime now);
+  // Moves the run's records, series and counters into `res` (at the end of run()).
+  void collect(RunResult& res);
   bool active() const override;
   struct Paused {
     SimTime due = kTimeNever;  // when it was next due (kTimeNever: not paused)

@@ -303,7 +303,7 @@ class Conversations final : public Workload {
     s.in_flight = false;
     --in_flight_;
     if (rec.outcome != Outcome::kOk) {
-      end_session(s, now);  // the user gives up (client retries arrive with the fleet issue)
+      end_session(s, now);  // the user gives up (the client's retries, if any, failed too)
       return;
     }
     if (rec.purpose == kPurposeSummary) {

@@ -148,5 +148,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fuzz_bundle(in, true);
       break;
   }
+  fuzz::check_memory();
   return 0;
 }

@@ -27,5 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(again.resolved_yaml == sc.resolved_yaml);
   } catch (const sim::InputError&) {
   }
+  fuzz::check_memory();
   return 0;
 }

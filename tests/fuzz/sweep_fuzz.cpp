@@ -116,5 +116,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz_sweep_text(in);
   else
     fuzz_results_file(in);
+  fuzz::check_memory();
   return 0;
 }

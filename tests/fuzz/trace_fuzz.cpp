@@ -25,5 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   } catch (const sim::InputError&) {
   }
+  fuzz::check_memory();
   return 0;
 }
