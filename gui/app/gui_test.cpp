@@ -8,6 +8,8 @@
 #include <QtTest/QSignalSpy>
 #include <QtTest/QTest>
 #include <QtWidgets/QApplication>
+#include <QtWidgets/QCheckBox>
+#include <QtWidgets/QComboBox>
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
@@ -50,6 +52,32 @@ bool wait_finished(MainWindow& w, int timeout_ms) {
 class GuiTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  void editsAnyPoolWithEditorsFromTheDeclarations() {
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/fleet/pd-disaggregated.yaml"));
+    QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));
+    QVERIFY(!w.setField("pools[1].engine.max_num_seqs", "48"));  // not on the panel yet
+    w.selectPool(1);
+    QVERIFY(w.setField("pools[1].engine.max_num_seqs", "48"));
+    QCOMPARE(w.fieldValue("pools[1].engine.max_num_seqs"), QString("48"));
+    QVERIFY(!w.setField("pools[0].engine.max_num_seqs", "64"));
+    // A declared boolean is a check box; a key with declared choices a list of them.
+    int boxes = 0;
+    for (auto* b : w.findChildren<QCheckBox*>()) boxes += b->toolTip().contains("prefix");
+    QVERIFY(boxes >= 1);
+    bool routers = false;
+    for (auto* c : w.findChildren<QComboBox*>())
+      routers |= c->findText("prefix_aware") >= 0 && c->findText("round_robin") >= 0;
+    QVERIFY(routers);
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1280, 800);
+      QVERIFY(w.grab().save(QDir(shots).filePath("gui_pools.png")));
+    }
+    w.selectPool(0);
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("64"));
+    QCOMPARE(w.fieldValue("pools[1].engine.max_num_seqs"), QString("48"));  // kept
+  }
   void startsOnTheDefaultScenarioWithTooltips() {
     MainWindow w;
     QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));

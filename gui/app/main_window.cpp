@@ -60,8 +60,14 @@ std::string lookup(const YAML::Node& root, const std::string& key) {
   return n.IsScalar() ? n.Scalar() : "";
 }
 
+// A --set key as the declarations spell it: list indices dropped (pools[1].x -> pools[].x).
 std::string doc_key(std::string key) {
-  for (std::size_t at; (at = key.find("[0]")) != std::string::npos;) key.replace(at, 3, "[]");
+  for (std::size_t at = 0; (at = key.find('[', at)) != std::string::npos;) {
+    const std::size_t end = key.find(']', at);
+    if (end == std::string::npos) break;
+    key.replace(at + 1, end - at - 1, "");
+    at += 2;
+  }
   return key;
 }
 
@@ -70,6 +76,7 @@ std::string doc_key(std::string key) {
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("kvfleet");
   for (const auto& r : sim::scenario_parameters()) {
+    declared_[r.key] = r;
     std::string tip = r.description;
     if (!r.unit.empty()) tip += " [" + r.unit + "]";
     if (!r.type.empty()) tip += "\n" + r.type;
@@ -200,62 +207,105 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1280, 800);
 }
 
+// What the panel shows, as --set keys ("pool." stands for the pool chosen above the form) with
+// a label; the editor (check box, list of choices or text), unit, tooltip and range come from the
+// parameter declarations (sim::scenario_parameters()).
+struct PanelKey {
+  const char* key;
+  const char* label;
+};
+constexpr PanelKey kPoolKeys[] = {
+    {"pool.model", "Model"},
+    {"pool.gpu", "GPU"},
+    {"pool.replicas", "Replicas"},
+    {"pool.tensor_parallel", "Tensor parallel"},
+    {"pool.pipeline_parallel", "Pipeline stages"},
+    {"pool.weight_dtype", "Weight dtype"},
+    {"pool.engine.kv_cache_dtype", "KV dtype"},
+    {"pool.engine.block_size", "Block size"},
+    {"pool.engine.enable_prefix_caching", "Prefix caching"},
+    {"pool.engine.max_num_seqs", "max_num_seqs"},
+    {"pool.engine.max_num_batched_tokens", "max_num_batched_tokens"},
+    {"pool.engine.gpu_memory_utilization", "GPU memory utilization"},
+    {"router.impl", "Routing policy"},
+};
+
 void MainWindow::buildPanel() {
   while (form_->rowCount() > 0) form_->removeRow(0);
   fields_.clear();
   const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
-  auto add = [&](const std::string& key, const std::string& label, QWidget* editor,
-                 const char* unit_override = nullptr) {
-    const auto it = tooltips_.find(doc_key(key));
-    if (it != tooltips_.end()) editor->setToolTip(QString::fromStdString(it->second));
-    const auto u = units_.find(doc_key(key));
-    const std::string unit = unit_override ? unit_override : u != units_.end() ? u->second : "";
-    QString text = QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")"));
-    auto* l = new QLabel(text);
-    l->setToolTip(editor->toolTip());
-    form_->addRow(l, editor);
-    fields_.push_back({key, label, editor});
-  };
+  const std::size_t pools = root["pools"].IsSequence() ? root["pools"].size() : 1;
+  if (pool_ >= pools) pool_ = 0;
+  const std::string pool = "pools[" + std::to_string(pool_) + "]";
+  if (pools > 1) {  // any pool can be edited
+    auto* c = new QComboBox;
+    for (std::size_t p = 0; p < pools; ++p)
+      c->addItem(QString::fromStdString(lookup(root, "pools[" + std::to_string(p) + "].name")));
+    c->setCurrentIndex(static_cast<int>(pool_));
+    connect(
+        c, &QComboBox::activated, this, [this](int i) { selectPool(static_cast<std::size_t>(i)); },
+        Qt::QueuedConnection);
+    form_->addRow(new QLabel("Pool"), c);
+  }
   auto combo = [&](const std::vector<std::string>& items) {
     auto* c = new QComboBox;
     for (const auto& i : items) c->addItem(QString::fromStdString(i));
     return c;
   };
+  // Models and GPUs are names: the presets and the scenario's own definitions.
+  auto names = [&](const char* section, std::vector<std::string> v) {
+    for (const auto& d : root[section]) v.push_back(d["name"].as<std::string>());
+    return v;
+  };
   std::vector<std::string> models, gpus;
   for (const auto& m : sim::model_presets()) models.push_back(m.name);
   for (const auto& g : sim::gpu_presets()) gpus.push_back(g.name);
-  add("pools[0].model", "Model", combo(models));
-  add("pools[0].gpu", "GPU", combo(gpus));
-  add("pools[0].replicas", "Replicas", new QLineEdit);
-  add("pools[0].tensor_parallel", "Tensor parallel", new QLineEdit);
-  add("pools[0].pipeline_parallel", "Pipeline stages", new QLineEdit);
-  add("pools[0].weight_dtype", "Weight dtype", new QLineEdit);
-  add("pools[0].engine.kv_cache_dtype", "KV dtype", new QLineEdit);
-  add("pools[0].engine.block_size", "Block size", new QLineEdit);
-  add("pools[0].engine.enable_prefix_caching", "Prefix caching", new QCheckBox);
-  add("pools[0].engine.max_num_seqs", "max_num_seqs", new QLineEdit);
-  add("pools[0].engine.max_num_batched_tokens", "max_num_batched_tokens", new QLineEdit);
-  add("pools[0].engine.gpu_memory_utilization", "GPU memory utilization", new QLineEdit);
-  add("router.impl", "Routing policy", combo(sim::router_registry().names()));
+  auto add = [&](const std::string& key, const std::string& label, const char* unit_override) {
+    const auto* row = declared(key);
+    QWidget* editor = nullptr;
+    if (key.ends_with(".model")) {
+      editor = combo(names("models", models));
+    } else if (key.ends_with(".gpu")) {
+      editor = combo(names("gpus", gpus));
+    } else if (row && row->kind == "boolean") {
+      editor = new QCheckBox;
+    } else if (row && !row->choices.empty()) {
+      editor = combo(row->choices);
+    } else {
+      editor = new QLineEdit;
+    }
+    const auto it = tooltips_.find(doc_key(key));
+    if (it != tooltips_.end()) editor->setToolTip(QString::fromStdString(it->second));
+    const auto u = units_.find(doc_key(key));
+    const std::string unit = unit_override ? unit_override : u != units_.end() ? u->second : "";
+    auto* l = new QLabel(QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")")));
+    l->setToolTip(editor->toolTip());
+    form_->addRow(l, editor);
+    fields_.push_back({key, label, editor});
+  };
+  for (const auto& k : kPoolKeys) {
+    std::string key = k.key;
+    if (key.starts_with("pool.")) key = pool + key.substr(4);
+    add(key, k.label, nullptr);
+  }
   if (!lookup(root, "workload.context_policy.impl").empty()) {
-    add("workload.context_policy.impl", "Context policy",
-        combo(sim::context_policy_registry().names()));
+    add("workload.context_policy.impl", "Context policy", nullptr);
     // The chosen policy's own parameters (window: turns; summarize: threshold, kept turns...).
     const YAML::Node cp = root["workload"]["context_policy"];
     for (auto it = cp.begin(); it != cp.end(); ++it) {
       const std::string k = it->first.as<std::string>();
       if (k == "impl" || !it->second.IsScalar()) continue;
-      add("workload.context_policy." + k, "  " + k, new QLineEdit);
+      add("workload.context_policy." + k, "  " + k, nullptr);
     }
   }
   const std::string load = loadKey();
-  if (!load.empty()) add(load, "Load at factor 1", new QLineEdit);
+  if (!load.empty()) add(load, "Load at factor 1", nullptr);
   if (!lookup(root, "workload.num_requests").empty()) {
-    add("workload.num_requests", "Requests per point", new QLineEdit);
+    add("workload.num_requests", "Requests per point", nullptr);
   }
   if (!lookup(root, "workload.num_sessions").empty()) {
-    add("workload.num_sessions", "Conversations per point", new QLineEdit);
-    add("workload.turns.mean", "Turns per conversation (mean)", new QLineEdit, "turns");
+    add("workload.num_sessions", "Conversations per point", nullptr);
+    add("workload.turns.mean", "Turns per conversation (mean)", "turns");
   }
   refreshFields();
   for (auto& f : fields_) {
@@ -271,6 +321,18 @@ void MainWindow::buildPanel() {
   }
 }
 
+void MainWindow::selectPool(std::size_t p) {
+  pool_ = p;
+  buildPanel();
+}
+
+const sim::config::Documenter::Row* MainWindow::declared(const std::string& key) const {
+  std::string k = doc_key(key);
+  if (k.ends_with(".impl")) k.resize(k.size() - 5);  // a component's row is its section's
+  const auto it = declared_.find(k);
+  return it == declared_.end() ? nullptr : &it->second;
+}
+
 void MainWindow::refreshFields() {
   const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
   for (auto& f : fields_) {
@@ -284,9 +346,13 @@ void MainWindow::refreshFields() {
 }
 
 std::vector<std::string> MainWindow::overrides() const {
-  // The fields as they stand, as --set overrides on the loaded YAML.
+  // Edits of fields not on the panel now (another pool's), then the fields as they stand, as
+  // --set overrides on the loaded YAML.
   std::vector<std::string> o;
   const YAML::Node root = YAML::Load(scenario_.resolved_yaml);
+  for (const auto& [key, value] : edits_)
+    if (std::none_of(fields_.begin(), fields_.end(), [&](const Field& f) { return f.key == key; }))
+      o.push_back(key + "=" + value);
   for (const auto& f : fields_) o.push_back(f.key + "=" + lookup(root, f.key));
   return o;
 }
@@ -316,6 +382,11 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     return false;
   }
   last_error_.clear();
+  if (impl)
+    std::erase_if(edits_, [&](const auto& e) {
+      return e.first.rfind(key.substr(0, key.size() - 4), 0) == 0;
+    });
+  edits_[key] = value.toStdString();
   status_->setText(QString::fromStdString(key) + " = " + value);
   if (impl) {
     // The panel shows the new implementation's parameters. Rebuilt after this signal returns:
@@ -355,6 +426,8 @@ bool MainWindow::openScenario(const QString& path) {
   }
   last_error_.clear();
   pinned_.clear();
+  edits_.clear();
+  pool_ = 0;
   buildPanel();
   redrawLatency();
   redrawMemory();

@@ -44,6 +44,8 @@ class MainWindow : public QMainWindow {
   bool setField(const std::string& key, const QString& value);
   QString fieldValue(const std::string& key) const;
   void runSweep();
+  // The panel edits pool `p` of the scenario (its fields become pools[p]...).
+  void selectPool(std::size_t p);
   void cancelSweep();
   void pinRun();
   // Opens a sweep's results (kvfleet sweep) in the Sweep file view; false with a message if not.
@@ -64,6 +66,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildPanel();
+  // The declaration of a --set key (nullptr when it has none).
+  const sim::config::Documenter::Row* declared(const std::string& key) const;
   void refreshFields();
   bool revalidate();
   void redrawLatency();
@@ -77,6 +81,9 @@ class MainWindow : public QMainWindow {
   QString file_;
   sim::Scenario scenario_;  // yaml_ + the fields' overrides, last valid
   std::vector<Field> fields_;
+  std::size_t pool_ = 0;                      // the pool the panel edits
+  std::map<std::string, std::string> edits_;  // every field set since the scenario was opened
+  std::map<std::string, sim::config::Documenter::Row> declared_;  // by key as documented
   std::map<std::string, std::string> tooltips_;  // by key as documented (`pools[].…`)
   std::map<std::string, std::string> units_;
   QFormLayout* form_ = nullptr;

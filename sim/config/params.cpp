@@ -425,6 +425,8 @@ void Writer::param(std::string_view name, const std::vector<std::string>& v, con
 void Documenter::add(std::string_view name, std::string type, const Attr& a, std::string def) {
   Row r;
   r.key = key(name);
+  r.kind = type;
+  for (const auto& c : a.choices) r.choices.emplace_back(c);
   if (!a.choices.empty()) type = "one of: " + describe_choices(a.choices);
   std::vector<std::string> cons;
   const Range range = effective_range(a);
@@ -481,6 +483,8 @@ void Documenter::impl(std::string_view name, const ImplSpec& v, const RegistryBa
   Attr ca = a;
   add(name, "map: impl = " + join(reg.names(), " | "), ca,
       "impl: " + (v.impl.empty() ? reg.default_impl() : v.impl));
+  rows_.back().kind = "impl";
+  rows_.back().choices = reg.names();
   for (const Documenter* d = this; d; d = d->parent_)
     if (d->expanding_ == &reg) return;  // documented where it first appears
   for (const auto& e : reg.entries()) {

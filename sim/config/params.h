@@ -215,6 +215,8 @@ class Documenter {
  public:
   struct Row {
     std::string key, type, unit, default_value, description;
+    std::string kind;                  // integer, number, boolean, string, list...
+    std::vector<std::string> choices;  // allowed values, when the declaration names them
   };
   struct Section {
     std::string title;  // e.g. "workload.arrival: impl poisson"
