@@ -11,8 +11,11 @@
 #include <span>
 #include <string>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "sim/config/params.h"
 #include "sim/fleet/router.h"
+#include "sim/workload/request.h"
 #include "sim/workload/request_log.h"
 
 namespace kvfleet::sim {
@@ -93,7 +96,9 @@ struct GatewayConfig {
   }
 };
 
-// One pool's gateway: admission decisions and the queue. Requests are ids into the request log.
+// One pool's gateway: admission decisions, the queue (with the content of each queued request,
+// kept until it is dispatched) and its counters. Requests are ids into the request log; the
+// simulation routes what the gateway lets through.
 class PoolGateway {
  public:
   PoolGateway(const AdmissionConfig& c, double kv_tokens_per_replica)
@@ -136,22 +141,28 @@ class PoolGateway {
   }
 
   enum class Verdict { kDispatch, kQueue, kReject };
-  // A request arrives: dispatch it now, queue it, or reject it (reason in `why`).
-  Verdict arrive(std::uint32_t id, std::int32_t priority, std::int64_t prompt, std::int64_t total,
+  // A request arrives: dispatch it now, queue it (the gateway keeps `spec` until it is
+  // dispatched), or reject it (reason in `why`).
+  Verdict arrive(std::uint32_t id, RequestSpec& spec, std::int64_t prompt, std::int64_t total,
                  std::span<const ReplicaLoad> loads, RejectReason& why) {
+    const std::int32_t priority = spec.priority;
     // Nothing more urgent or as urgent may be waiting: FIFO within a band.
     const bool ahead = !queue_.empty() && queue_.begin()->first <= priority;
     if (!ahead && admits(prompt, total, loads)) return Verdict::kDispatch;
     if (c_.enabled && priority >= c_.shed_priority && saturated(loads)) {
       why = RejectReason::kShed;
+      ++rejected_total_;
       return Verdict::kReject;
     }
     if (c_.enabled && queued_ >= c_.max_queue) {
       why = RejectReason::kQueueFull;
+      ++rejected_total_;
       return Verdict::kReject;
     }
     queue_[priority].push_back(id);
     ++queued_;
+    ++queued_total_;
+    parked_.emplace(id, std::move(spec));
     return Verdict::kQueue;
   }
   // The most urgent queued request (FIFO within a band), if any.
@@ -160,13 +171,21 @@ class PoolGateway {
     id = queue_.begin()->second.front();
     return true;
   }
-  // Removes the front entry; `live` unless it left the queue earlier (forget()).
-  void pop_front(bool live = true) {
-    auto it = queue_.begin();
-    it->second.pop_front();
-    if (it->second.empty()) queue_.erase(it);
-    if (live) --queued_;
+  // The front request goes to a replica: its content, out of the queue.
+  RequestSpec dispatch_front() {
+    const std::uint32_t id = pop_front(true);
+    auto it = parked_.find(id);
+    RequestSpec spec = std::move(it->second);
+    parked_.erase(it);
+    return spec;
   }
+  // The front request waited longer than max_queue_wait_s: rejected.
+  void reject_front() {
+    parked_.erase(pop_front(true));
+    ++rejected_total_;
+  }
+  // The front request left earlier (forget()): its entry goes.
+  void drop_front() { parked_.erase(pop_front(false)); }
   // A queued request left (its client gave up): it no longer counts against max_queue; its entry
   // is dropped when it reaches the front.
   void forget() { --queued_; }
@@ -186,13 +205,28 @@ class PoolGateway {
   }
   std::int64_t inflight_tokens() const { return inflight_tokens_; }
   std::int64_t pending_prefill_tokens() const { return pending_prefill_; }
+  // Requests queued here, and rejected here (shed, queue full, waited too long), so far.
+  std::int64_t queued_total() const { return queued_total_; }
+  std::int64_t rejected_total() const { return rejected_total_; }
 
  private:
+  // Removes the front entry and returns its id; `live` unless it left the queue earlier.
+  std::uint32_t pop_front(bool live) {
+    auto it = queue_.begin();
+    const std::uint32_t id = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) queue_.erase(it);
+    if (live) --queued_;
+    return id;
+  }
+
   AdmissionConfig c_;
   double kv_tokens_per_replica_;
   std::map<std::int32_t, std::deque<std::uint32_t>> queue_;  // by priority
   int queued_ = 0;
   std::int64_t inflight_tokens_ = 0, pending_prefill_ = 0;
+  std::int64_t queued_total_ = 0, rejected_total_ = 0;
+  absl::flat_hash_map<std::uint32_t, RequestSpec> parked_;  // content of queued requests, by id
 };
 
 }  // namespace kvfleet::sim

@@ -41,29 +41,48 @@ TEST(Gateway, SaturationIsTheMeanOfEachReplicasWorseRatioCappedAtOne) {
   EXPECT_FALSE(g.admits(10, 20, l));  // nobody to take it
 }
 
+// A request of `priority` whose prompt length is its id (to tell them apart).
+RequestSpec spec_of(std::int32_t priority, std::int32_t id) {
+  RequestSpec r;
+  r.priority = priority;
+  r.input_tokens = id;
+  return r;
+}
+
 TEST(Gateway, ShedsLowPriorityQueuesUrgentRejectsWhenFull) {
+  auto spec = [](std::int32_t priority, std::int32_t id) -> RequestSpec& {
+    static RequestSpec r;
+    r = spec_of(priority, id);
+    return r;
+  };
   PoolGateway g(enabled(), 1000);
   const auto calm = loads({0, 0}, {0.1, 0.1});
   const auto hot = loads({8, 8}, {0.9, 0.9});
   RejectReason why = RejectReason::kNone;
-  EXPECT_EQ(g.arrive(1, 1, 100, 200, calm, why), PoolGateway::Verdict::kDispatch);
-  EXPECT_EQ(g.arrive(2, 1, 100, 200, hot, why), PoolGateway::Verdict::kReject);
+  EXPECT_EQ(g.arrive(1, spec(1, 1), 100, 200, calm, why), PoolGateway::Verdict::kDispatch);
+  EXPECT_EQ(g.arrive(2, spec(1, 2), 100, 200, hot, why), PoolGateway::Verdict::kReject);
   EXPECT_EQ(why, RejectReason::kShed);
-  EXPECT_EQ(g.arrive(3, 0, 100, 200, hot, why), PoolGateway::Verdict::kQueue);
-  EXPECT_EQ(g.arrive(4, 0, 100, 200, hot, why), PoolGateway::Verdict::kQueue);
-  EXPECT_EQ(g.arrive(5, 0, 100, 200, hot, why), PoolGateway::Verdict::kReject);
+  EXPECT_EQ(g.arrive(3, spec(0, 3), 100, 200, hot, why), PoolGateway::Verdict::kQueue);
+  EXPECT_EQ(g.arrive(4, spec(0, 4), 100, 200, hot, why), PoolGateway::Verdict::kQueue);
+  EXPECT_EQ(g.arrive(5, spec(0, 5), 100, 200, hot, why), PoolGateway::Verdict::kReject);
   EXPECT_EQ(why, RejectReason::kQueueFull);
   // One queued request leaves: room for another.
   g.forget();
-  EXPECT_EQ(g.arrive(6, 0, 100, 200, hot, why), PoolGateway::Verdict::kQueue);
+  EXPECT_EQ(g.arrive(6, spec(0, 6), 100, 200, hot, why), PoolGateway::Verdict::kQueue);
   // Once calm, nothing jumps the queue of its band or a more urgent one (here: full).
-  EXPECT_EQ(g.arrive(7, 0, 100, 200, calm, why), PoolGateway::Verdict::kReject);
+  EXPECT_EQ(g.arrive(7, spec(0, 7), 100, 200, calm, why), PoolGateway::Verdict::kReject);
   EXPECT_EQ(why, RejectReason::kQueueFull);
-  g.pop_front();
-  EXPECT_EQ(g.arrive(8, 0, 100, 200, calm, why), PoolGateway::Verdict::kQueue);
+  EXPECT_EQ(g.dispatch_front().input_tokens, 3);  // the queue keeps each request's content
+  EXPECT_EQ(g.arrive(8, spec(0, 8), 100, 200, calm, why), PoolGateway::Verdict::kQueue);
   std::uint32_t front = 0;
   ASSERT_TRUE(g.front(front));
-  EXPECT_EQ(front, 4u);  // 3 was popped; FIFO within the band
+  EXPECT_EQ(front, 4u);              // 3 was popped; FIFO within the band
+  EXPECT_EQ(g.queued_total(), 4);    // 3, 4, 6, 8
+  EXPECT_EQ(g.rejected_total(), 3);  // 2, 5, 7
+  g.reject_front();                  // 4 waited too long
+  EXPECT_EQ(g.rejected_total(), 4);
+  ASSERT_TRUE(g.front(front));
+  EXPECT_EQ(front, 6u);
 }
 
 TEST(Gateway, AdmitsOnKvDemandAndPendingPrefillTokens) {

@@ -188,16 +188,13 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   Pool& p = pools_[pool];
   RejectReason why = RejectReason::kNone;
   const std::int64_t total = static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens;
-  switch (p.gateway->arrive(id, spec.priority, rec.input_tokens, total, signals(pool), why)) {
+  switch (p.gateway->arrive(id, spec, rec.input_tokens, total, signals(pool), why)) {
     case PoolGateway::Verdict::kDispatch:
       dispatch(id, std::move(spec), pool, now);
       break;
     case PoolGateway::Verdict::kQueue:
-      ++p.result.gateway_queued;
-      parked_.emplace(id, std::move(spec));
       break;
     case PoolGateway::Verdict::kReject: {
-      ++p.result.gateway_rejected;
       RequestRecord& r = log_.back();
       r.outcome = Outcome::kRejected;
       r.reject_reason = why;
@@ -224,14 +221,11 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
   while (p.gateway->front(id)) {
     RequestRecord& r = log_[id];
     if (r.outcome != Outcome::kPending) {  // left while queued (forgotten then)
-      p.gateway->pop_front(false);
-      parked_.erase(id);
+      p.gateway->drop_front();
       continue;
     }
     if (max_wait > 0 && to_seconds(now - r.arrival) > max_wait) {
-      p.gateway->pop_front();
-      parked_.erase(id);
-      ++p.result.gateway_rejected;
+      p.gateway->reject_front();
       r.outcome = Outcome::kRejected;
       r.reject_reason = RejectReason::kQueueTimeout;
       r.finish = now;
@@ -240,11 +234,7 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
     }
     const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
     if (!p.gateway->admits(r.input_tokens, total, signals(pool))) break;
-    p.gateway->pop_front();
-    auto it = parked_.find(id);
-    RequestSpec spec = std::move(it->second);
-    parked_.erase(it);
-    dispatch(id, std::move(spec), pool, now);
+    dispatch(id, p.gateway->dispatch_front(), pool, now);
   }
 }
 
@@ -570,6 +560,8 @@ void Simulation::collect(RunResult& res) {
   }
   for (std::size_t p = 0; p < pools_.size(); ++p) {
     PoolResult pr = pools_[p].result;
+    pr.gateway_queued = pools_[p].gateway->queued_total();
+    pr.gateway_rejected = pools_[p].gateway->rejected_total();
     const LifecycleCounts& c = lifecycle_->counts(p);
     pr.scale_ups = c.scale_ups;
     pr.scale_downs = c.scale_downs;

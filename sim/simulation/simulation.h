@@ -146,12 +146,11 @@ class Simulation final : public EventHandler,
     double t_s = 0, busy_s = 0, compute_s = 0, memory_s = 0;
   };
   std::vector<Cumulative> last_sample_;
-  std::unique_ptr<Client> client_;                          // timeouts, cancellations, retries
-  std::unique_ptr<Disaggregation> disaggregation_;          // prefill and decode pools, or null
-  absl::flat_hash_map<std::uint32_t, RequestSpec> parked_;  // by attempt: at the gateway
-  std::int64_t released_blocks_ = 0;                        // KV blocks dropped for idle sessions
-  SimTime armed_at_ = kTimeNever;         // time of the live arrival event, if any
-  std::uint64_t arrival_generation_ = 0;  // events of older generations are stale
+  std::unique_ptr<Client> client_;                  // timeouts, cancellations, retries
+  std::unique_ptr<Disaggregation> disaggregation_;  // prefill and decode pools, or null
+  std::int64_t released_blocks_ = 0;                // KV blocks dropped for idle sessions
+  SimTime armed_at_ = kTimeNever;                   // time of the live arrival event, if any
+  std::uint64_t arrival_generation_ = 0;            // events of older generations are stale
   SimTime sample_interval_;
   // Periodic events paused while the fleet is quiet: when each is next due (kTimeNever: running).
   Paused paused_scrape_, paused_sample_;
