@@ -75,15 +75,7 @@ std::string doc_key(std::string key) {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("kvfleet");
-  for (const auto& r : sim::scenario_parameters()) {
-    declared_[r.key] = r;
-    std::string tip = r.description;
-    if (!r.unit.empty()) tip += " [" + r.unit + "]";
-    if (!r.type.empty()) tip += "\n" + r.type;
-    tip += "\nkey: " + r.key;
-    tooltips_[r.key] = tip;
-    units_[r.key] = r.unit;
-  }
+  for (const auto& r : sim::scenario_parameters()) declared_[r.key] = r;
   yaml_ = sim::builtin_default_scenario();
   base_dir_ = ".";
   file_ = "<built-in default.yaml>";
@@ -274,10 +266,17 @@ void MainWindow::buildPanel() {
     } else {
       editor = new QLineEdit;
     }
-    const auto it = tooltips_.find(doc_key(key));
-    if (it != tooltips_.end()) editor->setToolTip(QString::fromStdString(it->second));
-    const auto u = units_.find(doc_key(key));
-    const std::string unit = unit_override ? unit_override : u != units_.end() ? u->second : "";
+    // Unit and tooltip: the key's own declaration (an impl key has none of its own).
+    const auto own = declared_.find(doc_key(key));
+    std::string unit = unit_override ? unit_override : "";
+    if (own != declared_.end()) {
+      const sim::config::Documenter::Row& r = own->second;
+      std::string tip = r.description;
+      if (!r.unit.empty()) tip += " [" + r.unit + "]";
+      if (!r.type.empty()) tip += "\n" + r.type;
+      editor->setToolTip(QString::fromStdString(tip + "\nkey: " + r.key));
+      if (!unit_override) unit = r.unit;
+    }
     auto* l = new QLabel(QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")")));
     l->setToolTip(editor->toolTip());
     form_->addRow(l, editor);

@@ -84,8 +84,6 @@ class MainWindow : public QMainWindow {
   std::size_t pool_ = 0;                      // the pool the panel edits
   std::map<std::string, std::string> edits_;  // every field set since the scenario was opened
   std::map<std::string, sim::config::Documenter::Row> declared_;  // by key as documented
-  std::map<std::string, std::string> tooltips_;  // by key as documented (`pools[].…`)
-  std::map<std::string, std::string> units_;
   QFormLayout* form_ = nullptr;
   void updateViews();
   QTabWidget* tabs_ = nullptr;

@@ -36,7 +36,7 @@ void Client::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       auto it = retries_.find(arg);
       PendingRetry pr = std::move(it->second);
       retries_.erase(it);
-      host_.send(pr.spec, now, pr.origin, pr.attempt);
+      host_.deliver(pr.spec, now, pr.origin, pr.attempt);
       return;
     }
     default:

@@ -116,7 +116,8 @@ class ClientHost {
  public:
   virtual ~ClientHost() = default;
   // Sends an attempt (a retry: `attempt` > 0, of the request first sent as `origin`).
-  virtual void send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) = 0;
+  virtual void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
+                       std::int16_t attempt) = 0;
   // The request is over for the user (the workload may send the conversation's next turn).
   virtual void request_done(const RequestRecord& seen, SimTime now) = 0;
   // Stops attempt `id` on the engine it runs on.

@@ -240,10 +240,6 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
 
 // ---- the client's view of the fleet -----------------------------------------------------------
 
-void Simulation::send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) {
-  deliver(spec, now, origin, attempt);
-}
-
 void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   workload_->on_request_end(seen, now);
   arm_arrival();

@@ -84,7 +84,6 @@ class Simulation final : public EventHandler,
   void replica_up(std::size_t pool, SimTime now) override;
   double gateway_queued(std::size_t pool) const override;
   // ClientHost.
-  void send(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) override;
   void request_done(const RequestRecord& seen, SimTime now) override;
   void cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) override;
   void forget_at_gateway(std::size_t pool) override;
@@ -102,7 +101,7 @@ class Simulation final : public EventHandler,
                      SimTime now) override;
   void client_end(std::uint32_t request, SimTime now) override;
   // A request (first attempt or retry) reaches the gateway.
-  void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt);
+  void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) override;
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
   void drain_gateway(std::size_t pool, SimTime now);
   double start_delay_s(std::size_t pool) const;
