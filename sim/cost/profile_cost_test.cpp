@@ -39,7 +39,9 @@ struct Fixture {
   std::unique_ptr<ProfileCostModel> make(const Profile& p, bool pad = false) {
     model.num_layers = 2;
     model.hidden_size = 4096;
-    path = ::testing::TempDir() + "/synthetic_profile.h5";
+    // One file per test: ctest runs this binary's tests as parallel processes.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = ::testing::TempDir() + "/synthetic_profile_" + info->name() + ".h5";
     write_profile(path, p);
     ProfileCostModel::Config cfg;
     cfg.path = path;
