@@ -1,6 +1,7 @@
 #pragma once
 // Cost models turn one engine step's batch into its duration, with a breakdown by kind of work
 // (DESIGN.md, "Cost model"). Backends are chosen by `cost_model.impl` in a pool.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,8 +30,20 @@ struct Batch {
   double prefill_attention_pairs = 0;       // sum over chunks: tokens*prefix + tokens*(tokens+1)/2
   std::int32_t num_sampled = 0;             // sequences that emit a token (rows through lm_head)
   std::span<const PrefillChunk> prefill;
+  // Data-parallel ranks of a mixture-of-experts model step together (engine/lockstep.h): every
+  // rank's step is padded to the group's largest token count, which every MoE layer then sees
+  // from each of the dp_ranks ranks. 0 = the batch runs alone. A rank with nothing scheduled
+  // still runs a dummy step of dp_padded_tokens (num_seqs 0).
+  std::int64_t dp_padded_tokens = 0;
+  std::int32_t dp_ranks = 1;
 
   std::int64_t num_tokens() const { return num_prefill_tokens + num_decode_seqs; }
+  // Tokens the linear layers of this rank run (its own, or the group's padding).
+  std::int64_t padded_tokens() const { return std::max(num_tokens(), dp_padded_tokens); }
+  // Tokens every MoE layer routes (all ranks' together).
+  std::int64_t moe_tokens() const {
+    return dp_padded_tokens > 0 ? dp_padded_tokens * dp_ranks : num_tokens();
+  }
 };
 
 // Duration of one step, seconds, by kind of work. The total is their sum.
@@ -38,7 +51,8 @@ struct StepCost {
   double gemm_s = 0;          // linear layers (QKV, output, MLP, lm_head)
   double prefill_attn_s = 0;  // attention of prefill chunks, KV writes included
   double decode_attn_s = 0;   // attention of decode tokens over their cached KV
-  double comm_s = 0;          // tensor-parallel collectives
+  double comm_s = 0;          // collectives: tensor-parallel all-reduces, MoE dispatch and
+                              // combine (waiting there for slower data-parallel ranks included)
   double overhead_s = 0;      // fixed per-step and per-sequence engine overhead
   double kv_transfer_s = 0;   // KV copied between GPU and host or lower tiers, not overlapped
   // Pipeline parallelism: time a stage's GPUs wait for micro-batches (fill, drain, unequal
@@ -61,7 +75,11 @@ struct CostContext {
   double kv_elem_bytes;        // bytes per KV element
   double gemm_peak_flops = 0;  // tensor rate of the linear layers (gemm_peak_flops()); 0 = bf16
   int pipeline_stages = 1;
+  int data_parallel = 1;         // engine ranks whose GPUs a MoE layer spans with this one's
+  bool expert_parallel = false;  // experts whole on GPUs (else each sliced over them)
   int stage_layers() const { return sim::stage_layers(model, pipeline_stages); }
+  // GPUs one MoE layer's experts are spread over.
+  int expert_gpus() const { return tensor_parallel * data_parallel; }
 };
 
 class CostModel {

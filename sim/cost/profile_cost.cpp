@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
+
+#include "sim/cost/moe.h"
 
 #include "sim/core/error.h"
 
@@ -19,6 +22,50 @@ double PiecewiseLinear::at(double q) const {
   i = std::clamp<std::size_t>(i, 1, x_.size() - 1);  // segment [i-1, i], the end ones extended
   const double w = (q - x_[i - 1]) / (x_[i] - x_[i - 1]);
   return std::max(0.0, y_[i - 1] + w * (y_[i] - y_[i - 1]));
+}
+
+MoeGrid::MoeGrid(const std::vector<MoePoint>& points) {
+  std::map<double, std::map<double, double>> by;
+  for (const auto& p : points) by[p.tokens][p.activated_experts] = p.time_s;
+  for (const auto& [t, row] : by) {
+    tokens_.push_back(t);
+    rows_.emplace_back(row.begin(), row.end());
+  }
+}
+
+double MoeGrid::row_at(std::size_t i, double e) const {
+  const auto& r = rows_[i];
+  const std::vector<std::pair<double, double>>* slope_row = &r;
+  if (r.size() < 2) {  // borrow the slope of the nearest row with two points
+    for (std::size_t d = 1; d < rows_.size() && slope_row->size() < 2; ++d) {
+      if (i + d < rows_.size() && rows_[i + d].size() >= 2)
+        slope_row = &rows_[i + d];
+      else if (d <= i && rows_[i - d].size() >= 2)
+        slope_row = &rows_[i - d];
+    }
+    if (slope_row->size() < 2) return r[0].second;
+    const auto& s = *slope_row;
+    const double slope = (s[1].second - s[0].second) / (s[1].first - s[0].first);
+    return std::max(0.0, r[0].second + slope * (e - r[0].first));
+  }
+  std::size_t j = std::upper_bound(r.begin(), r.end(), std::make_pair(e, 0.0),
+                                   [](const auto& a, const auto& b) { return a.first < b.first; }) -
+                  r.begin();
+  j = std::clamp<std::size_t>(j, 1, r.size() - 1);
+  const double w = (e - r[j - 1].first) / (r[j].first - r[j - 1].first);
+  return std::max(0.0, r[j - 1].second + w * (r[j].second - r[j - 1].second));
+}
+
+double MoeGrid::at(double tokens, double experts) const {
+  if (rows_.empty() || tokens <= 0) return 0;
+  if (rows_.size() == 1) return row_at(0, experts);
+  std::size_t i = std::upper_bound(tokens_.begin(), tokens_.end(), tokens) - tokens_.begin();
+  i = std::clamp<std::size_t>(i, 1, tokens_.size() - 1);
+  // Below the first row the time does not fall further (a kernel launch's floor).
+  const double t = std::max(tokens, tokens_.front());
+  const double w = (t - tokens_[i - 1]) / (tokens_[i] - tokens_[i - 1]);
+  const double a = row_at(i - 1, experts), b = row_at(i, experts);
+  return std::max(0.0, a + w * (b - a));
 }
 
 namespace {
@@ -157,6 +204,16 @@ double ProfileCostModel::cuda_graph_size(double tokens) {
   return std::ceil(tokens / 16) * 16;
 }
 
+double ProfileCostModel::padded(double tokens) const {
+  if (!cfg_.cuda_graph_sizes.empty()) {
+    double best = std::numeric_limits<double>::infinity();
+    for (double s : cfg_.cuda_graph_sizes)
+      if (s >= tokens && s < best) best = s;
+    return std::isfinite(best) ? best : tokens;
+  }
+  return cfg_.pad_to_cuda_graph_sizes ? cuda_graph_size(tokens) : tokens;
+}
+
 ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx)
     : ProfileCostModel(cfg, ctx, read_profile(cfg.path)) {}
 
@@ -174,6 +231,23 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
                      "the profile was measured at tensor parallelism " + ptp + ", the pool runs " +
                          std::to_string(tp_));
   }
+  const ModelSpec& m = ctx.model;
+  if (m.moe()) {
+    if (p.moe.empty()) {
+      throw InputError(cfg.path, "moe",
+                       "the pool's model " + m.name +
+                           " is a mixture of experts but the profile has no MoE layer "
+                           "measurements (import a bundle with moe.csv)");
+    }
+    moe_ = MoeGrid(p.moe);
+    moe_layers_ = static_cast<double>(m.moe_layers()) * layers_ / m.num_layers;
+    num_experts_ = m.num_experts;
+    experts_per_token_ = m.experts_per_token;
+    expert_gpus_ = ctx.expert_gpus();
+    expert_parallel_ = ctx.expert_parallel;
+    hidden_bytes_ = 2.0 * m.hidden_size;
+    data_parallel_ = ctx.data_parallel;
+  }
   static const std::set<std::string> kGemm = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj",
                                               "lm_head"};
   for (const auto& c : p.curves) {
@@ -189,11 +263,11 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
 
 StepCost ProfileCostModel::cost(const Batch& b) const {
   StepCost c;
-  const double tokens = static_cast<double>(b.num_tokens());
+  const double tokens = static_cast<double>(b.padded_tokens());
   if (tokens <= 0) return c;
-  const double padded = cfg_.pad_to_cuda_graph_sizes ? cuda_graph_size(tokens) : tokens;
+  const double pad = padded(tokens);
   for (const auto& op : ops_) {
-    const double x = op.tokens_axis ? padded : static_cast<double>(b.num_sampled);
+    const double x = op.tokens_axis ? pad : static_cast<double>(b.num_sampled);
     if (x <= 0) continue;
     const double t = op.curve.at(x) * op.times_per_step;
     (op.gemm ? c.gemm_s : c.overhead_s) += t;
@@ -219,6 +293,24 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
             (link_bw_ > 0 ? 2.0 * (tp_ - 1) / tp_ * bytes / link_bw_ : 0.0);
     }
     c.comm_s = 2.0 * layers_ * per;  // after attention and after the MLP
+  }
+  if (!moe_.empty()) {
+    // Every rank's MoE layers route the whole group's (padded) tokens.
+    const double routed = b.dp_padded_tokens > 0 ? pad * b.dp_ranks : pad;
+    double t;
+    if (expert_parallel_) {
+      // Whole experts on each GPU: the busiest GPU's pairs, as the tokens that would make them
+      // in the profiled (one-GPU) layer, over its activated experts.
+      const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, expert_gpus_);
+      t = moe_.at(l.pairs / experts_per_token_, l.experts);
+    } else {
+      // Each expert sliced over the GPUs: every GPU computes every pair with its slice.
+      const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, 1);
+      t = moe_.at(routed, l.experts) / expert_gpus_;
+    }
+    c.gemm_s += t * moe_layers_;
+    c.comm_s += moe_layers_ *
+                moe_dispatch_combine_s(pad, data_parallel_, hidden_bytes_, link_bw_, link_lat_);
   }
   c.overhead_s += cfg_.step_overhead_s + cfg_.per_seq_overhead_s * b.num_seqs;
   return c;

@@ -16,6 +16,7 @@
 #include <array>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/cost_model.h"
@@ -33,6 +34,22 @@ class PiecewiseLinear {
 
  private:
   std::vector<double> x_, y_;
+};
+
+// A profile's MoE layer times against routed tokens and activated experts (the /moe table):
+// linear between token rows and, within a row, between expert counts (a row with one point
+// takes the slope of the nearest row with two); extended linearly past both ends.
+class MoeGrid {
+ public:
+  MoeGrid() = default;
+  explicit MoeGrid(const std::vector<MoePoint>& points);
+  double at(double tokens, double experts) const;
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  double row_at(std::size_t i, double experts) const;
+  std::vector<double> tokens_;
+  std::vector<std::vector<std::pair<double, double>>> rows_;  // (experts, seconds), ascending
 };
 
 // The per-layer attention grid of a profile (see the header comment).
@@ -62,6 +79,7 @@ class ProfileCostModel final : public CostModel {
     double step_overhead_s = 0;
     double per_seq_overhead_s = 0;
     bool pad_to_cuda_graph_sizes = false;
+    std::vector<double> cuda_graph_sizes;
 
     template <class V>
     void visit(V& v) {
@@ -79,6 +97,13 @@ class ProfileCostModel final : public CostModel {
               {.desc = "time token-wise operations at the step's token count rounded up to vLLM's "
                        "CUDA-graph capture sizes (1, 2, 4, 8, then multiples of 8 to 256 and of "
                        "16 to 512), as an engine with CUDA graphs runs them"});
+      v.param("cuda_graph_sizes", cuda_graph_sizes,
+              {.unit = "tokens",
+               .desc = "the engine's CUDA-graph capture sizes (vLLM "
+                       "compilation_config.cudagraph_capture_sizes); when given, token-wise "
+                       "operations are timed at the smallest size that holds the step's tokens "
+                       "(none above the largest) instead of the built-in rule",
+               .min = 1});
     }
     void check(config::Reader& r) const;
   };
@@ -88,6 +113,8 @@ class ProfileCostModel final : public CostModel {
 
   // Token count as vLLM pads it for CUDA graphs (unchanged above 512).
   static double cuda_graph_size(double tokens);
+  // The tokens token-wise operations are timed at (padding per the configuration).
+  double padded(double tokens) const;
 
  private:
   ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& profile);
@@ -101,6 +128,13 @@ class ProfileCostModel final : public CostModel {
   std::vector<Op> ops_;
   AttentionGrid attention_;
   PiecewiseLinear all_reduce_;  // seconds for one all-reduce of x bytes, if profiled
+  MoeGrid moe_;
+  double moe_layers_ = 0;  // MoE layers on this stage
+  int num_experts_ = 0, experts_per_token_ = 0;
+  int expert_gpus_ = 1;
+  bool expert_parallel_ = false;
+  double hidden_bytes_ = 0;  // one token's activations (bf16), for MoE dispatch and combine
+  int data_parallel_ = 1;
   int layers_;
   int tp_;
   double allreduce_bytes_per_token_;

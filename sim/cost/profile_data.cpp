@@ -105,6 +105,17 @@ void check_profile(const Profile& p, const std::string& where) {
                        "sizes must lie between 0 and 1e12 and the time between 0 and 1000 s");
     }
   }
+  for (std::size_t i = 0; i < p.moe.size(); ++i) {
+    const auto& m = p.moe[i];
+    if (!(m.tokens >= 1 && size_ok(m.tokens) && m.activated_experts >= 1 &&
+          size_ok(m.activated_experts) && time_ok(m.time_s))) {
+      throw InputError(where, "moe row " + std::to_string(i),
+                       "tokens and activated_experts must lie between 1 and 1e12 and the time "
+                       "between 0 and 1000 s");
+    }
+  }
+  if (!p.moe.empty() && all_zero(p.moe, [](const MoePoint& m) { return m.time_s; }))
+    throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
 }
 
 namespace {
@@ -196,6 +207,22 @@ Table attention_table(const Profile& p) {
   return att;
 }
 
+Table moe_table(const Profile& p) {
+  Table t;
+  t.desc = "one mixture-of-experts layer (router and experts) on one GPU";
+  auto& tok = t.f64("tokens", "tokens", "tokens routed through the layer");
+  auto& act = t.f64("activated_experts", "experts", "distinct experts their routing activates");
+  auto& tt = t.f64("time_s", "s", "median time of the layer");
+  auto& ts = t.f64("spread_s", "s", "half the p10-p90 range (0 when unknown)");
+  for (const auto& m : p.moe) {
+    tok.push_back(m.tokens);
+    act.push_back(m.activated_experts);
+    tt.push_back(m.time_s);
+    ts.push_back(m.spread_s);
+  }
+  return t;
+}
+
 Table fits_table(const Profile& p) {
   Table fits;
   fits.desc = "fitted models of the measurements, with their held-out error";
@@ -226,6 +253,7 @@ void write_profile(const std::string& path, const Profile& p) {
     h5::write_table(file, "meta", meta_table(p));
     h5::write_table(file, "curves", curves_table(p));
     h5::write_table(file, "attention", attention_table(p));
+    if (!p.moe.empty()) h5::write_table(file, "moe", moe_table(p));
     h5::write_table(file, "fits", fits_table(p));
   });
 }
@@ -233,7 +261,8 @@ void write_profile(const std::string& path, const Profile& p) {
 std::vector<TableDoc> profile_table_docs() {
   const Profile none;
   return {doc_of("meta", meta_table(none)), doc_of("curves", curves_table(none)),
-          doc_of("attention", attention_table(none)), doc_of("fits", fits_table(none))};
+          doc_of("attention", attention_table(none)), doc_of("moe", moe_table(none)),
+          doc_of("fits", fits_table(none))};
 }
 
 Profile read_profile(const std::string& path) {
@@ -288,6 +317,14 @@ Profile read_profile(const std::string& path) {
     auto s = numbers(a, "spread_s", path, "attention");
     for (std::size_t i = 0; i < c.size(); ++i)
       p.attention.push_back({c[i], kp[i], n[i], kd[i], t[i], s[i]});
+  }
+  if (h5::has_link(file.id, "moe")) {
+    Table m = table("moe");
+    auto tok = numbers(m, "tokens", path, "moe");
+    auto act = numbers(m, "activated_experts", path, "moe");
+    auto t = numbers(m, "time_s", path, "moe");
+    auto s = numbers(m, "spread_s", path, "moe");
+    for (std::size_t i = 0; i < tok.size(); ++i) p.moe.push_back({tok[i], act[i], t[i], s[i]});
   }
   if (h5::has_link(file.id, "fits")) {
     Table f = table("fits");

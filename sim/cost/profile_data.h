@@ -11,6 +11,9 @@
 //   /attention  prefill_chunk, kv_prefill, n_decode, kv_decode, time_s, spread_s: attention of
 //               one layer for a batch of one prefill chunk (tokens over a cached prefix) and
 //               n_decode decode sequences of kv_decode cached tokens each
+//   /moe        tokens, activated_experts, time_s, spread_s: one mixture-of-experts layer (router
+//               and experts) on one GPU for `tokens` tokens whose top-k routing activates that
+//               many distinct experts (optional: MoE models)
 //   /fits       op, model, params, n_train, n_test, median_ape, p95_ape (optional)
 #include <string>
 #include <vector>
@@ -44,6 +47,13 @@ struct AttentionPoint {
   double spread_s = 0;
 };
 
+struct MoePoint {
+  double tokens = 0;
+  double activated_experts = 0;
+  double time_s = 0;
+  double spread_s = 0;
+};
+
 struct ProfileFit {
   std::string op;
   std::string model;   // the fitted form, e.g. "a + b*kv_bytes + c*batch"
@@ -58,6 +68,7 @@ struct Profile {
   std::vector<std::pair<std::string, std::string>> meta;
   std::vector<ProfileCurve> curves;
   std::vector<AttentionPoint> attention;
+  std::vector<MoePoint> moe;
   std::vector<ProfileFit> fits;
 
   // The value of a metadata key, or `fallback`.

@@ -1,5 +1,6 @@
 #include "sim/cost/roofline.h"
 
+#include "sim/cost/moe.h"
 #include "sim/cost/profile_cost.h"
 
 #include <algorithm>
@@ -12,11 +13,15 @@ RooflineCostModel::RooflineCostModel(const Config& cfg, const CostContext& ctx)
       layers_(ctx.stage_layers()),
       tp_(ctx.tensor_parallel),
       link_bw_(ctx.gpu.interconnect_Bps),
-      link_lat_(ctx.gpu.interconnect_latency_s) {}
+      link_lat_(ctx.gpu.interconnect_latency_s),
+      moe_layers_(static_cast<double>(ctx.model.moe_layers()) * ctx.stage_layers() /
+                  ctx.model.num_layers),
+      data_parallel_(ctx.data_parallel),
+      hidden_bytes_(2.0 * ctx.model.hidden_size) {}
 
 StepCost RooflineCostModel::cost(const Batch& b) const {
   StepCost c;
-  if (b.num_seqs == 0) return c;
+  if (b.padded_tokens() == 0) return c;
   const StepWork w = work_.work(b);
   const double bw = work_.bandwidth_Bps();
   const double attn_peak = work_.attention_peak_flops();
@@ -37,6 +42,11 @@ StepCost RooflineCostModel::cost(const Batch& b) const {
     const double per =
         2.0 * (tp_ - 1) * link_lat_ + 2.0 * (tp_ - 1) / tp_ * w.comm_bytes / link_bw_;
     c.comm_s = 2.0 * layers_ * per;
+  }
+  if (moe_layers_ > 0) {
+    c.comm_s +=
+        moe_layers_ * moe_dispatch_combine_s(static_cast<double>(b.padded_tokens()), data_parallel_,
+                                             hidden_bytes_, link_bw_, link_lat_);
   }
   c.overhead_s = cfg_.step_overhead_s + cfg_.per_seq_overhead_s * b.num_seqs;
   return c;

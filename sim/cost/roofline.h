@@ -65,6 +65,9 @@ class RooflineCostModel final : public CostModel {
   int layers_;
   int tp_;
   double link_bw_, link_lat_;
+  double moe_layers_ = 0;  // MoE layers on this stage (dispatch and combine between ranks)
+  int data_parallel_ = 1;
+  double hidden_bytes_ = 0;
 };
 
 // Step time as a linear function of the batch: the shape of fitted models such as BLIS's, and a

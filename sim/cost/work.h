@@ -50,6 +50,11 @@ class WorkModel {
   double attn_flops_per_pair_ = 0;  // per (query, key) pair, per GPU
   double act_bytes_per_token_allreduce_ = 0;
   double gemm_peak_ = 1, attn_peak_ = 1, bandwidth_ = 1;
+  // Mixture of experts: routed experts, priced per step from the experts the tokens activate.
+  double moe_layers_ = 0;  // on this stage
+  int num_experts_ = 0, experts_per_token_ = 0, expert_gpus_ = 1;
+  bool expert_parallel_ = false;
+  double expert_bytes_ = 0, expert_flops_per_pair_ = 0;
 };
 
 }  // namespace kvfleet::sim

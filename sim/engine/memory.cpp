@@ -33,8 +33,16 @@ double estimate_activation_peak_bytes(const ModelSpec& m, int tp, int tokens, in
   return mlp + hidden + logits;
 }
 
+double weight_params_per_gpu(const ModelSpec& m, int tp, int pp, int expert_gpus) {
+  const double stage = stage_weight_params(m, pp);
+  if (!m.moe()) return stage / tp;
+  const double experts = m.routed_expert_params() * stage_layers(m, pp) / m.num_layers;
+  return (stage - experts) / tp + experts / (expert_gpus > 0 ? expert_gpus : tp);
+}
+
 MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
-                                   const std::string& weight_dtype, const EngineConfig& e, int pp) {
+                                   const std::string& weight_dtype, const EngineConfig& e, int pp,
+                                   int expert_gpus) {
   MemoryBudget b;
   b.pipeline_stages = pp;
   b.stage_layers = stage_layers(m, pp);
@@ -45,7 +53,8 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
   b.device_bytes = g.memory_bytes;
   b.usable_bytes = g.memory_bytes * e.gpu_memory_utilization;
   b.margin_bytes = b.device_bytes - b.usable_bytes;
-  b.weights_bytes = stage_weight_params(m, pp) * weight_dtype_bytes(weight_dtype) / tp;
+  b.weights_bytes =
+      weight_params_per_gpu(m, tp, pp, expert_gpus) * weight_dtype_bytes(weight_dtype);
   b.activation_peak_bytes =
       e.activation_peak_gib > 0
           ? e.activation_peak_gib * kGiB

@@ -39,9 +39,16 @@ struct MemoryBudget {
 // Under pipeline parallelism (`pp` stages) each GPU holds its stage's layers' weights and KV; the
 // stage with the most layers (and an embedding-sized matrix) sets the block count, as vLLM takes
 // the smallest KV pool over its workers.
+// A mixture-of-experts model's routed experts are spread over `expert_gpus` GPUs (0 = tp): under
+// data parallelism every MoE layer spans the tp × dp GPUs of the group, by expert (expert
+// parallelism) or by slicing each expert (vLLM's flattened tensor parallelism); the rest of the
+// weights are sharded over the tp GPUs of each rank.
 MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
                                    const std::string& weight_dtype, const EngineConfig& e,
-                                   int pp = 1);
+                                   int pp = 1, int expert_gpus = 0);
+
+// Weight parameters one GPU holds (see compute_memory_budget).
+double weight_params_per_gpu(const ModelSpec& m, int tp, int pp, int expert_gpus);
 
 // Peak activation bytes on one GPU for a forward pass over `tokens` tokens with `seqs` sampled
 // rows: the MLP intermediate (gate/up output and activation), a few hidden-size buffers, and the

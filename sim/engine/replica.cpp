@@ -1,5 +1,7 @@
 #include "sim/engine/replica.h"
 
+#include "sim/engine/lockstep.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -104,7 +106,9 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
   if (q.hashable) c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size());
   wait(s, false);
-  if (!stepping_) {
+  if (group_ != nullptr) {
+    group_->wake(now);
+  } else if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
     stepping_ = true;
     queue_.push(now, this, kStepStart, epoch_);
@@ -509,7 +513,7 @@ void Replica::spill_evicted(SimTime now) {
   kv_.evicted().clear();
 }
 
-void Replica::start_step(SimTime now) {
+bool Replica::begin_step(SimTime now) {
   if (!pending_cancels_.empty()) apply_cancels(now);
   kv_.begin_step();
   transfer_s_ = 0;
@@ -517,7 +521,7 @@ void Replica::start_step(SimTime now) {
   for (;;) {
     if (running_.empty() && waiting_.empty()) {
       stepping_ = false;
-      return;
+      return false;
     }
     schedule();
     if (!scheduled_.empty()) break;
@@ -527,7 +531,10 @@ void Replica::start_step(SimTime now) {
       throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
   }
   if (!tiers_.empty()) spill_evicted(now);
-  StepWork w;
+  return true;
+}
+
+StepCost Replica::price_step(StepWork& w) {
   StepCost c;
   if (setup_.pipeline_stages > 1) {
     c = pipeline_cost(w);
@@ -541,20 +548,69 @@ void Replica::start_step(SimTime now) {
     c.kv_transfer_s +=
         setup_.engine.tier_load_overlap ? std::max(0.0, load_s_ - c.total_s()) : load_s_;
   }
-  const double dur_s = c.total_s();
+  return c;
+}
+
+void Replica::start_step(SimTime now) {
+  if (!begin_step(now)) return;
+  StepWork w;
+  const StepCost c = price_step(w);
+  const SimTime dur = std::max<SimTime>(1, from_seconds(c.total_s()));
+  launch(now, c, w, dur);
+  queue_.push(now + dur, this, kStepEnd, epoch_);
+}
+
+void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime dur) {
   if (trace_ != nullptr && trace_->size() < trace_limit_) {
-    trace_->push_back({now, static_cast<float>(dur_s), batch_.num_seqs,
+    trace_->push_back({now, static_cast<float>(c.total_s()), batch_.num_seqs,
                        static_cast<std::int32_t>(batch_.num_prefill_tokens),
                        batch_.num_decode_seqs});
   }
-  const SimTime dur = std::max<SimTime>(1, from_seconds(dur_s));
   count_step(c, w, to_seconds(dur));
   step_start_ = now;
   stepping_ = true;
   if (setup_.check_invariants) verify();
   gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
                      std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
-  queue_.push(now + dur, this, kStepEnd, epoch_);
+}
+
+// ---- data-parallel lockstep (engine/lockstep.h) ------------------------------------------------
+
+bool Replica::group_begin(SimTime now) { return begin_step(now); }
+
+StepCost Replica::group_price(std::int64_t padded_tokens, int ranks, bool scheduled, StepWork& w) {
+  if (!scheduled) {
+    // A dummy step: no sequences, the group's padded tokens through the linear and MoE layers.
+    batch_ = Batch{};
+    chunks_.clear();
+  }
+  batch_.dp_padded_tokens = padded_tokens;
+  batch_.dp_ranks = ranks;
+  if (!scheduled) {
+    transfer_s_ = load_s_ = 0;
+    w = setup_.work.work(batch_);
+    return cost_->cost(batch_);
+  }
+  return price_step(w);
+}
+
+void Replica::group_launch(SimTime now, StepCost c, const StepWork& w, SimTime dur,
+                           bool scheduled) {
+  // The rank waits in the MoE layers' collectives for the slowest rank.
+  c.comm_s += std::max(0.0, to_seconds(dur) - c.total_s());
+  if (scheduled) {
+    launch(now, c, w, dur);
+    return;
+  }
+  // A dummy step keeps the GPU busy but advances no request.
+  wait_cause_ = WaitCause::kNone;
+  count_step(c, w, to_seconds(dur));
+  --stats_.steps;  // steps count batches that advanced requests
+  scheduled_.clear();
+}
+
+void Replica::group_end(SimTime now, bool scheduled) {
+  if (scheduled) finish_step(now);
 }
 
 void Replica::count_step(const StepCost& c, const StepWork& w, double dur_s) {
@@ -645,6 +701,11 @@ StepCost Replica::pipeline_cost(StepWork& work) {
 }
 
 void Replica::end_step(SimTime now) {
+  finish_step(now);
+  start_step(now);
+}
+
+void Replica::finish_step(SimTime now) {
   bool any_finished = false;
   in_end_step_ = true;
   for (const auto& sc : scheduled_) {
@@ -686,7 +747,6 @@ void Replica::end_step(SimTime now) {
   retain(now);
   stats_.cache_evictions = kv_.evictions();
   if (setup_.check_invariants) verify();
-  start_step(now);
 }
 
 void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {

@@ -104,6 +104,8 @@ struct StepTrace {
   std::int32_t decode_seqs = 0;
 };
 
+class LockstepGroup;
+
 class Replica final : public EventHandler, private VictimChooser {
  public:
   // Records every step into `out` (at most `limit` steps) while set; nullptr stops recording.
@@ -128,7 +130,19 @@ class Replica final : public EventHandler, private VictimChooser {
   // (blocks × block_size, or contiguous reservations).
   std::int64_t kv_tokens_held() const { return held_tokens_; }
   std::int64_t kv_tokens_allocated() const { return layout_->allocated_tokens(); }
-  bool idle() const { return !stepping_; }
+  bool idle() const;
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+
+  // Data-parallel lockstep (engine/lockstep.h): the group drives this engine's steps. A group
+  // step schedules every rank (group_begin: false = nothing to run, the rank runs a dummy
+  // step), prices each at the group's padding (group_price), runs them all for the slowest
+  // rank's time (group_launch) and ends them together (group_end).
+  void join(LockstepGroup* group) { group_ = group; }
+  bool group_begin(SimTime now);
+  std::int64_t scheduled_tokens() const { return batch_.num_tokens(); }
+  StepCost group_price(std::int64_t padded_tokens, int ranks, bool scheduled, StepWork& w);
+  void group_launch(SimTime now, StepCost c, const StepWork& w, SimTime dur, bool scheduled);
+  void group_end(SimTime now, bool scheduled);
 
   const std::string& name() const { return setup_.name; }
   int index() const { return index_; }
@@ -226,6 +240,12 @@ class Replica final : public EventHandler, private VictimChooser {
   // into one micro-batch per stage, each micro-batch priced as one stage.
   StepCost pipeline_cost(StepWork& work);
   void start_step(SimTime now);
+  // start_step's parts: schedule the batch (false: no work), price it, and start it for `dur`.
+  bool begin_step(SimTime now);
+  StepCost price_step(StepWork& w);
+  void launch(SimTime now, const StepCost& c, const StepWork& w, SimTime dur);
+  // Applies the step's tokens (end_step without starting the next step).
+  void finish_step(SimTime now);
   // Adds a step's cost, work and duration to the counters.
   void count_step(const StepCost& c, const StepWork& w, double dur_s);
   void end_step(SimTime now);
@@ -279,6 +299,7 @@ class Replica final : public EventHandler, private VictimChooser {
   void cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
 
   ReplicaSetup setup_;
+  LockstepGroup* group_ = nullptr;
   std::unique_ptr<CostModel> cost_;
   RequestLog& log_;
   EventQueue& queue_;

@@ -55,6 +55,20 @@ void ModelSpec::check(config::Reader& r) const {
   } else if (kv_lora_rank <= 0) {
     r.fail_key("kv_lora_rank", "must be > 0 for mla attention");
   }
+  if (num_experts > 0) {
+    if (experts_per_token <= 0 || experts_per_token > num_experts)
+      r.fail_key("experts_per_token",
+                 "must be from 1 to num_experts (" + std::to_string(num_experts) + ")");
+    if (moe_intermediate_size <= 0) r.fail_key("moe_intermediate_size", "must be > 0 for MoE");
+    if (first_dense_layers >= num_layers)
+      r.fail_key("first_dense_layers",
+                 "must be below num_layers (" + std::to_string(num_layers) + ")");
+    if (routed_expert_params() >= num_params)
+      r.fail_key("num_params", "must exceed the routed experts' parameters (" +
+                                   std::to_string(routed_expert_params() / 1e9) + "B)");
+  } else if (experts_per_token > 0 || moe_intermediate_size > 0 || num_shared_experts > 0) {
+    r.fail_key("num_experts", "must be > 0 when expert sizes are given");
+  }
 }
 
 namespace {
@@ -76,28 +90,82 @@ ModelSpec gqa(std::string name, int layers, int hidden, int heads, int kv, int h
   return m;
 }
 
+ModelSpec moe(ModelSpec m, std::string arch, int experts, int top_k, int expert_inter,
+              int shared = 0, int dense_layers = 0) {
+  m.architecture = std::move(arch);
+  m.num_experts = experts;
+  m.experts_per_token = top_k;
+  m.moe_intermediate_size = expert_inter;
+  m.num_shared_experts = shared;
+  m.first_dense_layers = dense_layers;
+  return m;
+}
+
+ModelSpec arch(ModelSpec m, std::string a) {
+  m.architecture = std::move(a);
+  return m;
+}
+
 }  // namespace
 
 const std::vector<ModelSpec>& model_presets() {
   static const std::vector<ModelSpec> presets = [] {
     std::vector<ModelSpec> v;
     // Hugging Face config.json of each model; parameter counts from the model cards.
-    v.push_back(gqa("Llama-3-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8.03e9, 8192,
-                    "meta-llama/Meta-Llama-3-8B config.json; 8.03B parameters"));
-    v.push_back(gqa("Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8.03e9, 131072,
-                    "meta-llama/Llama-3.1-8B config.json; 8.03B parameters"));
-    v.push_back(gqa("Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, 8192,
-                    "meta-llama/Meta-Llama-3-70B config.json; 70.6B parameters"));
-    v.push_back(gqa("Llama-2-7B", 32, 4096, 32, 32, 128, 11008, 32000, 6.74e9, 4096,
-                    "meta-llama/Llama-2-7b-hf config.json; 6.74B parameters"));
-    v.push_back(gqa("Mistral-7B", 32, 4096, 32, 8, 128, 14336, 32000, 7.24e9, 32768,
-                    "mistralai/Mistral-7B-v0.1 config.json; 7.24B parameters"));
-    v.push_back(gqa("Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, 32768,
-                    "Qwen/Qwen2.5-7B config.json; 7.62B parameters"));
+    v.push_back(arch(gqa("Llama-3-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8.03e9, 8192,
+                         "meta-llama/Meta-Llama-3-8B config.json; 8.03B parameters"),
+                     "llama"));
+    v.push_back(arch(gqa("Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8.03e9, 131072,
+                         "meta-llama/Llama-3.1-8B config.json; 8.03B parameters"),
+                     "llama"));
+    v.push_back(arch(gqa("Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, 8192,
+                         "meta-llama/Meta-Llama-3-70B config.json; 70.6B parameters"),
+                     "llama"));
+    v.push_back(arch(gqa("Llama-2-7B", 32, 4096, 32, 32, 128, 11008, 32000, 6.74e9, 4096,
+                         "meta-llama/Llama-2-7b-hf config.json; 6.74B parameters"),
+                     "llama"));
+    v.push_back(arch(gqa("Mistral-7B", 32, 4096, 32, 8, 128, 14336, 32000, 7.24e9, 32768,
+                         "mistralai/Mistral-7B-v0.1 config.json; 7.24B parameters"),
+                     "mistral"));
+    v.push_back(arch(gqa("Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, 32768,
+                         "Qwen/Qwen2.5-7B config.json; 7.62B parameters"),
+                     "qwen2"));
+    v.push_back(arch(gqa("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, 8.19e9, 40960,
+                         "Qwen/Qwen3-8B config.json; 8.2B parameters"),
+                     "qwen3"));
+    v.push_back(arch(gqa("Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, 32.8e9, 40960,
+                         "Qwen/Qwen3-32B config.json; 32.8B parameters"),
+                     "qwen3"));
+    // Mixture-of-experts models: intermediate_size is the dense MLP (unused where every layer
+    // is MoE), moe_intermediate_size one expert's FFN width.
+    v.push_back(moe(gqa("Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 6144, 151936, 30.5e9, 262144,
+                        "Qwen/Qwen3-30B-A3B-Instruct-2507 config.json (128 experts, 8 per token, "
+                        "expert FFN 768, 262,144 positions); 30.5B parameters, 3.3B active"),
+                    "qwen3_moe", 128, 8, 768));
+    v.push_back(moe(gqa("Qwen3-235B-A22B", 94, 4096, 64, 4, 128, 12288, 151936, 235e9, 40960,
+                        "Qwen/Qwen3-235B-A22B config.json (128 experts, 8 per token, expert FFN "
+                        "1536); 235B parameters, 22B active"),
+                    "qwen3_moe", 128, 8, 1536));
+    v.push_back(moe(gqa("Mixtral-8x7B", 32, 4096, 32, 8, 128, 14336, 32000, 46.7e9, 32768,
+                        "mistralai/Mixtral-8x7B-v0.1 config.json (8 experts, 2 per token, expert "
+                        "FFN 14336); 46.7B parameters, 12.9B active"),
+                    "mixtral", 8, 2, 14336));
+    {
+      // Experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53 bytes);
+      // attention and embeddings (about 3% of the parameters) are bf16 in the release.
+      ModelSpec g = moe(gqa("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 116.8e9, 131072,
+                            "openai/gpt-oss-120b config.json (128 experts, 4 per token, expert FFN "
+                            "2880, MXFP4 experts); 116.8B parameters, 5.1B active"),
+                        "gpt_oss", 128, 4, 2880);
+      g.dtype = "int4";
+      g.num_active_params = 5.13e9;
+      v.push_back(g);
+    }
     // deepseek-ai/DeepSeek-V3 config.json and technical report: 61 layers, hidden 7168, 128
-    // heads, MLA with kv_lora_rank 512 and qk_rope_head_dim 64 (qk_nope 128, v 128), 671B
-    // parameters of which 37B are active per token, weights shipped in fp8. intermediate_size is
-    // the dense MLP of the first three layers; the experts are folded into num_active_params.
+    // heads, MLA with kv_lora_rank 512 and qk_rope_head_dim 64 (qk_nope 128, v 128); the first
+    // three layers dense (intermediate 18432), the other 58 with 256 routed experts (8 per token,
+    // FFN 2048) and one shared expert; 671B parameters of which 37B are active per token, weights
+    // shipped in fp8.
     ModelSpec ds;
     ds.name = "DeepSeek-V3";
     ds.attention = "mla";
@@ -114,8 +182,10 @@ const std::vector<ModelSpec>& model_presets() {
     ds.qk_rope_head_dim = 64;
     ds.max_position_embeddings = 163840;
     ds.dtype = "fp8";
-    ds.source = "deepseek-ai/DeepSeek-V3 config.json and technical report (671B total, 37B active)";
-    v.push_back(ds);
+    ds.source =
+        "deepseek-ai/DeepSeek-V3 config.json and technical report (256 routed experts, 8 per "
+        "token, 1 shared, expert FFN 2048, first 3 layers dense; 671B total, 37B active)";
+    v.push_back(moe(ds, "deepseek_v3", 256, 8, 2048, 1, 3));
     return v;
   }();
   return presets;
@@ -149,6 +219,20 @@ const std::vector<GpuSpec>& gpu_presets() {
          "fp8 dense (660.6 TOPS int8) with fp32 accumulate; memory as torch reports it in the vLLM "
          "0.19 run "
          "of shared/reference/validation; PCIe Gen4"});
+    v.push_back(
+        {"RTX-PRO-6000", 97887 * MiB, 1597e9, 503.8e12, 1007.6e12, 1007.6e12, 64e9, 10e-6, 64e9,
+         "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 96 GB GDDR7 at 1,597 GB/s; "
+         "4 PFLOPS fp4 with sparsity, i.e. 1,007.6 TFLOP/s fp8 and 503.8 bf16 dense; no NVLink, "
+         "peers and host over PCIe Gen5 x16 (64 GB/s each way)"});
+    v.push_back(
+        {"B200", 183359 * MiB, 8e12, 2250e12, 4500e12, 4500e12, 1800e9 / 2, 5e-6, 64e9,
+         "NVIDIA HGX B200 datasheet (per GPU): 180 GB HBM3e at 8 TB/s, 2.25 PFLOP/s bf16 and "
+         "4.5 fp8 and int8 dense (half the sparse figures); NVLink5 1.8 TB/s total, PCIe Gen5"});
+    v.push_back(
+        {"MI300X", 196608 * MiB, 5.3e12, 1307.4e12, 2614.9e12, 2614.9e12, 448e9, 10e-6, 64e9,
+         "AMD Instinct MI300X datasheet: 192 GB HBM3 at 5.3 TB/s, 1,307.4 TFLOP/s bf16 and "
+         "2,614.9 fp8 and int8 dense; Infinity Fabric 7 links x 64 GB/s each way to the other "
+         "seven GPUs of a node, PCIe Gen5"});
     return v;
   }();
   return presets;

@@ -1,6 +1,7 @@
 #pragma once
 // Model and GPU descriptions, with built-in presets whose sources are noted beside each entry in
 // presets.cpp. A scenario names a preset or declares its own under `models:` / `gpus:`.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +35,18 @@ struct ModelSpec {
   int max_position_embeddings = 0;
   std::string dtype = "bf16";  // native weight precision
   std::string source;          // where the numbers come from
+  // The Hugging Face model_type (llama, qwen3, qwen3_moe, mixtral, deepseek_v3, gpt_oss): a
+  // calibration profile of another architecture is refused. Empty = not checked.
+  std::string architecture;
+  // Mixture of experts (0 experts = a dense model). Each MoE layer routes every token to
+  // experts_per_token of num_experts routed experts (SwiGLU FFNs of moe_intermediate_size) plus
+  // num_shared_experts that every token uses; the first first_dense_layers layers keep a dense
+  // MLP of intermediate_size (DeepSeek-V3: 3).
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int moe_intermediate_size = 0;
+  int num_shared_experts = 0;
+  int first_dense_layers = 0;
 
   template <class V>
   void visit(V& v) {
@@ -66,10 +79,42 @@ struct ModelSpec {
              .required = true});
     v.param("dtype", dtype, {.desc = "native weight precision", .choices = kKvDtypes});
     v.param("source", source, {.desc = "where the numbers come from"});
+    v.param("architecture", architecture,
+            {.desc = "Hugging Face model_type (llama, qwen3, qwen3_moe, mixtral, deepseek_v3, "
+                     "gpt_oss); a calibration profile of another architecture is refused; empty = "
+                     "not checked"});
+    v.param("num_experts", num_experts,
+            {.unit = "experts", .desc = "routed experts per MoE layer; 0 = dense model", .min = 0});
+    v.param("experts_per_token", experts_per_token,
+            {.unit = "experts", .desc = "routed experts each token uses (top-k)", .min = 0});
+    v.param("moe_intermediate_size", moe_intermediate_size,
+            {.unit = "elements", .desc = "width of one expert's SwiGLU FFN", .min = 0});
+    v.param("num_shared_experts", num_shared_experts,
+            {.unit = "experts",
+             .desc = "experts of moe_intermediate_size every token uses (DeepSeek)",
+             .min = 0});
+    v.param("first_dense_layers", first_dense_layers,
+            {.unit = "layers",
+             .desc = "leading layers with a dense MLP of intermediate_size instead of experts",
+             .min = 0});
   }
   void check(config::Reader& r) const;
 
-  double active_params() const { return num_active_params > 0 ? num_active_params : num_params; }
+  bool moe() const { return num_experts > 0; }
+  int moe_layers() const { return moe() ? std::max(0, num_layers - first_dense_layers) : 0; }
+  // Parameters of one expert (gate, up and down projections).
+  double expert_params() const { return 3.0 * hidden_size * moe_intermediate_size; }
+  // Parameters of all routed experts of all layers (sharded over the expert-parallel GPUs).
+  double routed_expert_params() const {
+    return static_cast<double>(moe_layers()) * num_experts * expert_params();
+  }
+  // Parameters used per token: num_active_params when given, else computed from the experts.
+  double active_params() const {
+    if (num_active_params > 0) return num_active_params;
+    if (!moe()) return num_params;
+    return num_params -
+           static_cast<double>(moe_layers()) * (num_experts - experts_per_token) * expert_params();
+  }
   // Bytes of KV cache per token for the whole model (all layers, all GPUs together).
   double kv_bytes_per_token(double kv_elem_bytes) const;
 };

@@ -1,5 +1,6 @@
 #include "sim/simulation/scenario.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +26,20 @@ void PoolConfig::visit(V& v) {
                    "the layers; the engine splits each step into as many micro-batches",
            .min = 1,
            .max = 64});
+  v.param("data_parallel", data_parallel,
+          {.unit = "ranks",
+           .desc = "engine ranks per replica (vLLM data_parallel_size), each on tensor_parallel "
+                   "GPUs with its own scheduler, queue and KV pool; requests go to the rank "
+                   "with the lowest 4 × waiting + running, as vLLM's DP load balancer sends them. "
+                   "Ranks of a mixture-of-experts model step in lockstep through the MoE layers "
+                   "(a rank with no work runs a dummy batch), whose experts span all the ranks",
+           .min = 1,
+           .max = 64});
+  v.param("expert_parallel", expert_parallel,
+          {.desc = "vLLM enable_expert_parallel: a MoE layer's experts are placed whole on the "
+                   "tensor_parallel × data_parallel GPUs, tokens dispatched to them and combined "
+                   "back (all-gather and reduce-scatter); false = each expert is sliced over "
+                   "those GPUs"});
   v.param("weight_dtype", weight_dtype,
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
@@ -114,8 +129,10 @@ void ScenarioConfig::check(config::Reader& r) const {
                               "': a pool name is 1 to 64 letters, digits, '_', '-' or '.' (it "
                               "names replicas, result groups and files)");
     const int n_rep = pools[i].max_replicas();
-    for (int k = 0; k < n_rep; ++k) {
-      const std::string file = n_rep == 1 ? n : n + "_" + std::to_string(k);
+    for (int k = 0; k < n_rep * pools[i].data_parallel; ++k) {
+      std::string file =
+          pools[i].engine_name(k / pools[i].data_parallel, k % pools[i].data_parallel);
+      std::replace(file.begin(), file.end(), '/', '_');
       const auto [at, fresh] = replica_files.emplace(file, i);
       if (!fresh)
         pr.fail_key("name", "'" + n + "': its replica '" + file +
@@ -155,6 +172,21 @@ void ScenarioConfig::check(config::Reader& r) const {
     if (a.enabled && a.min_replicas > p.max_replicas()) {
       config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
       ar.fail_key("min_replicas", "exceeds max_replicas");
+    }
+    if (p.data_parallel > 1) {
+      // A data-parallel group fails, deploys and scales as one; not modelled yet.
+      const auto refuse = [&](const std::string& what) {
+        config::Reader dr(pn, path, r.source());
+        dr.fail_key("data_parallel", "data_parallel > 1 with " + what +
+                                         " is not modelled yet; use data_parallel: 1 there");
+      };
+      if (p.failures.mtbf_s > 0 || !p.failures.at.empty()) refuse("failures");
+      if (p.deploy.enabled) refuse("a rolling deploy");
+      if (p.autoscale.enabled) refuse("autoscaling");
+      if (p.pipeline_parallel > 1) refuse("pipeline_parallel > 1");
+      if (disaggregation.enabled &&
+          (p.name == disaggregation.prefill_pool || p.name == disaggregation.decode_pool))
+        refuse("disaggregated prefill and decode");
     }
     for (std::size_t k = 0; k < p.failures.at.size(); ++k) {
       if (p.failures.at[k].replica >= p.max_replicas()) {
@@ -241,7 +273,7 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
     }
     try {
       info.memory = compute_memory_budget(*m, *g, p.tensor_parallel, info.weight_dtype, p.engine,
-                                          p.pipeline_parallel);
+                                          p.pipeline_parallel, p.tensor_parallel * p.data_parallel);
     } catch (const std::invalid_argument& e) {
       r.fail_key("gpu", e.what());
     }
@@ -250,7 +282,7 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
   // Every replica the run may start holds its KV tables: the fleet's total is bounded too.
   double fleet_blocks = 0;
   for (std::size_t i = 0; i < c.pools.size(); ++i) {
-    fleet_blocks += static_cast<double>(sc.pools[i].memory.num_blocks) * c.pools[i].max_replicas();
+    fleet_blocks += static_cast<double>(sc.pools[i].memory.num_blocks) * c.pools[i].max_engines();
     if (fleet_blocks > static_cast<double>(kMaxKvBlocksPerFleet)) {
       config::Reader r(croot["pools"][i], "pools[" + std::to_string(i) + "]", src);
       r.fail_key("replicas",

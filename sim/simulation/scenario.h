@@ -25,6 +25,9 @@ struct PoolConfig {
   std::string gpu = "H100-SXM";
   int tensor_parallel = 1;
   int pipeline_parallel = 1;
+  int data_parallel = 1;
+  bool expert_parallel = false;
+  // GPUs of one engine (a data-parallel rank): its tensor and pipeline parallel group.
   int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
   std::string weight_dtype = "auto";
   double price_per_hour = 0;
@@ -39,6 +42,14 @@ struct PoolConfig {
   // Replicas built: max_replicas when autoscaling, else replicas.
   int max_replicas() const {
     return autoscale.enabled ? std::max(replicas, autoscale.max_replicas) : replicas;
+  }
+  // Engines built: every replica runs data_parallel engine ranks.
+  int max_engines() const { return max_replicas() * data_parallel; }
+
+  // The name of rank `rank` of replica `replica`: pool, pool/3, pool/dp1 or pool/3/dp1.
+  std::string engine_name(int replica, int rank) const {
+    std::string n = max_replicas() == 1 ? name : name + "/" + std::to_string(replica);
+    return data_parallel == 1 ? n : n + "/dp" + std::to_string(rank);
   }
 
   template <class V>

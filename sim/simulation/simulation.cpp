@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "sim/engine/block_hash.h"
+#include "sim/engine/lockstep.h"
 #include "sim/fleet/lifecycle.h"
 
 namespace kvfleet::sim {
@@ -42,8 +43,9 @@ Simulation::Simulation(const Scenario& sc)
       long_pool_ = static_cast<std::int32_t>(p);
     pools_.emplace_back();
     Pool& pool = pools_.back();
-    lifecycle_->add_pool(
-        {pc.failures, pc.deploy, pc.autoscale, start_delay_s(p), pc.replicas, pc.max_replicas()});
+    const int dp = pc.data_parallel;
+    lifecycle_->add_pool({pc.failures, pc.deploy, pc.autoscale, start_delay_s(p), pc.replicas * dp,
+                          pc.max_engines()});
     pool.router = router_registry().make(sc.config.router, seed + p);
     const Scenario::PoolInfo& info = sc.pools[p];
     pool.gateway = std::make_unique<PoolGateway>(
@@ -56,11 +58,14 @@ Simulation::Simulation(const Scenario& sc)
                           weight_dtype_bytes(info.weight_dtype),
                           dtype_bytes(info.memory.kv_dtype),
                           gemm_peak_flops(info.gpu, info.weight_dtype),
-                          pc.pipeline_parallel};
-    const int n = pc.max_replicas();
+                          pc.pipeline_parallel,
+                          dp,
+                          pc.expert_parallel};
+    pool.data_parallel = dp;
+    const int n = pc.max_engines();
     for (int r = 0; r < n; ++r) {
       ReplicaSetup setup;
-      setup.name = n == 1 ? pc.name : pc.name + "/" + std::to_string(r);
+      setup.name = pc.engine_name(r / dp, r % dp);
       setup.engine = pc.engine;
       setup.memory = info.memory;
       setup.max_model_len = info.max_model_len;
@@ -80,6 +85,15 @@ Simulation::Simulation(const Scenario& sc)
       TimeSeries ts;
       ts.replica = replicas_.back()->name();
       series_.push_back(std::move(ts));
+    }
+    if (dp > 1 && info.model.moe()) {
+      // A MoE model's ranks step in lockstep through the MoE layers that span them.
+      for (int r = 0; r < n; r += dp) {
+        std::vector<Replica*> ranks;
+        for (int d = 0; d < dp; ++d) ranks.push_back(replicas_[pool.nodes[r + d]].get());
+        groups_.push_back(std::make_unique<LockstepGroup>(queue_, ranks));
+        for (Replica* rank : ranks) rank->join(groups_.back().get());
+      }
     }
     probes_.push_back(std::make_unique<Probe>(*this, p, pc.engine.block_size));
     pool.router->attach(probes_.back().get());
@@ -207,7 +221,23 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
 
 void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
   Pool& p = pools_[pool];
-  const std::size_t r = p.router->pick(spec, signals(pool));
+  std::size_t r = p.router->pick(spec, signals(pool));
+  if (p.data_parallel > 1) {
+    // Within the chosen replica, vLLM's DP load balancer: the rank with the lowest
+    // 4 × waiting + running (current counts; the front end counts its own sends between the
+    // engines' reports), the first on a tie.
+    const std::size_t first = r - r % static_cast<std::size_t>(p.data_parallel);
+    std::int64_t best = INT64_MAX;
+    for (std::size_t k = first; k < first + static_cast<std::size_t>(p.data_parallel); ++k) {
+      const Replica& e = *replicas_[p.nodes[k]];
+      const std::int64_t score =
+          4 * static_cast<std::int64_t>(e.num_requests_waiting()) + e.num_requests_running();
+      if (score < best) {
+        best = score;
+        r = k;
+      }
+    }
+  }
   const RequestRecord& rec = log_[id];
   p.gateway->on_dispatch(rec.input_tokens,
                          static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);

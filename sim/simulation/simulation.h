@@ -69,7 +69,8 @@ class Simulation final : public EventHandler,
   struct Pool {
     std::unique_ptr<Router> router;
     std::unique_ptr<PoolGateway> gateway;
-    std::vector<std::size_t> nodes;  // global replica indices
+    std::vector<std::size_t> nodes;  // global replica indices (every data-parallel rank)
+    int data_parallel = 1;           // consecutive nodes form one replica's ranks
     std::vector<ReplicaLoad> signals;
     PoolResult result;
   };
@@ -139,6 +140,7 @@ class Simulation final : public EventHandler,
   std::unique_ptr<Lifecycle> lifecycle_;  // failures, deploys, autoscaler: every replica's state
   SimTime scrape_interval_ = 0;           // 0: signals always current
   std::vector<std::vector<StepTrace>> steps_;
+  std::vector<std::unique_ptr<LockstepGroup>> groups_;  // data-parallel MoE ranks
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<TimeSeries> series_;
   struct Cumulative {  // a replica's counters at the previous sample

@@ -1,0 +1,57 @@
+#include "sim/engine/lockstep.h"
+
+#include <algorithm>
+
+#include "sim/engine/replica.h"
+
+namespace kvfleet::sim {
+
+bool Replica::idle() const { return group_ != nullptr ? !group_->active() : !stepping_; }
+
+void LockstepGroup::wake(SimTime now) {
+  if (active_) return;
+  // After any other arrival at the same instant has been delivered, as a lone engine does.
+  active_ = true;
+  queue_.push(now, this, kStart, 0);
+}
+
+void LockstepGroup::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
+  if (kind == kStart) {
+    start(now);
+    return;
+  }
+  for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->group_end(now, scheduled_[r] != 0);
+  start(now);
+}
+
+void LockstepGroup::start(SimTime now) {
+  scheduled_.assign(ranks_.size(), 0);
+  bool any = false;
+  std::int64_t padded = 0;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    scheduled_[r] = ranks_[r]->group_begin(now) ? 1 : 0;
+    if (scheduled_[r]) {
+      any = true;
+      padded = std::max(padded, ranks_[r]->scheduled_tokens());
+    }
+  }
+  if (!any) {
+    active_ = false;
+    return;
+  }
+  const int n = static_cast<int>(ranks_.size());
+  std::vector<StepCost> costs(ranks_.size());
+  std::vector<StepWork> work(ranks_.size());
+  double slowest = 0;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    costs[r] = ranks_[r]->group_price(padded, n, scheduled_[r] != 0, work[r]);
+    slowest = std::max(slowest, costs[r].total_s());
+  }
+  const SimTime dur = std::max<SimTime>(1, from_seconds(slowest));
+  for (std::size_t r = 0; r < ranks_.size(); ++r)
+    ranks_[r]->group_launch(now, costs[r], work[r], dur, scheduled_[r] != 0);
+  ++steps_;
+  queue_.push(now + dur, this, kEnd, 0);
+}
+
+}  // namespace kvfleet::sim
