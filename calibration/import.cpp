@@ -73,7 +73,7 @@ struct Points {
 
 }  // namespace
 
-Profile import_llmservingsim(const std::string& dir, int tp) {
+Profile import_llmservingsim(const std::string& dir, int tp, std::vector<std::string>* report) {
   const fs::path root(dir);
   const fs::path meta_path = root / "meta.yaml";
   if (!fs::exists(meta_path)) {
@@ -90,6 +90,16 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
     if (!n.IsScalar())
       throw InputError(meta_path.string(), key, "expected a value, not a list or map");
     return n.Scalar();
+  };
+  // A whole number in meta.yaml (0 when absent).
+  auto whole = [&](const YAML::Node& map, const char* key) -> long {
+    const std::string t = text(map, key);
+    if (t.empty()) return 0;
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (end == t.c_str() || *end != '\0' || v < 0 || v > 100000000)
+      throw InputError(meta_path.string(), key, "'" + t + "' is not a whole number");
+    return v;
   };
   const fs::path tpdir = root / ("tp" + std::to_string(tp));
   if (!fs::is_directory(tpdir)) {
@@ -113,42 +123,103 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
   p.set("date", text(meta, "profiled_at"));
   p.set("provenance", find_provenance(dir));
   p.set("imported_from", fs::absolute(root).string());
+  if (const std::string a = text(meta, "architecture"); !a.empty()) p.set("architecture", a);
+  // The profiler's highest tensor-parallel degree: hf_overrides hold its per-GPU shapes.
+  long max_tp = 1;
+  if (const YAML::Node d = meta["tp_degrees"]; d.IsDefined() && d.IsSequence()) {
+    for (const auto& x : d) {
+      if (!x.IsScalar()) continue;
+      const long v = std::strtol(x.Scalar().c_str(), nullptr, 10);
+      if (v > max_tp && v <= 1024) max_tp = v;
+    }
+  }
   if (const YAML::Node e = meta["engine_effective"]; e.IsDefined() && e.IsMap()) {
     const std::string eager = text(e, "enforce_eager");
     if (!eager.empty()) p.set("profiled_enforce_eager", eager);
+    if (const YAML::Node o = e["hf_overrides"]; o.IsDefined() && o.IsMap()) {
+      if (const long l = whole(o, "num_hidden_layers"); l > 0)
+        p.set("profiled_num_layers", std::to_string(l));
+      const std::pair<const char*, const char*> facts[] = {
+          {"num_attention_heads", "model_num_attention_heads"},
+          {"num_key_value_heads", "model_num_kv_heads"},
+          {"vocab_size", "model_vocab_size"},
+          {"hidden_size", "model_hidden_size"}};
+      for (const auto& [from, to] : facts) {
+        // hidden_size is never sharded; the others are per GPU at the highest degree.
+        if (const long v = whole(o, from); v > 0)
+          p.set(to, std::to_string(std::string(from) == "hidden_size" ? v : v * max_tp));
+      }
+    }
   }
+  auto note = [&](const std::string& line) {
+    if (report) report->push_back(line);
+  };
 
-  // Per-layer and per-step token-wise operations. Llama runs two RMSNorms per layer (input and
-  // post-attention) while the bundle profiles one `layernorm` row per size.
-  const std::map<std::string, std::pair<std::string, double>> kDense = {
-      {"qkv_proj", {"layer", 1}},   {"o_proj", {"layer", 1}},   {"gate_up_proj", {"layer", 1}},
-      {"down_proj", {"layer", 1}},  {"act_fn", {"layer", 1}},   {"layernorm", {"layer", 2}},
-      {"rotary_emb", {"layer", 1}}, {"embedding", {"step", 1}}, {"final_layernorm", {"step", 1}}};
+  // Per-layer and per-step token-wise operations. Llama and Qwen run two RMSNorms per layer
+  // (input and post-attention) while the bundle profiles one `layernorm` row per size.
+  struct Known {
+    const char* scope;
+    double count;
+    const char* what;
+  };
+  const std::map<std::string, Known> kDense = {
+      {"qkv_proj", {"layer", 1, "QKV projection"}},
+      {"o_proj", {"layer", 1, "attention output projection"}},
+      {"gate_up_proj", {"layer", 1, "MLP gate and up projections"}},
+      {"down_proj", {"layer", 1, "MLP down projection"}},
+      {"act_fn", {"layer", 1, "MLP activation"}},
+      {"layernorm", {"layer", 2, "RMSNorm, input and post-attention"}},
+      {"qk_norm", {"layer", 1, "per-head RMSNorm of queries and keys (Qwen3)"}},
+      {"rotary_emb", {"layer", 1, "rotary position embedding"}},
+      {"embedding", {"step", 1, "input embedding"}},
+      {"final_layernorm", {"step", 1, "final RMSNorm"}}};
   {
     const sim::CsvFile f = rows_of((tpdir / "dense.csv").string());
     const long cl = f.require("layer"), ct = f.require("tokens"), cu = f.require("time_us");
     std::map<std::string, Points> pts;
+    std::vector<std::string> order;
     for (std::size_t r = 0; r < f.rows.size(); ++r) {
       const std::string& op = f.text(r, cl);
-      if (!kDense.count(op)) {
+      if (op.empty() || op.size() > 64 ||
+          op.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+              std::string::npos) {
         throw InputError(f.path + ": row " + std::to_string(f.lines[r]), "layer",
-                         "unknown operation '" + op + "'");
+                         "'" + op + "' is not an operation name (1 to 64 letters, digits, _ . -)");
       }
+      if (!pts.count(op)) order.push_back(op);
       pts[op].add(f.number(r, ct), f.number(r, cu) * 1e-6);
     }
-    for (const auto& [op, pt] : pts) {
-      const auto& [scope, count] = kDense.at(op);
-      p.curves.push_back(pt.curve(op, scope, "tokens", count));
+    for (const auto& op : order) {
+      const auto it = kDense.find(op);
+      const std::string scope = it != kDense.end() ? it->second.scope : "layer";
+      const double count = it != kDense.end() ? it->second.count : 1;
+      p.curves.push_back(pts.at(op).curve(op, scope, "tokens", count));
+      note("dense.csv " + op + " -> " +
+           (it != kDense.end() ? std::string(it->second.what) : "unknown operation") + ", " +
+           (scope == "layer" ? sim::config::format_double(count) + " per layer"
+                             : std::string("once per step")) +
+           " against tokens" + (it != kDense.end() ? "" : ", priced by name as overhead"));
     }
   }
   {
     const sim::CsvFile f = rows_of((tpdir / "per_sequence.csv").string());
     const long cl = f.require("layer"), cs = f.require("sequences"), cu = f.require("time_us");
     std::map<std::string, Points> pts;
+    std::vector<std::string> order;
     for (std::size_t r = 0; r < f.rows.size(); ++r) {
-      pts[f.text(r, cl)].add(f.number(r, cs), f.number(r, cu) * 1e-6);
+      const std::string& op = f.text(r, cl);
+      if (op.empty() || op.size() > 64) {
+        throw InputError(f.path + ": row " + std::to_string(f.lines[r]), "layer",
+                         "'" + op + "' is not an operation name");
+      }
+      if (!pts.count(op)) order.push_back(op);
+      pts[op].add(f.number(r, cs), f.number(r, cu) * 1e-6);
     }
-    for (const auto& [op, pt] : pts) p.curves.push_back(pt.curve(op, "step", "sequences", 1));
+    for (const auto& op : order) {
+      p.curves.push_back(pts.at(op).curve(op, "step", "sequences", 1));
+      note("per_sequence.csv " + op + " -> once per step against the sequences that sample");
+    }
   }
   {
     const sim::CsvFile f = rows_of((tpdir / "attention.csv").string());
@@ -158,6 +229,40 @@ Profile import_llmservingsim(const std::string& dir, int tp) {
       p.attention.push_back({f.number(r, cc), f.number(r, cp), f.number(r, cn), f.number(r, ck),
                              f.number(r, cu) * 1e-6, 0.0});
     }
+    note("attention.csv -> attention grid, " + std::to_string(f.rows.size()) +
+         " points (prefill chunk, its prefix, decode sequences, their context), per layer");
+  }
+  fs::path moe = tpdir / "moe.csv";
+  if (!fs::exists(moe) && fs::exists(root / "tp1" / "moe.csv")) moe = root / "tp1" / "moe.csv";
+  if (fs::exists(moe)) {
+    const sim::CsvFile f = rows_of(moe.string());
+    const long ct = f.require("tokens"), ca = f.require("activated_experts"),
+               cu = f.require("time_us");
+    std::map<std::pair<double, double>, std::pair<double, int>> pts;  // duplicates averaged
+    for (std::size_t r = 0; r < f.rows.size(); ++r) {
+      const double t = f.number(r, ct), a = f.number(r, ca);
+      if (!(t >= 1) || !(a >= 1))
+        throw InputError(f.path + ": row " + std::to_string(f.lines[r]), "tokens",
+                         "tokens and activated_experts must be at least 1");
+      auto& e = pts[{t, a}];
+      e.first += f.number(r, cu) * 1e-6;
+      e.second += 1;
+    }
+    for (const auto& [k, e] : pts) p.moe.push_back({k.first, k.second, e.first / e.second, 0});
+    p.set("model_moe", "true");
+    note(fs::relative(moe, root).string() +
+         " -> MoE layer (router and experts) against tokens "
+         "and activated experts, " +
+         std::to_string(pts.size()) + " points, per MoE layer" +
+         (moe.parent_path() != tpdir ? " (tp1's: whole experts per GPU)" : ""));
+  } else {
+    p.set("model_moe", "false");
+  }
+  for (const char* skipped : {"skew.csv", "skew_fit.csv"}) {
+    if (fs::exists(tpdir / skipped))
+      note(std::string(skipped) +
+           " -> not used: decode contexts are priced at their mean (skew correction not "
+           "implemented)");
   }
   sim::check_profile(p, dir);
   return p;

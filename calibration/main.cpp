@@ -66,8 +66,9 @@ int cmd_import(const std::vector<std::string>& args) {
   const std::string path = vm["path"].as<std::string>();
   check_out(out, {path, path + "/meta.yaml", network});
   sim::Profile p;
+  std::vector<std::string> report;
   if (format == "llmservingsim") {
-    p = calibration::import_llmservingsim(path, tp);
+    p = calibration::import_llmservingsim(path, tp, &report);
   } else if (format == "vidur") {
     p = calibration::import_vidur(path, tp, network);
   } else {
@@ -80,6 +81,7 @@ int cmd_import(const std::vector<std::string>& args) {
             << " on " << p.get("gpu") << " (tp " << tp << "): " << p.curves.size()
             << " operation curves, " << p.attention.size() << " attention points, " << points
             << " points in all -> " << out << "\n  provenance: " << p.get("provenance") << "\n";
+  for (const auto& line : report) std::cout << "  " << line << "\n";
   return 0;
 }
 

@@ -196,6 +196,7 @@ sim::Profile calibrate(const sim::ModelSpec& m, const RunOptions& opt, Backend& 
   p.set("backend", backend.name());
   p.set("measured", cpu ? "false" : "true");
   p.set("model", m.name);
+  sim::set_model_facts(p, m);
   p.set("tensor_parallel", std::to_string(tp));
   p.set("dtype", cpu ? "fp32" : "bf16");  // GEMM inputs (Eigen on the CPU, cuBLASLt on the GPU)
   p.set("kv_dtype", std::string(kernels::to_string(opt.kv_dtype)));

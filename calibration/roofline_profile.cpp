@@ -31,6 +31,7 @@ sim::Profile roofline_profile(const sim::ModelSpec& m, const sim::GpuSpec& gpu, 
         "efficiencies), for comparison and as a placeholder until a GPU is calibrated");
   p.set("gpu", gpu.name);
   p.set("model", m.name);
+  sim::set_model_facts(p, m);
   p.set("tensor_parallel", std::to_string(tp));
   p.set("dtype", m.dtype);
   p.set("kv_dtype", m.dtype);

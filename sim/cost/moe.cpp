@@ -6,8 +6,7 @@
 
 namespace kvfleet::sim {
 
-double expected_distinct_experts(double tokens, int num_experts, int experts_per_token,
-                                 int local) {
+double expected_distinct_experts(double tokens, int num_experts, int experts_per_token, int local) {
   if (tokens <= 0 || num_experts <= 0) return 0;
   // A token leaves a given expert unused with probability 1 − k/E.
   const double miss = 1.0 - static_cast<double>(experts_per_token) / num_experts;
@@ -58,8 +57,7 @@ MoeLoad moe_busiest_gpu(double tokens, int num_experts, int k, int gpus) {
   // the spread of their maximum by sqrt(G/(G−1)) over independent loads.
   const double p = L / E;
   const double var = tokens * k * p * (1 - p) * (E > 1 ? (E - k) / (E - 1) : 0.0);
-  const double spread =
-      std::sqrt(var * gpus / (gpus - 1.0)) * expected_max_of_normals(gpus);
+  const double spread = std::sqrt(var * gpus / (gpus - 1.0)) * expected_max_of_normals(gpus);
   l.pairs = std::min(mean + spread, tokens * std::min<double>(k, L));
   return l;
 }

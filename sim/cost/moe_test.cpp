@@ -55,10 +55,10 @@ TEST(Moe, ActivationCountsAndBusiestGpuMatchBruteForceRouting) {
   };
   // Qwen3-30B-A3B (128 experts, top-8), Mixtral (8, top-2), DeepSeek-V3 (256, top-8), gpt-oss
   // (128, top-4), from one token to a prefill chunk, on 1 to 16 GPUs.
-  for (const Case c : {Case{1, 128, 8, 1}, Case{4, 128, 8, 2}, Case{16, 128, 8, 2},
-                       Case{64, 128, 8, 2}, Case{256, 128, 8, 2}, Case{2048, 128, 8, 2},
-                       Case{32, 8, 2, 2}, Case{3, 8, 2, 4}, Case{200, 256, 8, 8},
-                       Case{50, 256, 8, 16}, Case{100, 128, 4, 4}}) {
+  for (const Case c :
+       {Case{1, 128, 8, 1}, Case{4, 128, 8, 2}, Case{16, 128, 8, 2}, Case{64, 128, 8, 2},
+        Case{256, 128, 8, 2}, Case{2048, 128, 8, 2}, Case{32, 8, 2, 2}, Case{3, 8, 2, 4},
+        Case{200, 256, 8, 8}, Case{50, 256, 8, 16}, Case{100, 128, 4, 4}}) {
     const Simulated s = brute_force(c.tokens, c.E, c.k, c.gpus, c.tokens > 500 ? 300 : 3000, 7);
     const MoeLoad l = moe_busiest_gpu(c.tokens, c.E, c.k, c.gpus);
     const double local = static_cast<double>(c.E) / c.gpus;

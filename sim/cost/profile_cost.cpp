@@ -232,6 +232,7 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
                          std::to_string(tp_));
   }
   const ModelSpec& m = ctx.model;
+  check_profile_model(p, m, cfg.path);
   if (m.moe()) {
     if (p.moe.empty()) {
       throw InputError(cfg.path, "moe",

@@ -118,6 +118,45 @@ void check_profile(const Profile& p, const std::string& where) {
     throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
 }
 
+void set_model_facts(Profile& p, const ModelSpec& m) {
+  if (!m.architecture.empty()) p.set("architecture", m.architecture);
+  p.set("model_hidden_size", std::to_string(m.hidden_size));
+  p.set("model_num_attention_heads", std::to_string(m.num_attention_heads));
+  if (m.attention == "gqa") p.set("model_num_kv_heads", std::to_string(m.num_kv_heads));
+  p.set("model_vocab_size", std::to_string(m.vocab_size));
+  p.set("model_moe", m.moe() ? "true" : "false");
+}
+
+void check_profile_model(const Profile& p, const ModelSpec& m, const std::string& where) {
+  const std::string measured = p.get("model", "?");
+  auto refuse = [&](const std::string& key, const std::string& what) {
+    throw InputError(where, "meta." + key,
+                     "the profile was measured on " + measured + " (" + what + "), the pool runs " +
+                         m.name + ": a profile prices only the model it measured; profile " +
+                         m.name + " or point the pool at its profile");
+  };
+  const std::string arch = p.get("architecture");
+  if (!arch.empty() && !m.architecture.empty() && arch != m.architecture)
+    refuse("architecture", "architecture " + arch + ", the pool's model is " + m.architecture);
+  const std::pair<const char*, int> dims[] = {
+      {"model_hidden_size", m.hidden_size},
+      {"model_num_attention_heads", m.num_attention_heads},
+      {"model_num_kv_heads", m.attention == "gqa" ? m.num_kv_heads : -1},
+      {"model_vocab_size", m.vocab_size}};
+  for (const auto& [key, mine] : dims) {
+    const std::string v = p.get(key);
+    if (v.empty() || mine < 0) continue;
+    if (v != std::to_string(mine))
+      refuse(key, std::string(key).substr(6) + " " + v + ", the pool's model has " +
+                      std::to_string(mine));
+  }
+  const std::string moe = p.get("model_moe");
+  const bool profile_moe = moe == "true" || (moe.empty() && !p.moe.empty());
+  if ((moe == "false" || !p.moe.empty() || moe == "true") && profile_moe != m.moe())
+    refuse("model_moe", profile_moe ? "a mixture of experts, the pool's model is dense"
+                                    : "a dense model, the pool's model is a mixture of experts");
+}
+
 namespace {
 
 template <typename V>

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/io/table.h"
+#include "sim/model/presets.h"
 
 namespace kvfleet::sim {
 
@@ -87,5 +88,14 @@ void write_profile(const std::string& path, const Profile& p);
 std::vector<TableDoc> profile_table_docs();
 // The checks read_profile applies, for profiles built in memory; throws InputError with `where`.
 void check_profile(const Profile& p, const std::string& where);
+
+// The model facts a profile records (meta keys architecture, model_hidden_size,
+// model_num_attention_heads, model_num_kv_heads, model_vocab_size, model_moe): what it was
+// measured on, so that a pool of another model is refused.
+void set_model_facts(Profile& p, const ModelSpec& m);
+// Throws InputError(`where`) naming both when the profile's recorded facts contradict `m`: another
+// architecture, other dimensions, or a mixture of experts for a dense model (or the reverse).
+// Facts the profile lacks are not checked.
+void check_profile_model(const Profile& p, const ModelSpec& m, const std::string& where);
 
 }  // namespace kvfleet::sim

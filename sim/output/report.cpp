@@ -113,6 +113,15 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     if (pc.tensor_parallel > 1) o << " ×" << pc.tensor_parallel << " (tensor parallel)";
     if (pc.pipeline_parallel > 1)
       o << " ×" << pc.pipeline_parallel << " (pipeline stages of " << m.stage_layers << " layers)";
+    if (pc.data_parallel > 1) {
+      o << " ×" << pc.data_parallel << " (data-parallel ranks"
+        << (info.model.moe()
+                ? std::string(", experts ") + (pc.expert_parallel ? "placed whole" : "sliced") +
+                      " over " + std::to_string(pc.tensor_parallel * pc.data_parallel) +
+                      " GPUs, ranks in lockstep"
+                : std::string())
+        << ")";
+    }
     o << ", " << info.model.name << " weights " << m.weight_dtype << ", KV " << m.kv_dtype
       << ", cost model " << pc.cost_model.impl << "\n";
     o << "  engine: max_num_seqs " << pc.engine.max_num_seqs << ", max_num_batched_tokens "

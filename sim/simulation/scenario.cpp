@@ -40,6 +40,18 @@ void PoolConfig::visit(V& v) {
                    "tensor_parallel × data_parallel GPUs, tokens dispatched to them and combined "
                    "back (all-gather and reduce-scatter); false = each expert is sliced over "
                    "those GPUs"});
+  v.param("link_Bps", link_Bps,
+          {.unit = "bytes/s",
+           .desc = "GPU-to-GPU bandwidth of this system's collectives (tensor-parallel "
+                   "all-reduce, MoE dispatch and combine), as NCCL achieves it; 0 = the GPU "
+                   "preset's interconnect_Bps (its datasheet link)",
+           .min = 0});
+  v.param("link_latency_s", link_latency_s,
+          {.unit = "s",
+           .desc = "latency of one step of those collectives; 0 = the GPU preset's",
+           .min = 0,
+           .max = 1,
+           .why = "a collective step takes microseconds; a second is far beyond any link"});
   v.param("weight_dtype", weight_dtype,
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
@@ -263,6 +275,8 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
     Scenario::PoolInfo info;
     info.model = *m;
     info.gpu = *g;
+    if (p.link_Bps > 0) info.gpu.interconnect_Bps = p.link_Bps;
+    if (p.link_latency_s > 0) info.gpu.interconnect_latency_s = p.link_latency_s;
     info.weight_dtype = p.weight_dtype == "auto" ? m->dtype : p.weight_dtype;
     info.max_model_len =
         p.engine.max_model_len > 0 ? p.engine.max_model_len : m->max_position_embeddings;

@@ -27,6 +27,8 @@ struct PoolConfig {
   int pipeline_parallel = 1;
   int data_parallel = 1;
   bool expert_parallel = false;
+  double link_Bps = 0;        // GPU-to-GPU link of this system; 0 = the GPU preset's
+  double link_latency_s = 0;  // 0 = the GPU preset's
   // GPUs of one engine (a data-parallel rank): its tensor and pipeline parallel group.
   int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
   std::string weight_dtype = "auto";
