@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "calibration/import.h"
 #include "sim/core/error.h"
@@ -51,6 +52,67 @@ TEST(ImportLlmServingSim, RtxProfileBecomesCurvesAndGrid) {
   }
   ASSERT_EQ(r.attention.size(), p.attention.size());
   EXPECT_EQ(r.attention.back().time_s, p.attention.back().time_s);
+}
+
+TEST(ImportLlmServingSim, MoeBundleImportsEveryFileAndTheModelsFacts) {
+  const std::string qwen =
+      kRef + "/profiles/llmservingsim/RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16";
+  NEED(qwen);
+  std::vector<std::string> report;
+  for (int tp : {1, 2}) {
+    report.clear();
+    sim::Profile p = import_llmservingsim(qwen, tp, &report);
+    ASSERT_NE(p.curve("qk_norm"), nullptr);
+    EXPECT_EQ(p.curve("qk_norm")->scope, "layer");
+    ASSERT_NE(p.curve("sampler"), nullptr);
+    EXPECT_EQ(p.curve("sampler")->axis, "sequences");
+    // moe.csv's 50 points (tp2 has none: tp1's, as each GPU runs whole experts).
+    ASSERT_EQ(p.moe.size(), 50u);
+    EXPECT_EQ(p.moe.front().tokens, 1);
+    EXPECT_EQ(p.moe.front().activated_experts, 8);
+    EXPECT_NEAR(p.moe.front().time_s, 50.2297e-6, 1e-12);
+    // The full model's facts: hf_overrides are per GPU at tp 2 (16 heads, 2 KV heads).
+    EXPECT_EQ(p.get("architecture"), "qwen3_moe");
+    EXPECT_EQ(p.get("model_num_attention_heads"), "32");
+    EXPECT_EQ(p.get("model_num_kv_heads"), "4");
+    EXPECT_EQ(p.get("model_vocab_size"), "151936");
+    EXPECT_EQ(p.get("profiled_num_layers"), "1");
+    EXPECT_EQ(p.get("model_moe"), "true");
+    bool said_moe = false;
+    for (const auto& l : report)
+      said_moe = said_moe || l.find("moe.csv -> MoE layer") == 0 ||
+                 l.find("tp1/moe.csv -> MoE layer") == 0;
+    EXPECT_TRUE(said_moe);
+    // Written and read back with its MoE table.
+    const std::string out = testing::TempDir() + "/lss_moe_tp" + std::to_string(tp) + ".h5";
+    sim::write_profile(out, p);
+    EXPECT_EQ(sim::read_profile(out).moe.size(), 50u);
+  }
+}
+
+TEST(ImportLlmServingSim, AnUnknownOperationIsImportedByName) {
+  NEED(kLss);
+  // A copy of the RTX 4090 bundle whose dense.csv gains an operation kvfleet does not know.
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / "lss_unknown_op" / "bf16";
+  std::filesystem::remove_all(dir.parent_path());
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy(kLss, dir, std::filesystem::copy_options::recursive);
+  {
+    std::ofstream o(dir / "tp1" / "dense.csv", std::ios::app);
+    o << "fancy_gate,1,2.5\nfancy_gate,2048,40\n";
+  }
+  std::vector<std::string> report;
+  const sim::Profile p = import_llmservingsim(dir.string(), 1, &report);
+  ASSERT_NE(p.curve("fancy_gate"), nullptr);
+  EXPECT_EQ(p.curve("fancy_gate")->scope, "layer");
+  EXPECT_NEAR(p.curve("fancy_gate")->time_s.back(), 40e-6, 1e-15);
+  bool listed = false;
+  for (const auto& l : report)
+    listed = listed || (l.find("fancy_gate") != std::string::npos &&
+                        l.find("unknown operation") != std::string::npos);
+  EXPECT_TRUE(listed);
+  std::filesystem::remove_all(dir.parent_path());
 }
 
 TEST(ImportLlmServingSim, MissingTensorParallelFolderIsNamed) {
