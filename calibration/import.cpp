@@ -258,11 +258,71 @@ Profile import_llmservingsim(const std::string& dir, int tp, std::vector<std::st
   } else {
     p.set("model_moe", "false");
   }
-  for (const char* skipped : {"skew.csv", "skew_fit.csv"}) {
-    if (fs::exists(tpdir / skipped))
-      note(std::string(skipped) +
-           " -> not used: decode contexts are priced at their mean (skew correction not "
-           "implemented)");
+  // The skew correction, where the bundle says it fitted one (meta skew_fit.enabled): the
+  // per-bucket alphas of skew_fit.csv with their bins from meta's bucket_axes.
+  const YAML::Node sf = meta["skew_fit"];
+  const bool skew_on = sf.IsDefined() && sf.IsMap() && text(sf, "enabled") == "true";
+  const fs::path fit = tpdir / "skew_fit.csv";
+  if (skew_on && fs::exists(fit)) {
+    const YAML::Node axes = sf["bucket_axes"];
+    // label -> (lo, hi] from an axis's bins and labels.
+    auto bins_of = [&](const char* axis) {
+      std::map<std::string, std::pair<double, double>> m;
+      const std::string b = std::string(axis) + "_bins", l = std::string(axis) + "_labels";
+      if (!axes.IsDefined() || !axes.IsMap() || !axes[b].IsSequence() || !axes[l].IsSequence())
+        throw InputError(meta_path.string(), "skew_fit.bucket_axes." + b,
+                         "expected the lists " + b + " and " + l);
+      const YAML::Node bn = axes[b], ln = axes[l];
+      if (bn.size() != ln.size() + 1)
+        throw InputError(meta_path.string(), "skew_fit.bucket_axes." + l,
+                         "needs one label fewer than " + b);
+      for (std::size_t i = 0; i < ln.size(); ++i) {
+        const double lo = bn[i].as<double>(), hi = bn[i + 1].as<double>();
+        if (!(lo < hi))
+          throw InputError(meta_path.string(), "skew_fit.bucket_axes." + b, "must ascend");
+        m[ln[i].as<std::string>()] = {lo, hi};
+      }
+      return m;
+    };
+    try {
+      const auto n_bins = bins_of("n"), r_bins = bins_of("skew_rate"), k_bins = bins_of("kv_big"),
+                 p_bins = bins_of("kp");
+      const sim::CsvFile f = rows_of(fit.string());
+      const long cpc = f.require("pc"), cn = f.require("n_label"),
+                 cr = f.require("skew_rate_label"), ck = f.require("kv_big_label"),
+                 cp = f.require("kp_label"), ca = f.require("alpha"), cs = f.require("n_samples");
+      for (std::size_t r = 0; r < f.rows.size(); ++r) {
+        auto bin = [&](const std::map<std::string, std::pair<double, double>>& m, long c) {
+          const auto it = m.find(f.text(r, c));
+          if (it == m.end())
+            throw InputError(f.path + ": row " + std::to_string(f.lines[r]), f.header[c],
+                             "'" + f.text(r, c) + "' is not a label of meta.yaml's bucket_axes");
+          return it->second;
+        };
+        const auto n = bin(n_bins, cn), rt = bin(r_bins, cr), kb = bin(k_bins, ck),
+                   kp = bin(p_bins, cp);
+        p.skew.push_back({f.number(r, cpc), n.first, n.second, rt.first, rt.second, kb.first,
+                          kb.second, kp.first, kp.second, f.number(r, ca), f.number(r, cs)});
+      }
+    } catch (const YAML::Exception& e) {
+      throw InputError(meta_path.string(), "skew_fit.bucket_axes",
+                       std::string("unreadable: ") + e.what());
+    }
+    std::string alpha_default = "0";
+    if (const YAML::Node pt = sf["per_tp"]; pt.IsDefined() && pt.IsMap()) {
+      const YAML::Node t = pt[std::to_string(tp)];
+      if (t.IsDefined() && t.IsMap() && !text(t, "alpha_default").empty())
+        alpha_default = text(t, "alpha_default");
+    }
+    p.set("skew_alpha_default", alpha_default);
+    note("skew_fit.csv -> attention's skew correction, " + std::to_string(p.skew.size()) +
+         " buckets (alpha default " + alpha_default + ")");
+    note("skew.csv -> not read (the measurements skew_fit.csv was fitted on)");
+  } else {
+    for (const char* name : {"skew.csv", "skew_fit.csv"})
+      if (fs::exists(tpdir / name))
+        note(std::string(name) +
+             " -> not used: meta.yaml does not enable skew_fit (decode contexts at their mean)");
   }
   sim::check_profile(p, dir);
   return p;

@@ -38,6 +38,7 @@ TEST(ImportLlmServingSim, RtxProfileBecomesCurvesAndGrid) {
   ASSERT_NE(it, q->x.end());
   EXPECT_NEAR(q->time_s[it - q->x.begin()], 631.069e-6, 1e-12);
   EXPECT_EQ(p.attention.size(), 8643u);
+  EXPECT_TRUE(p.skew.empty());  // its meta.yaml does not enable skew_fit
 
   // Written and read back unchanged.
   const std::string out = testing::TempDir() + "/lss.h5";
@@ -78,6 +79,12 @@ TEST(ImportLlmServingSim, MoeBundleImportsEveryFileAndTheModelsFacts) {
     EXPECT_EQ(p.get("model_vocab_size"), "151936");
     EXPECT_EQ(p.get("profiled_num_layers"), "1");
     EXPECT_EQ(p.get("model_moe"), "true");
+    // meta.yaml enables skew_fit: its buckets, with the bins of bucket_axes.
+    EXPECT_EQ(p.skew.size(), tp == 1 ? 3979u : 3964u);
+    EXPECT_EQ(p.get("skew_alpha_default"), tp == 1 ? "0.0645" : "0.0748");
+    EXPECT_EQ(p.skew.front().n_lo, 64);  // "n<=128": (64, 128]
+    EXPECT_EQ(p.skew.front().n_hi, 128);
+    EXPECT_NEAR(p.skew.front().alpha, tp == 1 ? 0.0707 : -0.002, 1e-12);
     bool said_moe = false;
     for (const auto& l : report)
       said_moe = said_moe || l.find("moe.csv -> MoE layer") == 0 ||

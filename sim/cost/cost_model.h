@@ -30,6 +30,9 @@ struct Batch {
   double prefill_attention_pairs = 0;       // sum over chunks: tokens*prefix + tokens*(tokens+1)/2
   std::int32_t num_sampled = 0;             // sequences that emit a token (rows through lm_head)
   std::span<const PrefillChunk> prefill;
+  // Each decode sequence's context, for backends that price uneven contexts
+  // (CostModel::wants_decode_contexts); empty otherwise.
+  std::span<const std::int32_t> decode_contexts;
   // Data-parallel ranks of a mixture-of-experts model step together (engine/lockstep.h): every
   // rank's step is padded to the group's largest token count, which every MoE layer then sees
   // from each of the dp_ranks ranks. 0 = the batch runs alone. A rank with nothing scheduled
@@ -87,6 +90,8 @@ class CostModel {
   virtual ~CostModel() = default;
   // Pure: the same batch always costs the same. Called once per engine step.
   virtual StepCost cost(const Batch& batch) const = 0;
+  // Whether cost() reads Batch::decode_contexts (the engine lists them only then).
+  virtual bool wants_decode_contexts() const { return false; }
 };
 
 using CostModelRegistry = config::Registry<CostModel, const CostContext&>;

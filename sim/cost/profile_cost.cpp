@@ -68,6 +68,39 @@ double MoeGrid::at(double tokens, double experts) const {
   return std::max(0.0, a + w * (b - a));
 }
 
+SkewTable::SkewTable(const std::vector<SkewBucket>& buckets, double alpha_default)
+    : default_(alpha_default) {
+  std::map<double, std::vector<SkewBucket>> by;
+  for (const auto& b : buckets) by[b.prefill_chunk].push_back(b);
+  for (auto& [c, v] : by) {
+    chunks_.push_back(c);
+    by_chunk_.push_back(std::move(v));
+  }
+}
+
+double SkewTable::alpha(double chunk, double n, double rate, double kv_max, double prefix) const {
+  if (by_chunk_.empty()) return default_;
+  // The nearest profiled chunk, on a log scale (the grid doubles); no chunk only matches none.
+  std::size_t best = 0;
+  double dist = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < chunks_.size(); ++i) {
+    const double c = chunks_[i];
+    const double d = (c == 0 || chunk == 0) ? (c == chunk ? 0 : std::numeric_limits<double>::max())
+                                            : std::fabs(std::log(c / chunk));
+    if (d < dist) {
+      dist = d;
+      best = i;
+    }
+  }
+  for (const auto& b : by_chunk_[best]) {
+    if (n > b.n_lo && n <= b.n_hi && rate > b.rate_lo && rate <= b.rate_hi &&
+        kv_max > b.kv_max_lo && kv_max <= b.kv_max_hi && prefix > b.prefix_lo &&
+        prefix <= b.prefix_hi)
+      return b.alpha;
+  }
+  return default_;
+}
+
 namespace {
 
 std::uint64_t key(int a, int b, int c, int d) {
@@ -249,6 +282,15 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
     hidden_bytes_ = 2.0 * m.hidden_size;
     data_parallel_ = ctx.data_parallel;
   }
+  if (!p.skew.empty()) {
+    const std::string d = p.get("skew_alpha_default", "0");
+    char* end = nullptr;
+    const double a = std::strtod(d.c_str(), &end);
+    if (end == d.c_str() || *end != '\0' || !std::isfinite(a) || std::fabs(a) > 100)
+      throw InputError(cfg.path, "meta.skew_alpha_default",
+                       "'" + d + "' is not a number within ±100");
+    skew_ = SkewTable(p.skew, a);
+  }
   static const std::set<std::string> kGemm = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj",
                                               "lm_head"};
   for (const auto& c : p.curves) {
@@ -282,6 +324,25 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
   const double kv = n > 0 ? static_cast<double>(b.decode_context_tokens) / n : 0;
   double ps = 0, ds = 0;
   attention_.at(chunk, prefix, n, kv, &ps, &ds);
+  if (!skew_.empty() && n >= 2 && b.decode_contexts.size() == static_cast<std::size_t>(n)) {
+    // Uneven decode contexts, priced as the profile measured them: a batch of long contexts
+    // (those above the mean, at their mean) among short ones lies between all at the mean and
+    // all at the long contexts' mean, by the profile's alpha for its share of long contexts.
+    double long_sum = 0, long_n = 0;
+    for (const std::int32_t ctx : b.decode_contexts) {
+      if (ctx > kv) {
+        long_sum += ctx;
+        long_n += 1;
+      }
+    }
+    if (long_n > 0) {
+      const double kv_long = long_sum / long_n;
+      const double alpha = skew_.alpha(chunk, n, long_n / n, kv_long, prefix);
+      double ps_long = 0, ds_long = 0;
+      attention_.at(chunk, prefix, n, kv_long, &ps_long, &ds_long);
+      ds = std::max(0.0, ds + alpha * ((ps_long + ds_long) - (ps + ds)));
+    }
+  }
   c.prefill_attn_s = ps * layers_;
   c.decode_attn_s = ds * layers_;
   if (tp_ > 1) {

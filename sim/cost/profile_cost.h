@@ -52,6 +52,22 @@ class MoeGrid {
   std::vector<std::vector<std::pair<double, double>>> rows_;  // (experts, seconds), ascending
 };
 
+// The profile's skew correction (/skew): alpha for a batch's prefill chunk (the nearest profiled
+// value), decode sequences, skew rate, longest decode context and prefill prefix; the profile's
+// default where no bucket holds the batch.
+class SkewTable {
+ public:
+  SkewTable() = default;
+  SkewTable(const std::vector<SkewBucket>& buckets, double alpha_default);
+  double alpha(double chunk, double n, double rate, double kv_max, double prefix) const;
+  bool empty() const { return by_chunk_.empty(); }
+
+ private:
+  std::vector<double> chunks_;  // distinct profiled prefill chunks, ascending
+  std::vector<std::vector<SkewBucket>> by_chunk_;
+  double default_ = 0;
+};
+
 // The per-layer attention grid of a profile (see the header comment).
 class AttentionGrid {
  public:
@@ -110,6 +126,7 @@ class ProfileCostModel final : public CostModel {
 
   ProfileCostModel(const Config& cfg, const CostContext& ctx);
   StepCost cost(const Batch& batch) const override;
+  bool wants_decode_contexts() const override { return !skew_.empty(); }
 
   // Token count as vLLM pads it for CUDA graphs (unchanged above 512).
   static double cuda_graph_size(double tokens);
@@ -129,6 +146,7 @@ class ProfileCostModel final : public CostModel {
   AttentionGrid attention_;
   PiecewiseLinear all_reduce_;  // seconds for one all-reduce of x bytes, if profiled
   MoeGrid moe_;
+  SkewTable skew_;
   double moe_layers_ = 0;  // MoE layers on this stage
   int num_experts_ = 0, experts_per_token_ = 0;
   int expert_gpus_ = 1;

@@ -102,6 +102,36 @@ TEST(ProfileCost, MixedGridGivesOneTimeSplitByTheParts) {
   EXPECT_NEAR(c.prefill_attn_s, c.decode_attn_s, 1e-12);
 }
 
+TEST(ProfileCost, UnevenDecodeContextsUseTheSkewCorrection) {
+  Fixture f;
+  Profile p = synthetic(false);
+  // One bucket for two decodes with half of them long, longest context in (16, 64]: alpha 0.5.
+  p.skew.push_back({0, 1, 2, 0.4, 0.7, 16, 64, -1, 0, 0.5, 4});
+  p.set("skew_alpha_default", "0.1");
+  auto m = f.make(p);
+  EXPECT_TRUE(m->wants_decode_contexts());
+  // Contexts 16 and 32: mean 24 (attention 1.5e-5 per layer for... two sequences: 3e-5), the
+  // long one at 32 (4e-5 for two at 32): 3e-5 + 0.5 × (4e-5 − 3e-5) per layer.
+  const std::int32_t ctx[] = {16, 32};
+  Batch b = decode_batch(2, 48);
+  b.decode_contexts = ctx;
+  EXPECT_NEAR(m->cost(b).decode_attn_s, 2 * (3e-5 + 0.5 * 1e-5), 1e-15);
+  // Even contexts: no correction.
+  const std::int32_t even[] = {24, 24};
+  b.decode_contexts = even;
+  EXPECT_NEAR(m->cost(b).decode_attn_s, 2 * 3e-5, 1e-15);
+  // Outside every bucket (one long among four): the default alpha.
+  const std::int32_t four[] = {16, 16, 16, 32};
+  Batch b4 = decode_batch(4, 80);
+  b4.decode_contexts = four;
+  Batch even4 = decode_batch(4, 80);
+  Batch long4 = decode_batch(4, 128);
+  const double at_mean = m->cost(even4).decode_attn_s, at_long = m->cost(long4).decode_attn_s;
+  EXPECT_NEAR(m->cost(b4).decode_attn_s, at_mean + 0.1 * (at_long - at_mean), 1e-15);
+  // Without a skew table contexts are priced at their mean.
+  EXPECT_FALSE(f.make(synthetic(false))->wants_decode_contexts());
+}
+
 TEST(ProfileCost, CudaGraphPadding) {
   EXPECT_EQ(ProfileCostModel::cuda_graph_size(1), 1);
   EXPECT_EQ(ProfileCostModel::cuda_graph_size(3), 4);
@@ -116,6 +146,19 @@ TEST(ProfileCost, CudaGraphPadding) {
   const double qkv4 = 1e-4 + 3 * (1e-4 / 99);
   const double lm3 = 1e-3 + 2 * (1e-3 / 9);
   EXPECT_NEAR(c.gemm_s, 2 * qkv4 + lm3, 1e-12);
+  // An engine's own capture sizes replace the built-in rule: 3 tokens run as 5.
+  Fixture g;
+  g.model.num_layers = 2;
+  ProfileCostModel::Config cfg;
+  g.path = ::testing::TempDir() + "/synthetic_profile_capture_sizes.h5";
+  write_profile(g.path, synthetic(false));
+  cfg.path = g.path;
+  cfg.cuda_graph_sizes = {1, 5, 10};
+  g.model.hidden_size = 4096;
+  const ProfileCostModel own(cfg, CostContext{g.model, g.gpu, 1, 2, 2});
+  EXPECT_EQ(own.padded(3), 5);
+  EXPECT_EQ(own.padded(10), 10);
+  EXPECT_EQ(own.padded(11), 11);  // above the largest: not padded
 }
 
 TEST(ProfileData, ErrorsNameTheFileAndTheProblem) {

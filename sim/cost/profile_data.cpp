@@ -114,6 +114,17 @@ void check_profile(const Profile& p, const std::string& where) {
                        "between 0 and 1000 s");
     }
   }
+  for (std::size_t i = 0; i < p.skew.size(); ++i) {
+    const auto& k = p.skew[i];
+    const bool ok = size_ok(k.prefill_chunk) && k.n_lo < k.n_hi && k.rate_lo < k.rate_hi &&
+                    k.kv_max_lo < k.kv_max_hi && k.prefix_lo < k.prefix_hi &&
+                    std::isfinite(k.alpha) && std::fabs(k.alpha) <= 100 && k.samples >= 0;
+    if (!ok) {
+      throw InputError(where, "skew row " + std::to_string(i),
+                       "each bucket needs lo < hi on every axis, a finite alpha within ±100 and "
+                       "a prefill_chunk between 0 and 1e12");
+    }
+  }
   if (!p.moe.empty() && all_zero(p.moe, [](const MoePoint& m) { return m.time_s; }))
     throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
 }
@@ -262,6 +273,37 @@ Table moe_table(const Profile& p) {
   return t;
 }
 
+Table skew_table(const Profile& p) {
+  Table t;
+  t.desc = "attention's skew correction per bucket: mean + alpha x (longest - mean)";
+  auto& pc = t.f64("prefill_chunk", "tokens", "prefill chunk tokens in the batch (profiled value)");
+  auto& nl = t.f64("n_lo", "sequences", "decode sequences above this");
+  auto& nh = t.f64("n_hi", "sequences", "and at most this (inf: no bound)");
+  auto& rl = t.f64("rate_lo", "fraction", "skew rate (share of long contexts) above this");
+  auto& rh = t.f64("rate_hi", "fraction", "and at most this");
+  auto& kl = t.f64("kv_max_lo", "tokens", "longest decode context above this");
+  auto& kh = t.f64("kv_max_hi", "tokens", "and at most this");
+  auto& xl = t.f64("prefix_lo", "tokens", "prefill chunk's cached prefix above this");
+  auto& xh = t.f64("prefix_hi", "tokens", "and at most this");
+  auto& al =
+      t.f64("alpha", "", "where the time lies between all-at-mean (0) and all-at-longest (1)");
+  auto& sm = t.f64("samples", "batches", "measurements behind the bucket's alpha");
+  for (const auto& k : p.skew) {
+    pc.push_back(k.prefill_chunk);
+    nl.push_back(k.n_lo);
+    nh.push_back(k.n_hi);
+    rl.push_back(k.rate_lo);
+    rh.push_back(k.rate_hi);
+    kl.push_back(k.kv_max_lo);
+    kh.push_back(k.kv_max_hi);
+    xl.push_back(k.prefix_lo);
+    xh.push_back(k.prefix_hi);
+    al.push_back(k.alpha);
+    sm.push_back(k.samples);
+  }
+  return t;
+}
+
 Table fits_table(const Profile& p) {
   Table fits;
   fits.desc = "fitted models of the measurements, with their held-out error";
@@ -293,15 +335,16 @@ void write_profile(const std::string& path, const Profile& p) {
     h5::write_table(file, "curves", curves_table(p));
     h5::write_table(file, "attention", attention_table(p));
     if (!p.moe.empty()) h5::write_table(file, "moe", moe_table(p));
+    if (!p.skew.empty()) h5::write_table(file, "skew", skew_table(p));
     h5::write_table(file, "fits", fits_table(p));
   });
 }
 
 std::vector<TableDoc> profile_table_docs() {
   const Profile none;
-  return {doc_of("meta", meta_table(none)), doc_of("curves", curves_table(none)),
+  return {doc_of("meta", meta_table(none)),           doc_of("curves", curves_table(none)),
           doc_of("attention", attention_table(none)), doc_of("moe", moe_table(none)),
-          doc_of("fits", fits_table(none))};
+          doc_of("skew", skew_table(none)),           doc_of("fits", fits_table(none))};
 }
 
 Profile read_profile(const std::string& path) {
@@ -364,6 +407,16 @@ Profile read_profile(const std::string& path) {
     auto t = numbers(m, "time_s", path, "moe");
     auto s = numbers(m, "spread_s", path, "moe");
     for (std::size_t i = 0; i < tok.size(); ++i) p.moe.push_back({tok[i], act[i], t[i], s[i]});
+  }
+  if (h5::has_link(file.id, "skew")) {
+    Table k = table("skew");
+    std::vector<std::vector<double>> c;
+    for (const char* name : {"prefill_chunk", "n_lo", "n_hi", "rate_lo", "rate_hi", "kv_max_lo",
+                             "kv_max_hi", "prefix_lo", "prefix_hi", "alpha", "samples"})
+      c.push_back(numbers(k, name, path, "skew"));
+    for (std::size_t i = 0; i < c[0].size(); ++i)
+      p.skew.push_back({c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i], c[7][i],
+                        c[8][i], c[9][i], c[10][i]});
   }
   if (h5::has_link(file.id, "fits")) {
     Table f = table("fits");

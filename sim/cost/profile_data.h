@@ -14,6 +14,10 @@
 //   /moe        tokens, activated_experts, time_s, spread_s: one mixture-of-experts layer (router
 //               and experts) on one GPU for `tokens` tokens whose top-k routing activates that
 //               many distinct experts (optional: MoE models)
+//   /skew       prefill_chunk, n_lo, n_hi, rate_lo, rate_hi, kv_max_lo, kv_max_hi, prefix_lo,
+//               prefix_hi, alpha, samples: the skew correction of attention when decode contexts
+//               are uneven, per bucket (lo, hi] of decode sequences, skew rate, longest context
+//               and prefill prefix (optional; meta skew_alpha_default for other buckets)
 //   /fits       op, model, params, n_train, n_test, median_ape, p95_ape (optional)
 #include <string>
 #include <vector>
@@ -55,6 +59,20 @@ struct MoePoint {
   double spread_s = 0;
 };
 
+// Attention of a batch whose decode contexts are uneven lies between its time with every context
+// at the mean and with every context at the longest: mean + alpha × (longest − mean). One bucket
+// of the measured alphas: decode sequences n, skew rate (the share of long sequences), longest
+// context and the prefill chunk's prefix, each in (lo, hi]; prefill_chunk a profiled value.
+struct SkewBucket {
+  double prefill_chunk = 0;
+  double n_lo = 0, n_hi = 0;
+  double rate_lo = 0, rate_hi = 0;
+  double kv_max_lo = 0, kv_max_hi = 0;
+  double prefix_lo = 0, prefix_hi = 0;
+  double alpha = 0;
+  double samples = 0;
+};
+
 struct ProfileFit {
   std::string op;
   std::string model;   // the fitted form, e.g. "a + b*kv_bytes + c*batch"
@@ -70,6 +88,7 @@ struct Profile {
   std::vector<ProfileCurve> curves;
   std::vector<AttentionPoint> attention;
   std::vector<MoePoint> moe;
+  std::vector<SkewBucket> skew;
   std::vector<ProfileFit> fits;
 
   // The value of a metadata key, or `fallback`.

@@ -22,6 +22,7 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       policy_(make_scheduling_policy(setup_.engine.scheduling_policy)),
       waiting_(policy_->order() == SchedulingPolicy::Order::kKeyed) {
   // Policies chosen by name are decided here, once, not on the hot path.
+  wants_contexts_ = cost_->wants_decode_contexts();
   preemption_ = make_preemption_policy(
       setup_.engine.preemption_mode,
       {setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0, setup_.host_link_Bps});
@@ -212,6 +213,7 @@ void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_a
 void Replica::schedule() {
   scheduled_.clear();
   chunks_.clear();
+  decode_contexts_.clear();
   batch_ = Batch{};
   batch_dirty_ = false;
   preempted_this_step_ = false;
@@ -223,10 +225,12 @@ void Replica::schedule() {
   if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
     batch_ = Batch{};
     chunks_.clear();
+    decode_contexts_.clear();
     for (auto& sc : scheduled_) add_to_batch(seqs_[sc.slot], sc);
   }
   batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
   batch_.prefill = chunks_;
+  batch_.decode_contexts = decode_contexts_;
 }
 
 // RUNNING first, in order, each taking the tokens it still needs up to the remaining budget; a

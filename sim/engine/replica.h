@@ -220,7 +220,10 @@ class Replica final : public EventHandler, private VictimChooser {
     add_to_batch(q, sc);
     scheduled_.push_back(sc);
   }
-  void add_to_batch(const Seq& q, const Scheduled& sc) { add_to(batch_, chunks_, q, sc); }
+  void add_to_batch(const Seq& q, const Scheduled& sc) {
+    if (wants_contexts_ && is_decode(q, sc.tokens)) decode_contexts_.push_back(q.num_computed + 1);
+    add_to(batch_, chunks_, q, sc);
+  }
   static void add_to(Batch& b, std::vector<PrefillChunk>& chunks, const Seq& q,
                      const Scheduled& sc) {
     const bool emits = q.num_computed + sc.tokens == q.num_tokens();
@@ -344,6 +347,8 @@ class Replica final : public EventHandler, private VictimChooser {
   std::uint64_t epoch_ = 0;     // bumped by stop(): step events of older epochs are void
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;
+  bool wants_contexts_ = false;                // the cost model reads decode contexts
+  std::vector<std::int32_t> decode_contexts_;  // this step's, when it does
   // pipeline_cost's per-step scratch, kept to spare allocations: the scheduled sequences by
   // size, and each micro-batch with its prefill chunks.
   std::vector<Scheduled> pp_order_;
