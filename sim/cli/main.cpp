@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -34,6 +35,7 @@
 #include "sim/output/report.h"
 #include "sim/output/results.h"
 #include "sim/reference/reference.h"
+#include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/capacity.h"
@@ -54,6 +56,8 @@ constexpr const char* kUsage =
     "  merge OUT PARTS  join the result files of sweep shards (--shard k/N)\n"
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
     "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
+    "  replay RUN_DIR   replay a measured vLLM run with the settings of its own files and\n"
+    "                   compare the latencies (--profile PROFILE.h5; default: roofline)\n"
     "  schema           print the scenario reference (Markdown) generated from the code\n"
     "  outputs          print the output reference: every file, dataset and column\n"
     "  presets          list the model and GPU presets\n\n"
@@ -88,6 +92,61 @@ po::variables_map parse_command(const std::vector<std::string>& args,
     throw UsageError(std::string("kvfleet ") + command + ": " + e.what());
   }
   return vm;
+}
+
+int cmd_replay(const std::vector<std::string>& args) {
+  po::options_description opts("Options of 'kvfleet replay RUN_DIR'");
+  std::string profile, model, gpu, write;
+  opts.add_options()("help,h", "show this help")(
+      "profile,p", po::value(&profile),
+      "price steps with this calibration profile (kvfleet-calibrate run or import); default: "
+      "the roofline")("model", po::value(&model),
+                      "model preset (default: the one matching meta.json's model)")(
+      "gpu", po::value(&gpu), "GPU preset (default: the one matching the run's hardware)")(
+      "write-scenario", po::value(&write), "also write the scenario it built (YAML) here")(
+      "out,o", po::value<std::string>(), "write the HDF5 result file here (FILE.h5)")(
+      "quiet,q", "print the comparison only, not the run's report");
+  const po::variables_map vm = parse_command(args, opts, "run_dir", "replay");
+  if (!vm.count("help") && !vm.count("run_dir"))
+    throw UsageError(
+        "kvfleet replay: RUN_DIR is required (a folder with meta.json and "
+        "requests.jsonl)");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet replay RUN_DIR [options]\n\nReplays a measured vLLM run "
+                 "(RUN_DIR holds meta.json, requests.jsonl and, optionally, config.json) with "
+                 "the engine settings, parallelism and link recorded there, and compares TTFT, "
+                 "TPOT and E2E with the measurement.\n\n"
+              << opts;
+    return 0;
+  }
+  ReplayOptions ro{vm["run_dir"].as<std::string>(), profile, model, gpu};
+  const ReplayPlan plan = plan_replay(ro);
+  OutputSet outputs;
+  std::string out_h5, out_yaml;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (!write.empty()) out_yaml = outputs.add_file("--write-scenario", write);
+  const Scenario sc = load_scenario_text(plan.yaml, "<replay of " + ro.run_dir + ">", ".", {});
+  const MeasuredLatencies measured =
+      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string());
+  Simulation simulation(sc);
+  RunResult r = simulation.run();
+  const Summary s = summarize(r);
+  if (vm.count("out")) write_results_h5(out_h5, sc, r, s);
+  if (!write.empty()) {
+    std::ofstream o(out_yaml);
+    o << plan.yaml;
+    if (!o) throw InputError("--write-scenario", "", "cannot write " + write);
+  }
+  outputs.publish();
+  if (!vm.count("quiet")) print_report(std::cout, sc, r, s);
+  std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << "\n" << comparison_table(measured, s, &mae);
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+  std::cout << buf;
+  return 0;
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -527,6 +586,7 @@ int run_command(const std::string& cmd, std::vector<std::string>& args, int& arg
   }
   if (cmd == "merge") return cmd_merge(args);
   if (cmd == "capacity") return cmd_capacity(args);
+  if (cmd == "replay") return cmd_replay(args);
   if (cmd == "plot") return cmd_plot(argv);
   if (cmd == "schema") return cmd_schema(args);
   if (cmd == "presets") return cmd_presets(args);

@@ -203,7 +203,9 @@ const TableSpec<RunResult>& replicas_spec() {
       [](const X& x) { return x.stats.cost_sum.prefill_attn_s; });
     f("decode_attention_s", "s", "step time in decode attention",
       [](const X& x) { return x.stats.cost_sum.decode_attn_s; });
-    f("communication_s", "s", "step time in tensor-parallel collectives",
+    f("communication_s", "s",
+      "step time in collectives (tensor-parallel all-reduce, MoE dispatch and combine, waiting "
+      "there for slower data-parallel ranks)",
       [](const X& x) { return x.stats.cost_sum.comm_s; });
     f("overhead_s", "s", "fixed per-step and per-sequence overhead",
       [](const X& x) { return x.stats.cost_sum.overhead_s; });

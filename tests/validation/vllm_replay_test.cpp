@@ -12,7 +12,9 @@
 #include <iostream>
 
 #include "calibration/import.h"
+#include "sim/core/error.h"
 #include "sim/metrics/summary.h"
+#include "sim/replay/replay.h"
 #include "sim/testing/run.h"
 
 namespace kvfleet {
@@ -179,6 +181,73 @@ TEST(VllmReplay, RooflineOnRtx4090) {
   row("E2E", me, sum.e2e);
   // Sanity, not accuracy: the replay saturates KV as the real run did.
   EXPECT_GT(sum.kv_usage_max, 0.9);
+}
+
+// `kvfleet replay`'s scenario from the run's own files: each run in the reference replayed with
+// its settings meets the same targets as the hand-written scenarios.
+TEST(VllmReplay, ReplayFromTheRunsOwnFiles) {
+  struct Case {
+    const char* dir;
+    const char* bundle;
+    const char* expect;  // a line the built scenario must hold
+    double mae;          // bound on the mean absolute error over the twelve numbers
+  };
+  for (const Case c :
+       {Case{"validation/vllm-0.19-rtx4090-llama-3.1-8b",
+             "profiles/llmservingsim/RTX4090/meta-llama/Llama-3.1-8B/bf16",
+             "num_gpu_blocks_override: 2588", 0.03},
+        Case{"validation/vllm-0.19-rtxpro6000-qwen3-30b-a3b",
+             "profiles/llmservingsim/RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16",
+             "data_parallel: 2", 0.05}}) {
+    const std::string dir = testing::reference_file(c.dir);
+    const std::string bundle = testing::reference_file(c.bundle);
+    if (dir.empty() || bundle.empty())
+      GTEST_SKIP() << "../shared/reference is absent: nothing to replay";
+    const std::string profile = ::testing::TempDir() + "/replay_" +
+                                std::filesystem::path(c.dir).filename().string() + ".h5";
+    sim::write_profile(profile, calibration::import_llmservingsim(bundle, 1));
+    const sim::ReplayPlan plan = sim::plan_replay({dir, profile, "", ""});
+    EXPECT_NE(plan.yaml.find(c.expect), std::string::npos) << plan.yaml;
+    const sim::Scenario sc = sim::load_scenario_text(plan.yaml, "<replay>", ".", {});
+    sim::Simulation simulation(sc);  // keeps a reference to the scenario
+    const auto sum = sim::summarize(simulation.run());
+    double mae = 0;
+    const std::string table =
+        sim::comparison_table(sim::read_measured(dir + "/requests.jsonl"), sum, &mae);
+    std::cout << c.dir << "\n" << table << "mean absolute error " << 100 * mae << "%\n";
+    EXPECT_LT(mae, c.mae) << c.dir;
+  }
+}
+
+TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "replay_hostile";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto expect_error = [&](const std::string& needle) {
+    try {
+      sim::plan_replay({dir.string(), "", "", ""});
+      FAIL() << "expected an error naming " << needle;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error("meta.json");
+  std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": \"acme/Unknown-7B\"}}";
+  expect_error("requests.jsonl");
+  std::ofstream(dir / "requests.jsonl") << "";
+  expect_error("matches no model preset");
+  std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": \"meta-llama/Llama-3.1-8B\","
+                                      " \"max_num_seqs\": -3}, \"hardware\": {\"device_name\":"
+                                      " \"NVIDIA RTX 4090\"}}";
+  expect_error("engine_kwargs.max_num_seqs");
+  std::ofstream(dir / "meta.json")
+      << "{\"engine_kwargs\": {\"model\": \"meta-llama/Llama-3.1-8B\"},"
+         " \"hardware\": {\"device_name\": \"Acme X1\"}}";
+  expect_error("matches no GPU preset");
+  std::ofstream(dir / "meta.json") << "not json";
+  expect_error("is not valid JSON");
+  fs::remove_all(dir);
 }
 
 }  // namespace

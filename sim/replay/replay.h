@@ -1,0 +1,40 @@
+#pragma once
+// Replays a measured vLLM run as a user would: the scenario is built from the run's own files
+// (meta.json's engine arguments, KV-cache and resolved vLLM configuration where recorded,
+// config.json's GPU-to-GPU link where there is one, requests.jsonl's arrivals and lengths), run,
+// and its latencies compared with the measured ones. `kvfleet replay` prints the comparison;
+// docs/validation.md reports it for the runs in ../shared/reference/validation.
+#include <string>
+#include <vector>
+
+#include "sim/metrics/summary.h"
+
+namespace kvfleet::sim {
+
+struct ReplayOptions {
+  std::string run_dir;  // meta.json and requests.jsonl (config.json optional)
+  std::string profile;  // a kvfleet profile (HDF5) for the `profile` cost model; "" = roofline
+  std::string model;    // a model preset; "" = the one matching meta.json's model
+  std::string gpu;      // a GPU preset; "" = the one matching the run's hardware
+};
+
+// The scenario (YAML) and, line by line, where each setting came from.
+struct ReplayPlan {
+  std::string yaml;
+  std::vector<std::string> notes;
+};
+// Throws InputError naming the file and key that is missing or unusable.
+ReplayPlan plan_replay(const ReplayOptions& opts);
+
+// TTFT = first − queued, TPOT = (last − first) / (output − 1), E2E = last − queued (seconds).
+struct MeasuredLatencies {
+  std::vector<double> ttft, tpot, e2e;
+};
+MeasuredLatencies read_measured(const std::string& requests_jsonl);
+
+// A Markdown table of mean, p50, p90 and p99 of TTFT, TPOT and E2E, measured against simulated,
+// with the relative errors; `mean_abs_error` receives their mean absolute value (fraction).
+std::string comparison_table(const MeasuredLatencies& measured, const Summary& simulated,
+                             double* mean_abs_error = nullptr);
+
+}  // namespace kvfleet::sim
