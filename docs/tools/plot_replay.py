@@ -99,6 +99,8 @@ def main(kvfleet, run_dir, profile, out, title="measured vLLM run vs kvfleet"):
     p = os.path.join(tmp, "noseq.h5")
     ablated(profile, p, drop_ops=("lm_head", "sampler"))
     variants.append(("without per-sequence lm_head and sampler", p, []))
+    variants.append(("without async scheduling (arrivals join the next step)", profile,
+                     ["pools[0].engine.async_scheduling=false"]))
     variants.append(("the GPU preset's datasheet link instead of config.json's", profile,
                      ["pools[0].link_Bps=0", "pools[0].link_latency_s=0"]))
     print("| variant | TTFT mean | TTFT p99 | TPOT mean | TPOT p99 | E2E mean | E2E p99 | MAE |")

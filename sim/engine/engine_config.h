@@ -47,6 +47,7 @@ struct EngineConfig {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;
   bool enable_chunked_prefill = true;
+  bool async_scheduling = false;
   bool enable_prefix_caching = true;
   int long_prefill_token_threshold = 0;
   int block_size = 16;
@@ -77,6 +78,11 @@ struct EngineConfig {
              .min = 1});
     v.param("enable_chunked_prefill", enable_chunked_prefill,
             {.desc = "split long prompts across steps to fit the token budget"});
+    v.param("async_scheduling", async_scheduling,
+            {.desc = "vLLM's async scheduling (its default from 0.11 on): the next step is "
+                     "scheduled while this one runs, so a request that arrives during a step "
+                     "joins the step after the next; false = the next step is scheduled after "
+                     "this one ends, with every request that arrived meanwhile"});
     v.param(
         "enable_prefix_caching", enable_prefix_caching,
         {.desc = "reuse the KV of cached full blocks with equal content (vLLM v1 default: on)"});

@@ -87,6 +87,8 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   q.max_output = output;
   content_[s].handoff = spec.handoff;
   content_[s].preload_pending = spec.preloaded_tokens > 0;
+  // Async scheduling: the step after the one in flight is already scheduled without it.
+  content_[s].eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
   gpu_s_[s] = 0;
   q.hashed = false;
@@ -287,6 +289,9 @@ void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < setup_.engine.max_num_seqs) {
     const std::uint32_t s = waiting_.front();
+    // Async scheduling: arrived after this step was planned, unless the step would be empty
+    // (the engine then plans again at once).
+    if (content_[s].eligible_step > launched_ + 1 && !scheduled_.empty()) break;
     const bool admitted = content_[s].swapped_tokens > 0 ? resume_swapped(s, budget)
                                                          : admit(s, budget, prompt_over_budget);
     if (!admitted) break;
@@ -573,6 +578,8 @@ void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime 
   count_step(c, w, to_seconds(dur));
   step_start_ = now;
   stepping_ = true;
+  in_flight_ = true;
+  ++launched_;
   if (setup_.check_invariants) verify();
   gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
                      std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
@@ -610,11 +617,14 @@ void Replica::group_launch(SimTime now, StepCost c, const StepWork& w, SimTime d
   wait_cause_ = WaitCause::kNone;
   count_step(c, w, to_seconds(dur));
   --stats_.steps;  // steps count batches that advanced requests
+  in_flight_ = true;
+  ++launched_;
   scheduled_.clear();
 }
 
 void Replica::group_end(SimTime now, bool scheduled) {
   if (scheduled) finish_step(now);
+  in_flight_ = false;
 }
 
 void Replica::count_step(const StepCost& c, const StepWork& w, double dur_s) {
@@ -710,6 +720,7 @@ void Replica::end_step(SimTime now) {
 }
 
 void Replica::finish_step(SimTime now) {
+  in_flight_ = false;
   bool any_finished = false;
   in_end_step_ = true;
   for (const auto& sc : scheduled_) {
@@ -847,6 +858,7 @@ void Replica::abandon(SimTime now) {
 void Replica::stop(SimTime now, Outcome outcome) {
   ++epoch_;
   stepping_ = false;
+  in_flight_ = false;
   pending_cancels_.clear();
   std::vector<std::uint32_t> slots(running_.begin(), running_.end());
   waiting_.for_each([&](std::uint32_t s) { slots.push_back(s); });

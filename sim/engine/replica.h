@@ -197,6 +197,7 @@ class Replica final : public EventHandler, private VictimChooser {
     std::int32_t preloaded = 0;        // prompt tokens whose KV arrived with the request
     bool handoff = false;              // prefill only: leaves after its first token
     bool preload_pending = false;      // its prompt's KV arrives with it (first admission only)
+    std::uint64_t eligible_step = 0;   // async scheduling: first step (launch count) it may join
     std::int32_t output_offset = 0;    // output tokens produced before it came here
     std::int64_t free_base = 0;        // record's cached + loaded tokens when it came here
     std::int64_t recomputed_base = 0;  // record's recomputed tokens when it came here
@@ -335,6 +336,8 @@ class Replica final : public EventHandler, private VictimChooser {
 
   // The step in flight.
   bool stepping_ = false;
+  bool in_flight_ = false;      // a step was launched and has not ended
+  std::uint64_t launched_ = 0;  // steps launched (dummy steps of a lockstep group included)
   bool preempted_this_step_ = false;
   // Why the last schedule() left requests waiting (see EngineStats::wait_*_s).
   enum class WaitCause : std::uint8_t { kNone, kKv, kTokenBudget, kMaxSeqs } wait_cause_{};

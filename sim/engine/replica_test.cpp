@@ -196,6 +196,24 @@ class Harness {
   std::unique_ptr<Replica> replica_;
 };
 
+TEST(Replica, AsyncSchedulingAdmitsAnArrivalOneStepLater) {
+  // Every step takes 1 ms. A long request keeps the engine busy; a second one arrives 0.5 ms
+  // into step 1 (0 to 1 ms). Without async scheduling it joins step 2 (1 to 2 ms) and its first
+  // token comes at 2 ms; with it, step 2 was planned when step 1 started, so it joins step 3.
+  for (const bool async : {false, true}) {
+    Harness h(1000, false, [&](ReplicaSetup& s) { s.engine.async_scheduling = async; });
+    h.submit(0, {{1, 16}}, 50);
+    const auto late = h.submit(0.0005, {{2, 16}}, 2);
+    h.run();
+    EXPECT_NEAR(to_seconds(h.rec(late).first_token), async ? 0.003 : 0.002, 1e-9) << async;
+  }
+  // An idle engine plans at once: no lag for a request that finds it idle.
+  Harness idle(1000, false, [](ReplicaSetup& s) { s.engine.async_scheduling = true; });
+  const auto first = idle.submit(0.01, {{3, 16}}, 2);
+  idle.run();
+  EXPECT_NEAR(to_seconds(idle.rec(first).first_token), 0.011, 1e-9);
+}
+
 TEST(PrefixCache, SharedSystemPromptIsReused) {
   Harness h(1000);
   const Segment sys{77, 100, 1};

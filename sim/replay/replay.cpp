@@ -89,8 +89,9 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
   const fs::path dir(o.run_dir);
   const fs::path meta_path = dir / "meta.json", req = dir / "requests.jsonl";
   if (!fs::exists(meta_path))
-    throw InputError(o.run_dir, "meta.json", "not found: a measured run's folder holds meta.json "
-                                             "and requests.jsonl");
+    throw InputError(o.run_dir, "meta.json",
+                     "not found: a measured run's folder holds meta.json "
+                     "and requests.jsonl");
   if (!fs::exists(req)) throw InputError(o.run_dir, "requests.jsonl", "not found");
   const json meta = read_json(meta_path);
   const json& kw = at(meta, {"engine_kwargs"});
@@ -106,8 +107,8 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
 
   // Model and GPU.
   const std::string hf = kw.value("model", meta.value("model", std::string()));
-  const ModelSpec* model = o.model.empty() ? match(model_presets(), hf)
-                                           : named(model_presets(), o.model);
+  const ModelSpec* model =
+      o.model.empty() ? match(model_presets(), hf) : named(model_presets(), o.model);
   if (model == nullptr) {
     throw InputError(meta_path.string(), "engine_kwargs.model",
                      o.model.empty() ? "'" + hf + "' matches no model preset (" +
@@ -115,8 +116,8 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
                                      : "--model '" + o.model + "' is not a preset (" +
                                            names(model_presets()) + ")");
   }
-  note("model " + model->name + (o.model.empty() ? " (matches meta.json model " + hf + ")"
-                                                 : " (--model)"));
+  note("model " + model->name +
+       (o.model.empty() ? " (matches meta.json model " + hf + ")" : " (--model)"));
   json cluster;
   if (fs::exists(dir / "config.json")) cluster = read_json(dir / "config.json");
   std::string hardware;
@@ -131,8 +132,8 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
   if (!o.gpu.empty()) {
     gpu = named(gpu_presets(), o.gpu);
     if (gpu == nullptr)
-      throw InputError("--gpu", "", "'" + o.gpu + "' is not a preset (" + names(gpu_presets()) +
-                                        ")");
+      throw InputError("--gpu", "",
+                       "'" + o.gpu + "' is not a preset (" + names(gpu_presets()) + ")");
     note("gpu " + gpu->name + " (--gpu)");
   } else {
     if (!hardware.empty()) gpu = match(gpu_presets(), hardware);
@@ -166,25 +167,38 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
                                    ? integer(cache["num_gpu_blocks"], "kv_cache.num_gpu_blocks")
                                    : 0;
   double util = 0.9;
-  for (const json* j : {&at(cache, {"gpu_memory_utilization"}),
-                        &at(kw, {"gpu_memory_utilization"})})
+  for (const json* j :
+       {&at(cache, {"gpu_memory_utilization"}), &at(kw, {"gpu_memory_utilization"})})
     if (j->is_number()) util = j->get<double>();
   bool prefix = true;
   for (const json* j : {&at(rcache, {"enable_prefix_caching"}),
                         &at(cache, {"enable_prefix_caching"}), &at(kw, {"enable_prefix_caching"})})
     if (j->is_boolean()) prefix = j->get<bool>();
   bool chunked = true;
-  for (const json* j : {&at(meta, {"resolved_config", "scheduler_config", "enable_chunked_prefill"}),
-                        &at(kw, {"enable_chunked_prefill"})})
+  for (const json* j :
+       {&at(meta, {"resolved_config", "scheduler_config", "enable_chunked_prefill"}),
+        &at(kw, {"enable_chunked_prefill"})})
     if (j->is_boolean()) chunked = j->get<bool>();
   std::string kv_dtype = "auto";
   if (const json& j = at(kw, {"kv_cache_dtype"}); j.is_string()) kv_dtype = j.get<std::string>();
+  // Async scheduling: as resolved, else as given, else vLLM's default (on from 0.11).
+  bool async = true;
+  std::string async_from = "vLLM's default";
+  for (const auto& [j, from] :
+       {std::pair{&at(kw, {"async_scheduling"}), "engine_kwargs"},
+        std::pair{&at(meta, {"resolved_config", "scheduler_config", "async_scheduling"}),
+                  "resolved scheduler_config"}})
+    if (j->is_boolean()) {
+      async = j->get<bool>();
+      async_from = from;
+    }
   bool eager = false;
   for (const json* j : {&at(meta, {"resolved_config", "model_config", "enforce_eager"}),
                         &at(kw, {"enforce_eager"})})
     if (j->is_boolean()) eager = j->get<bool>();
   std::vector<long long> capture;
-  if (const json& j = at(meta, {"resolved_config", "compilation_config", "cudagraph_capture_sizes"});
+  if (const json& j =
+          at(meta, {"resolved_config", "compilation_config", "cudagraph_capture_sizes"});
       j.is_array())
     for (const auto& x : j) capture.push_back(integer(x, "cudagraph_capture_sizes"));
   double link_Bps = 0, link_lat = 0;
@@ -208,7 +222,7 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
   y << "    engine:\n      max_num_seqs: " << seqs << "\n      max_num_batched_tokens: " << batched
     << "\n      enable_chunked_prefill: " << (chunked ? "true" : "false")
     << "\n      enable_prefix_caching: " << (prefix ? "true" : "false")
-    << "\n      block_size: " << block
+    << "\n      async_scheduling: " << (async ? "true" : "false") << "\n      block_size: " << block
     << "\n      gpu_memory_utilization: " << config::format_double(util) << "\n";
   if (max_len > 0) y << "      max_model_len: " << max_len << "\n";
   if (gpu_blocks > 0) y << "      num_gpu_blocks_override: " << gpu_blocks << "\n";
@@ -231,11 +245,14 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
   y << "simulation:\n  timeseries_interval_s: 1.0\n";
   plan.yaml = y.str();
   note("parallelism: tensor " + std::to_string(tp) + ", data " + std::to_string(dp) +
-       (ep ? ", experts whole per GPU (enable_expert_parallel)" : "") + " (meta.json engine_kwargs)");
-  note("engine: max_num_seqs " + std::to_string(seqs) + ", max_num_batched_tokens " +
-       std::to_string(batched) + (max_len > 0 ? ", max_model_len " + std::to_string(max_len)
-                                               : ", max_model_len the model's") +
-       (gpu_blocks > 0 ? ", " + std::to_string(gpu_blocks) + " GPU blocks (kv_cache)" : ""));
+       (ep ? ", experts whole per GPU (enable_expert_parallel)" : "") +
+       " (meta.json engine_kwargs)");
+  note(
+      "engine: max_num_seqs " + std::to_string(seqs) + ", max_num_batched_tokens " +
+      std::to_string(batched) +
+      (max_len > 0 ? ", max_model_len " + std::to_string(max_len) : ", max_model_len the model's") +
+      (gpu_blocks > 0 ? ", " + std::to_string(gpu_blocks) + " GPU blocks (kv_cache)" : ""));
+  note(std::string("async scheduling ") + (async ? "on" : "off") + " (" + async_from + ")");
   if (link_Bps > 0 || link_lat > 0) {
     char buf[120];
     std::snprintf(buf, sizeof buf, "GPU-to-GPU link %.4g GB/s, %.4g us", link_Bps / 1e9,
@@ -245,9 +262,9 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
   if (!o.profile.empty())
     note(std::string("CUDA graphs: ") +
          (eager ? "off (enforce_eager)"
-                : !capture.empty() ? std::to_string(capture.size()) +
-                                         " capture sizes (resolved compilation_config)"
-                                   : "on, vLLM's default capture sizes"));
+          : !capture.empty()
+              ? std::to_string(capture.size()) + " capture sizes (resolved compilation_config)"
+              : "on, vLLM's default capture sizes"));
   return plan;
 }
 
