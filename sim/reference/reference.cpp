@@ -1,5 +1,7 @@
 #include "sim/reference/reference.h"
 
+#include <cmath>
+
 #include <sstream>
 
 #include "sim/cost/profile_data.h"
@@ -89,14 +91,27 @@ one); timestamps must lie within +-1e10 s. A CSV may start with a UTF-8 byte-ord
 docs/reliability.md describes the fuzzing and mutation tests that hold kvfleet to this contract.
 )";
   o << "\n## Model presets\n\n| name | attention | layers | hidden | heads | KV heads | head dim | "
-       "MLP | vocab | parameters | KV bytes/token (bf16) | max context | source |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "MLP | experts (per token, FFN) | vocab | parameters | KV bytes/token (bf16) | max context "
+       "| "
+       "source |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : model_presets()) {
     o << "| " << m.name << " | " << m.attention << " | " << m.num_layers << " | " << m.hidden_size
       << " | " << m.num_attention_heads << " | " << m.num_kv_heads << " | " << m.head_dim << " | "
-      << m.intermediate_size << " | " << m.vocab_size << " | " << m.num_params / 1e9 << "B"
-      << (m.num_active_params > 0
-              ? " (" + config::format_double(m.num_active_params / 1e9) + "B active)"
+      << m.intermediate_size << " | "
+      << (m.moe() ? std::to_string(m.num_experts) + " (" + std::to_string(m.experts_per_token) +
+                        ", " + std::to_string(m.moe_intermediate_size) + ")" +
+                        (m.num_shared_experts > 0
+                             ? " + " + std::to_string(m.num_shared_experts) + " shared"
+                             : "") +
+                        (m.first_dense_layers > 0
+                             ? ", first " + std::to_string(m.first_dense_layers) + " layers dense"
+                             : "")
+                  : std::string("dense"))
+      << " | " << m.vocab_size << " | " << m.num_params / 1e9 << "B"
+      << (m.moe() || m.num_active_params > 0
+              ? " (" + config::format_double(std::round(m.active_params() / 1e7) / 100) +
+                    "B active)"
               : "")
       << " | " << static_cast<long long>(m.kv_bytes_per_token(2.0)) << " | "
       << m.max_position_embeddings << " | " << m.source << " |\n";

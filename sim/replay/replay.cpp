@@ -85,7 +85,23 @@ std::string yaml_quote(const std::string& s) {
 
 }  // namespace
 
+namespace {
+ReplayPlan build_plan(const ReplayOptions& o);
+}  // namespace
+
 ReplayPlan plan_replay(const ReplayOptions& o) {
+  try {
+    return build_plan(o);
+  } catch (const json::exception& e) {
+    // A value of the wrong JSON type somewhere in the run's files.
+    throw InputError((fs::path(o.run_dir) / "meta.json").string(), "",
+                     std::string("a value has an unexpected type: ") + e.what());
+  }
+}
+
+namespace {
+
+ReplayPlan build_plan(const ReplayOptions& o) {
   const fs::path dir(o.run_dir);
   const fs::path meta_path = dir / "meta.json", req = dir / "requests.jsonl";
   if (!fs::exists(meta_path))
@@ -267,6 +283,8 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
               : "on, vLLM's default capture sizes"));
   return plan;
 }
+
+}  // namespace
 
 MeasuredLatencies read_measured(const std::string& path) {
   std::ifstream in(path);

@@ -245,6 +245,8 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
       << "{\"engine_kwargs\": {\"model\": \"meta-llama/Llama-3.1-8B\"},"
          " \"hardware\": {\"device_name\": \"Acme X1\"}}";
   expect_error("matches no GPU preset");
+  std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": 7}}";
+  expect_error("unexpected type");
   std::ofstream(dir / "meta.json") << "not json";
   expect_error("is not valid JSON");
   fs::remove_all(dir);
