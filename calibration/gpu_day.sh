@@ -107,7 +107,11 @@ replays=""
 if [ "$cal_rc" -eq 0 ]; then
   step "default scenario on the profile" 120 "$build/bin/kvfleet" run \
     --set "pools[0].model=$model" --set "pools[0].gpu=$gpu" \
-    --set pools[0].cost_model.impl=profile --set "pools[0].cost_model.path=$out/profile.h5"
+    --set pools[0].cost_model.impl=profile --set "pools[0].cost_model.path=$out/profile.h5" \
+    --out "$out/default.h5"
+  "$build/bin/kvfleet" run --set "pools[0].model=$model" --set "pools[0].gpu=$gpu" \
+    --set pools[0].cost_model.impl=profile --set "pools[0].cost_model.path=$out/profile.h5" \
+    > "$out/default.txt" 2>&1
   for run in "$root"/../shared/reference/validation/*/; do
     [ -f "$run/meta.json" ] || continue
     name=$(basename "$run")
@@ -144,8 +148,15 @@ fi
   echo
   echo "## Calibration (held-out error per operation)"
   echo
+  [ "$cpu" -eq 1 ] && echo "A CPU dry run times the CPU references: the profile prices a CPU, not a GPU." && echo
   echo '```'
-  sed -n '/held-out error per operation/,/^$/p' "$out/log.txt" | head -30
+  awk '/held-out error per operation/{f=1; print; next} f && /^  /{print; next} f{exit}' "$out/log.txt"
+  echo '```'
+  echo
+  echo "## The built-in default scenario on the new profile ($model on $gpu)"
+  echo
+  echo '```'
+  sed -n '/^Latency of completed requests/,/^Throughput/p' "$out/default.txt" 2>/dev/null
   echo '```'
   echo
   echo "## Replays on the new profile"
@@ -157,7 +168,7 @@ fi
     echo
     echo "### $(basename "$f" .md | sed 's/^replay-//')"
     echo
-    sed -n '/^Replay of/,$p' "$f"
+    if grep -q '^Replay of' "$f"; then sed -n '/^Replay of/,$p' "$f"; else echo "not replayed: $(tail -1 "$f")"; fi
   done
 } > "$report"
 log "report: $report"
