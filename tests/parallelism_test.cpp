@@ -109,6 +109,20 @@ TEST(ExpertParallel, ExpertWeightsAreSpreadOverTheRanksGpus) {
   EXPECT_NEAR(m.active_params() / 1e9, 3.3, 0.05);
 }
 
+TEST(ExpertParallel, TensorParallelismCombinesWithDataAndExpertParallelism) {
+  // Two ranks of two GPUs each: experts over all four GPUs, the rest over each rank's two.
+  const auto sc = testing::scenario_from(
+      pool_yaml("Qwen3-30B-A3B", 2, 1, 1, "    tensor_parallel: 2\n    expert_parallel: true\n"));
+  const auto& m = sc.pools[0].model;
+  const double experts = m.routed_expert_params();
+  EXPECT_DOUBLE_EQ(sc.pools[0].memory.weights_bytes, ((30.5e9 - experts) / 2 + experts / 4) * 2);
+  const auto r = testing::run_yaml(pool_yaml(
+      "Qwen3-30B-A3B", 2, 100, 20, "    tensor_parallel: 2\n    expert_parallel: true\n"));
+  EXPECT_EQ(r.summary.ok, 100);
+  EXPECT_DOUBLE_EQ(rank(r, "p/dp0").stats.busy_s, rank(r, "p/dp1").stats.busy_s);
+  EXPECT_GT(rank(r, "p/dp0").stats.cost_sum.comm_s, 0);  // all-reduces, dispatch and combine
+}
+
 TEST(DataParallel, WhatItDoesNotModelIsRefused) {
   for (const std::string extra :
        {"    failures: {mtbf_s: 100}\n", "    autoscale: {enabled: true, max_replicas: 2}\n",

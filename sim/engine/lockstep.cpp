@@ -6,8 +6,6 @@
 
 namespace kvfleet::sim {
 
-bool Replica::idle() const { return group_ != nullptr ? !group_->active() : !stepping_; }
-
 void LockstepGroup::wake(SimTime now) {
   if (active_) return;
   // After any other arrival at the same instant has been delivered, as a lone engine does.

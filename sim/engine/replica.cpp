@@ -118,6 +118,8 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   }
 }
 
+bool Replica::idle() const { return group_ != nullptr ? !group_->active() : !stepping_; }
+
 void Replica::on_event(std::uint32_t kind, std::uint64_t epoch, SimTime now) {
   if (epoch != epoch_) return;  // the engine stopped since
   if (kind == kStepStart)

@@ -130,6 +130,12 @@ const std::vector<ModelSpec>& model_presets() {
     v.push_back(arch(gqa("Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, 32768,
                          "Qwen/Qwen2.5-7B config.json; 7.62B parameters"),
                      "qwen2"));
+    v.push_back(arch(gqa("Llama-3.1-70B", 80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, 131072,
+                         "meta-llama/Llama-3.1-70B config.json; 70.6B parameters"),
+                     "llama"));
+    v.push_back(arch(gqa("Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, 14.8e9, 40960,
+                         "Qwen/Qwen3-14B config.json; 14.8B parameters"),
+                     "qwen3"));
     v.push_back(arch(gqa("Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, 8.19e9, 40960,
                          "Qwen/Qwen3-8B config.json; 8.2B parameters"),
                      "qwen3"));
@@ -150,6 +156,15 @@ const std::vector<ModelSpec>& model_presets() {
                         "mistralai/Mixtral-8x7B-v0.1 config.json (8 experts, 2 per token, expert "
                         "FFN 14336); 46.7B parameters, 12.9B active"),
                     "mixtral", 8, 2, 14336));
+    {
+      ModelSpec g = moe(gqa("gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 20.9e9, 131072,
+                            "openai/gpt-oss-20b config.json (32 experts, 4 per token, expert FFN "
+                            "2880, MXFP4 experts); 20.9B parameters, 3.6B active"),
+                        "gpt_oss", 32, 4, 2880);
+      g.dtype = "int4";
+      g.num_active_params = 3.61e9;
+      v.push_back(g);
+    }
     {
       // Experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53 bytes);
       // attention and embeddings (about 3% of the parameters) are bf16 in the release.

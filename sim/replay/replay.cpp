@@ -38,16 +38,33 @@ std::string squash(const std::string& s) {
   return o;
 }
 
-// The preset whose squashed name the squashed text contains, the longest such name winning.
+// The names a preset is known by: its name, and for a GPU named FAMILY-VARIANT (H100-SXM,
+// A100-80GB) its family when that holds a digit, as drivers name the device ("NVIDIA H100 80GB
+// HBM3", "NVIDIA A100-SXM4-80GB").
 template <class T>
-const T* match(const std::vector<T>& presets, const std::string& text) {
+std::vector<std::string> keys_of(const T& p, bool family) {
+  std::vector<std::string> k{squash(p.name)};
+  const auto dash = p.name.rfind('-');
+  if (family && dash != std::string::npos) {
+    const std::string f = squash(p.name.substr(0, dash));
+    if (f.find_first_of("0123456789") != std::string::npos) k.push_back(f);
+  }
+  return k;
+}
+
+// The preset one of whose names the squashed text contains, the longest such name winning.
+template <class T>
+const T* match(const std::vector<T>& presets, const std::string& text, bool family = false) {
   const std::string t = squash(text);
   const T* best = nullptr;
+  std::size_t best_len = 0;
   for (const auto& p : presets) {
-    const std::string n = squash(p.name);
-    if (!n.empty() && t.find(n) != std::string::npos &&
-        (best == nullptr || n.size() > squash(best->name).size()))
-      best = &p;
+    for (const std::string& n : keys_of(p, family)) {
+      if (!n.empty() && t.find(n) != std::string::npos && n.size() > best_len) {
+        best = &p;
+        best_len = n.size();
+      }
+    }
   }
   return best;
 }
@@ -152,8 +169,8 @@ ReplayPlan build_plan(const ReplayOptions& o) {
                        "'" + o.gpu + "' is not a preset (" + names(gpu_presets()) + ")");
     note("gpu " + gpu->name + " (--gpu)");
   } else {
-    if (!hardware.empty()) gpu = match(gpu_presets(), hardware);
-    if (gpu == nullptr && dev.is_string()) gpu = match(gpu_presets(), dev.get<std::string>());
+    if (!hardware.empty()) gpu = match(gpu_presets(), hardware, true);
+    if (gpu == nullptr && dev.is_string()) gpu = match(gpu_presets(), dev.get<std::string>(), true);
     if (gpu == nullptr) {
       throw InputError(o.run_dir, "hardware",
                        "the run's GPU ('" + (dev.is_string() ? dev.get<std::string>() : hardware) +

@@ -219,6 +219,44 @@ TEST(VllmReplay, ReplayFromTheRunsOwnFiles) {
   }
 }
 
+TEST(VllmReplay, ModelAndGpuAreMatchedByTheNamesDriversAndHubsUse) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "replay_match";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "requests.jsonl")
+      << R"({"input_toks": 10, "output_toks": 5, "queued_ts": 1.0, "first_token_ts": 1.1,)"
+      << R"( "last_token_ts": 1.5})"
+      << "\n";
+  struct Case {
+    const char *model, *device, *want_model, *want_gpu;
+  };
+  for (const Case c :
+       {Case{"meta-llama/Llama-3.1-8B-Instruct", "NVIDIA H100 80GB HBM3", "Llama-3.1-8B",
+             "H100-SXM"},
+        Case{"meta-llama/Meta-Llama-3-8B", "NVIDIA A100-SXM4-80GB", "Llama-3-8B", "A100-80GB"},
+        Case{"Qwen/Qwen3-30B-A3B", "NVIDIA H200", "Qwen3-30B-A3B", "H200-SXM"},
+        Case{"openai/gpt-oss-20b", "NVIDIA B200", "gpt-oss-20b", "B200"},
+        Case{"mistralai/Mixtral-8x7B-Instruct-v0.1", "AMD Instinct MI300X", "Mixtral-8x7B",
+             "MI300X"}}) {
+    std::ofstream(dir / "meta.json")
+        << "{\"engine_kwargs\": {\"model\": \"" << c.model
+        << "\", \"tensor_parallel_size\": 2}, \"hardware\": {\"device_name\": \"" << c.device
+        << "\"}}";
+    const sim::ReplayPlan plan = sim::plan_replay({dir.string(), "", "", ""});
+    EXPECT_NE(plan.yaml.find(std::string("model: ") + c.want_model + "\n"), std::string::npos)
+        << c.model << "\n"
+        << plan.yaml;
+    EXPECT_NE(plan.yaml.find(std::string("gpu: ") + c.want_gpu + "\n"), std::string::npos)
+        << c.device << "\n"
+        << plan.yaml;
+    EXPECT_NE(plan.yaml.find("tensor_parallel: 2"), std::string::npos);
+    // The scenario it builds loads.
+    EXPECT_NO_THROW(sim::load_scenario_text(plan.yaml, "<replay>", ".", {})) << plan.yaml;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) / "replay_hostile";
