@@ -156,26 +156,23 @@ const std::vector<ModelSpec>& model_presets() {
                         "mistralai/Mixtral-8x7B-v0.1 config.json (8 experts, 2 per token, expert "
                         "FFN 14336); 46.7B parameters, 12.9B active"),
                     "mixtral", 8, 2, 14336));
-    {
-      ModelSpec g = moe(gqa("gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 20.9e9, 131072,
-                            "openai/gpt-oss-20b config.json (32 experts, 4 per token, expert FFN "
-                            "2880, MXFP4 experts); 20.9B parameters, 3.6B active"),
-                        "gpt_oss", 32, 4, 2880);
+    // gpt-oss: experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53
+    // bytes); attention and embeddings (about 3% of the parameters) are bf16 in the release.
+    const auto gpt_oss = [](std::string name, int layers, int experts, double params, double active,
+                            std::string source) {
+      ModelSpec g = moe(gqa(std::move(name), layers, 2880, 64, 8, 64, 2880, 201088, params, 131072,
+                            std::move(source)),
+                        "gpt_oss", experts, 4, 2880);
       g.dtype = "int4";
-      g.num_active_params = 3.61e9;
-      v.push_back(g);
-    }
-    {
-      // Experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53 bytes);
-      // attention and embeddings (about 3% of the parameters) are bf16 in the release.
-      ModelSpec g = moe(gqa("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 116.8e9, 131072,
-                            "openai/gpt-oss-120b config.json (128 experts, 4 per token, expert FFN "
-                            "2880, MXFP4 experts); 116.8B parameters, 5.1B active"),
-                        "gpt_oss", 128, 4, 2880);
-      g.dtype = "int4";
-      g.num_active_params = 5.13e9;
-      v.push_back(g);
-    }
+      g.num_active_params = active;
+      return g;
+    };
+    v.push_back(gpt_oss("gpt-oss-20b", 24, 32, 20.9e9, 3.61e9,
+                        "openai/gpt-oss-20b config.json (32 experts, 4 per token, expert FFN 2880, "
+                        "MXFP4 experts); 20.9B parameters, 3.6B active"));
+    v.push_back(gpt_oss("gpt-oss-120b", 36, 128, 116.8e9, 5.13e9,
+                        "openai/gpt-oss-120b config.json (128 experts, 4 per token, expert FFN "
+                        "2880, MXFP4 experts); 116.8B parameters, 5.1B active"));
     // deepseek-ai/DeepSeek-V3 config.json and technical report: 61 layers, hidden 7168, 128
     // heads, MLA with kv_lora_rank 512 and qk_rope_head_dim 64 (qk_nope 128, v 128); the first
     // three layers dense (intermediate 18432), the other 58 with 256 routed experts (8 per token,
