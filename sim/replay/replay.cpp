@@ -162,6 +162,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   }
   const json& dev = at(meta, {"hardware", "device_name"});
   const GpuSpec* gpu = nullptr;
+  std::string custom_gpu;  // a gpus: entry when no preset matches
   if (!o.gpu.empty()) {
     gpu = named(gpu_presets(), o.gpu);
     if (gpu == nullptr)
@@ -172,13 +173,41 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     if (!hardware.empty()) gpu = match(gpu_presets(), hardware, true);
     if (gpu == nullptr && dev.is_string()) gpu = match(gpu_presets(), dev.get<std::string>(), true);
     if (gpu == nullptr) {
-      throw InputError(o.run_dir, "hardware",
-                       "the run's GPU ('" + (dev.is_string() ? dev.get<std::string>() : hardware) +
-                           "') matches no GPU preset (" + names(gpu_presets()) +
-                           "); name one with --gpu");
+      // No preset: with a profile (which prices the steps) the GPU's memory from the run's files
+      // is enough, for the KV budget; without one the roofline needs a datasheet.
+      const std::string what = dev.is_string() ? dev.get<std::string>() : hardware;
+      double mem = 0, bw = 0;
+      if (const json& j = at(meta, {"hardware", "device_total_memory_bytes"}); j.is_number())
+        mem = j.get<double>();
+      if (const json& n = at(cluster, {"nodes"}); n.is_array() && !n.empty()) {
+        const json& inst = at(n[0], {"instances"});
+        if (inst.is_array() && !inst.empty()) {
+          const json& sz = at(inst[0], {"npu_mem", "mem_size"});
+          const json& b = at(inst[0], {"npu_mem", "mem_bw"});
+          if (mem <= 0 && sz.is_number()) mem = sz.get<double>() * 1024.0 * 1024 * 1024;  // GiB
+          if (b.is_number()) bw = b.get<double>() * 1e9;                                  // GB/s
+        }
+      }
+      if (o.profile.empty() || !(mem >= 1024.0 * 1024 * 1024)) {
+        throw InputError(o.run_dir, "hardware",
+                         "the run's GPU ('" + what + "') matches no GPU preset (" +
+                             names(gpu_presets()) + "); name one with --gpu" +
+                             (o.profile.empty() ? " (or give a --profile of it)" : ""));
+      }
+      custom_gpu = "  - name: replay-gpu\n    memory_bytes: " + config::format_double(mem) +
+                   "\n    memory_bandwidth_Bps: " + config::format_double(bw > 1e9 ? bw : 1e12) +
+                   "\n    bf16_flops: 1e14\n    source: " +
+                   yaml_quote("the run's " + what +
+                              ": memory from its files; compute and "
+                              "bandwidth unknown (the profile prices the steps)") +
+                   "\n";
+      note("gpu '" + what + "' is no preset: its memory (" + config::format_double(mem / 1e9) +
+           " GB) from the run's files; the profile prices the steps, so utilisation figures of "
+           "this replay are not meaningful");
+    } else {
+      note("gpu " + gpu->name + " (matches the run's hardware " +
+           (!hardware.empty() ? hardware : dev.get<std::string>()) + ")");
     }
-    note("gpu " + gpu->name + " (matches the run's hardware " +
-         (!hardware.empty() ? hardware : dev.get<std::string>()) + ")");
   }
 
   // Engine arguments, with vLLM 0.19's defaults where the run left them unset.
@@ -247,7 +276,8 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     << "seed: 1\n"
     << "workload:\n  impl: trace\n  format: vllm_jsonl\n  path: "
     << yaml_quote(fs::absolute(req).lexically_normal().string()) << "\n"
-    << "pools:\n  - name: replay\n    model: " << model->name << "\n    gpu: " << gpu->name
+    << "pools:\n  - name: replay\n    model: " << model->name
+    << "\n    gpu: " << (gpu != nullptr ? gpu->name : std::string("replay-gpu"))
     << "\n    tensor_parallel: " << tp << "\n    data_parallel: " << dp
     << "\n    expert_parallel: " << (ep ? "true" : "false") << "\n";
   if (link_Bps > 0) y << "    link_Bps: " << config::format_double(link_Bps) << "\n";
@@ -276,6 +306,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     y << "    cost_model: {impl: roofline}\n";
   }
   y << "simulation:\n  timeseries_interval_s: 1.0\n";
+  if (!custom_gpu.empty()) y << "gpus:\n" << custom_gpu;
   plan.yaml = y.str();
   note("parallelism: tensor " + std::to_string(tp) + ", data " + std::to_string(dp) +
        (ep ? ", experts whole per GPU (enable_expert_parallel)" : "") +

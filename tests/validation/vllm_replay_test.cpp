@@ -283,6 +283,16 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
       << "{\"engine_kwargs\": {\"model\": \"meta-llama/Llama-3.1-8B\"},"
          " \"hardware\": {\"device_name\": \"Acme X1\"}}";
   expect_error("matches no GPU preset");
+  // A GPU no preset matches: with a profile, its memory from the run's files is enough.
+  std::ofstream(dir / "meta.json")
+      << "{\"engine_kwargs\": {\"model\": \"meta-llama/Meta-Llama-3-8B\"}, \"hardware\": "
+         "{\"device_name\": \"Acme X1\", \"device_total_memory_bytes\": 51539607552}}";
+  const std::string profile =
+      std::string(KVFLEET_SOURCE_DIR) + "/calibration/profiles/roofline-h100-sxm-llama-3-8b-tp1.h5";
+  const sim::ReplayPlan p = sim::plan_replay({dir.string(), profile, "", ""});
+  EXPECT_NE(p.yaml.find("gpu: replay-gpu"), std::string::npos) << p.yaml;
+  EXPECT_NE(p.yaml.find("memory_bytes: 51539607552"), std::string::npos) << p.yaml;
+  EXPECT_NO_THROW(sim::load_scenario_text(p.yaml, "<replay>", ".", {})) << p.yaml;
   std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": 7}}";
   expect_error("unexpected type");
   std::ofstream(dir / "meta.json") << "not json";
