@@ -105,13 +105,13 @@ cal_rc=$?
 # 5. Replays on the new profile.
 replays=""
 if [ "$cal_rc" -eq 0 ]; then
-  step "default scenario on the profile" 120 "$build/bin/kvfleet" run \
-    --set "pools[0].model=$model" --set "pools[0].gpu=$gpu" \
+  t0=$(date +%s)
+  timeout 120 "$build/bin/kvfleet" run --set "pools[0].model=$model" --set "pools[0].gpu=$gpu" \
     --set pools[0].cost_model.impl=profile --set "pools[0].cost_model.path=$out/profile.h5" \
-    --out "$out/default.h5"
-  "$build/bin/kvfleet" run --set "pools[0].model=$model" --set "pools[0].gpu=$gpu" \
-    --set pools[0].cost_model.impl=profile --set "pools[0].cost_model.path=$out/profile.h5" \
-    > "$out/default.txt" 2>&1
+    --out "$out/default.h5" > "$out/default.txt" 2>&1
+  rc=$?
+  echo "| default scenario on the profile | $rc | $(( $(date +%s) - t0 )) s |" >> "$out/steps.md"
+  log "default scenario on the profile: rc=$rc"
   for run in "$root"/../shared/reference/validation/*/; do
     [ -f "$run/meta.json" ] || continue
     name=$(basename "$run")

@@ -232,8 +232,10 @@ Profile import_llmservingsim(const std::string& dir, int tp, std::vector<std::st
     note("attention.csv -> attention grid, " + std::to_string(f.rows.size()) +
          " points (prefill chunk, its prefix, decode sequences, their context), per layer");
   }
-  fs::path moe = tpdir / "moe.csv";
-  if (!fs::exists(moe) && fs::exists(root / "tp1" / "moe.csv")) moe = root / "tp1" / "moe.csv";
+  // The /moe table is one GPU running whole experts (the cost model slices or spreads them), which
+  // is what tp1 measured; another degree's table is used only when tp1 has none.
+  fs::path moe = root / "tp1" / "moe.csv";
+  if (!fs::exists(moe)) moe = tpdir / "moe.csv";
   if (fs::exists(moe)) {
     const sim::CsvFile f = rows_of(moe.string());
     const long ct = f.require("tokens"), ca = f.require("activated_experts"),

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "calibration/import.h"
 #include "sim/core/error.h"
@@ -123,6 +124,38 @@ TEST(ExpertParallel, TensorParallelismCombinesWithDataAndExpertParallelism) {
   EXPECT_GT(rank(r, "p/dp0").stats.cost_sum.comm_s, 0);  // all-reduces, dispatch and combine
 }
 
+TEST(DataParallel, ARequestReleasedByACancellationAtAGroupStepStillRuns) {
+  // A (2 tokens) and C (5,000) start at once on the two ranks; B (8,000) waits at the gateway for
+  // KV demand. C's client gives up at 1 s; the cancellation, applied when the group's next step
+  // begins, releases B to rank 0, which had already found itself empty. B must run then, not
+  // wait for a step that never comes.
+  namespace fs = std::filesystem;
+  const fs::path trace = fs::path(::testing::TempDir()) / "lockstep_cancel.jsonl";
+  std::ofstream(trace) << R"({"input_toks": 16, "output_toks": 2, "queued_ts": 0.0})"
+                       << "\n"
+                       << R"({"input_toks": 16, "output_toks": 5000, "queued_ts": 0.0})"
+                       << "\n"
+                       << R"({"input_toks": 16, "output_toks": 8000, "queued_ts": 0.9})"
+                       << "\n";
+  const auto r =
+      testing::run_yaml("workload: {impl: trace, format: vllm_jsonl, path: " + trace.string() +
+                        "}\n"
+                        "client: {timeout_s: 1}\n"
+                        "pools:\n"
+                        "  - name: p\n"
+                        "    model: Qwen3-30B-A3B\n"
+                        "    gpu: H100-SXM\n"
+                        "    data_parallel: 2\n"
+                        "    expert_parallel: true\n"
+                        "    admission: {enabled: true, kv_demand_limit: 0.3}\n"
+                        "    engine: {num_gpu_blocks_override: 1000}\n"
+                        "simulation: {check_invariants: true}\n");
+  ASSERT_EQ(r.result.requests.size(), 3u);
+  const auto& b = r.result.requests[2];
+  EXPECT_GT(b.generated_tokens, 0) << "B never ran after C's cancellation released it";
+  fs::remove(trace);
+}
+
 TEST(DataParallel, WhatItDoesNotModelIsRefused) {
   for (const std::string extra :
        {"    failures: {mtbf_s: 100}\n", "    autoscale: {enabled: true, max_replicas: 2}\n",
@@ -133,6 +166,18 @@ TEST(DataParallel, WhatItDoesNotModelIsRefused) {
     } catch (const sim::InputError& e) {
       EXPECT_NE(std::string(e.what()).find("data_parallel"), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(ExpertParallel, MoreGpusThanExpertsIsRefused) {
+  // Mixtral has 8 experts: whole experts cannot spread over 8 × 2 GPUs.
+  try {
+    testing::scenario_from(
+        pool_yaml("Mixtral-8x7B", 2, 1, 1, "    tensor_parallel: 8\n    expert_parallel: true\n"));
+    FAIL() << "16 GPUs accepted for 8 experts";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceed the model's 8 experts"), std::string::npos)
+        << e.what();
   }
 }
 

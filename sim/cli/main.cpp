@@ -15,6 +15,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,8 +145,10 @@ int cmd_replay(const std::vector<std::string>& args) {
   double mae = 0;
   std::cout << "\n" << comparison_table(measured, s, &mae);
   char buf[120];
-  std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
-  std::cout << buf;
+  if (std::isfinite(mae)) {
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+    std::cout << buf;
+  }
   return 0;
 }
 

@@ -128,6 +128,10 @@ TEST(ProfileCost, UnevenDecodeContextsUseTheSkewCorrection) {
   Batch long4 = decode_batch(4, 128);
   const double at_mean = m->cost(even4).decode_attn_s, at_long = m->cost(long4).decode_attn_s;
   EXPECT_NEAR(m->cost(b4).decode_attn_s, at_mean + 0.1 * (at_long - at_mean), 1e-15);
+  // A default alpha that is no number is refused with the profile.
+  Profile bad = p;
+  bad.set("skew_alpha_default", "abc");
+  EXPECT_THROW(check_profile(bad, "bad.h5"), InputError);
   // Without a skew table contexts are priced at their mean.
   EXPECT_FALSE(f.make(synthetic(false))->wants_decode_contexts());
 }

@@ -125,6 +125,13 @@ void check_profile(const Profile& p, const std::string& where) {
                        "a prefill_chunk between 0 and 1e12");
     }
   }
+  if (!p.skew.empty()) {
+    const std::string d = p.get("skew_alpha_default", "0");
+    char* end = nullptr;
+    const double a = std::strtod(d.c_str(), &end);
+    if (end == d.c_str() || *end != '\0' || !std::isfinite(a) || std::fabs(a) > 100)
+      throw InputError(where, "meta.skew_alpha_default", "'" + d + "' is not a number within ±100");
+  }
   if (!p.moe.empty() && all_zero(p.moe, [](const MoePoint& m) { return m.time_s; }))
     throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
 }
@@ -275,13 +282,14 @@ Table moe_table(const Profile& p) {
 
 Table skew_table(const Profile& p) {
   Table t;
-  t.desc = "attention's skew correction per bucket: mean + alpha x (longest - mean)";
+  t.desc =
+      "attention's skew correction per bucket: all-at-mean + alpha x (all-at-long - all-at-mean)";
   auto& pc = t.f64("prefill_chunk", "tokens", "prefill chunk tokens in the batch (profiled value)");
   auto& nl = t.f64("n_lo", "sequences", "decode sequences above this");
   auto& nh = t.f64("n_hi", "sequences", "and at most this (inf: no bound)");
   auto& rl = t.f64("rate_lo", "fraction", "skew rate (share of long contexts) above this");
   auto& rh = t.f64("rate_hi", "fraction", "and at most this");
-  auto& kl = t.f64("kv_max_lo", "tokens", "longest decode context above this");
+  auto& kl = t.f64("kv_max_lo", "tokens", "long decode contexts' mean above this");
   auto& kh = t.f64("kv_max_hi", "tokens", "and at most this");
   auto& xl = t.f64("prefix_lo", "tokens", "prefill chunk's cached prefix above this");
   auto& xh = t.f64("prefix_hi", "tokens", "and at most this");

@@ -16,8 +16,9 @@
 //               many distinct experts (optional: MoE models)
 //   /skew       prefill_chunk, n_lo, n_hi, rate_lo, rate_hi, kv_max_lo, kv_max_hi, prefix_lo,
 //               prefix_hi, alpha, samples: the skew correction of attention when decode contexts
-//               are uneven, per bucket (lo, hi] of decode sequences, skew rate, longest context
-//               and prefill prefix (optional; meta skew_alpha_default for other buckets)
+//               are uneven, per bucket (lo, hi] of decode sequences, skew rate (share of long
+//               contexts), the long contexts' context and the prefill prefix (optional; meta
+//               skew_alpha_default for other buckets)
 //   /fits       op, model, params, n_train, n_test, median_ape, p95_ape (optional)
 #include <string>
 #include <vector>
@@ -60,9 +61,11 @@ struct MoePoint {
 };
 
 // Attention of a batch whose decode contexts are uneven lies between its time with every context
-// at the mean and with every context at the longest: mean + alpha × (longest − mean). One bucket
-// of the measured alphas: decode sequences n, skew rate (the share of long sequences), longest
-// context and the prefill chunk's prefix, each in (lo, hi]; prefill_chunk a profiled value.
+// at the mean and with every context at the long ones': mean + alpha × (long − mean). The profile
+// measured two-valued batches (some long contexts among short ones); kvfleet splits a batch at
+// its mean. One bucket of the measured alphas: decode sequences n, skew rate (the share of long
+// contexts), the long contexts' context and the prefill chunk's prefix, each in (lo, hi];
+// prefill_chunk a profiled value.
 struct SkewBucket {
   double prefill_chunk = 0;
   double n_lo = 0, n_hi = 0;

@@ -18,6 +18,7 @@ void LockstepGroup::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
     start(now);
     return;
   }
+  for (Replica* rank : ranks_) rank->group_landed();
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->group_end(now, scheduled_[r] != 0);
   start(now);
 }
@@ -26,16 +27,24 @@ void LockstepGroup::start(SimTime now) {
   scheduled_.assign(ranks_.size(), 0);
   bool any = false;
   std::int64_t padded = 0;
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    scheduled_[r] = ranks_[r]->group_begin(now) ? 1 : 0;
-    if (scheduled_[r]) {
-      any = true;
-      padded = std::max(padded, ranks_[r]->scheduled_tokens());
+  for (;;) {
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      if (scheduled_[r]) continue;
+      scheduled_[r] = ranks_[r]->group_begin(now) ? 1 : 0;
+      if (scheduled_[r]) {
+        any = true;
+        padded = std::max(padded, ranks_[r]->scheduled_tokens());
+      }
     }
-  }
-  if (!any) {
-    active_ = false;
-    return;
+    if (any) break;
+    // Beginning a rank applies its cancellations, which may release queued requests to a rank
+    // already found empty: look again before the group goes idle.
+    bool work = false;
+    for (const Replica* rank : ranks_) work = work || rank->has_work();
+    if (!work) {
+      active_ = false;
+      return;
+    }
   }
   const int n = static_cast<int>(ranks_.size());
   std::vector<StepCost> costs(ranks_.size());

@@ -221,6 +221,7 @@ void Replica::schedule() {
   batch_ = Batch{};
   batch_dirty_ = false;
   preempted_this_step_ = false;
+  held_back_ = false;
   std::int64_t budget = setup_.engine.max_num_batched_tokens;
   schedule_running(budget);
   bool prompt_over_budget = false;  // without chunked prefill the next prompt did not fit
@@ -293,7 +294,10 @@ void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
     const std::uint32_t s = waiting_.front();
     // Async scheduling: arrived after this step was planned, unless the step would be empty
     // (the engine then plans again at once).
-    if (content_[s].eligible_step > launched_ + 1 && !scheduled_.empty()) break;
+    if (content_[s].eligible_step > launched_ + 1 && !scheduled_.empty()) {
+      held_back_ = true;
+      break;
+    }
     const bool admitted = content_[s].swapped_tokens > 0 ? resume_swapped(s, budget)
                                                          : admit(s, budget, prompt_over_budget);
     if (!admitted) break;
@@ -423,7 +427,7 @@ void Replica::load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_
 
 // Why requests still wait after this step's scheduling (EngineStats::wait_*_s).
 void Replica::note_wait_cause(std::int64_t budget, bool prompt_over_budget) {
-  if (waiting_.empty())
+  if (waiting_.empty() || held_back_)  // async scheduling's lag is no resource's limit
     wait_cause_ = WaitCause::kNone;
   else if (preempted_this_step_)
     wait_cause_ = WaitCause::kKv;
@@ -624,9 +628,10 @@ void Replica::group_launch(SimTime now, StepCost c, const StepWork& w, SimTime d
   scheduled_.clear();
 }
 
+void Replica::group_landed() { in_flight_ = false; }
+
 void Replica::group_end(SimTime now, bool scheduled) {
   if (scheduled) finish_step(now);
-  in_flight_ = false;
 }
 
 void Replica::count_step(const StepCost& c, const StepWork& w, double dur_s) {
@@ -858,6 +863,10 @@ void Replica::abandon(SimTime now) {
 }
 
 void Replica::stop(SimTime now, Outcome outcome) {
+  // A lockstep group's step events carry no epoch: its ranks never stop alone (failures,
+  // deploys and autoscaling are refused for data-parallel pools).
+  if (group_ != nullptr)
+    throw std::logic_error("replica " + setup_.name + ": a lockstep rank cannot stop alone");
   ++epoch_;
   stepping_ = false;
   in_flight_ = false;

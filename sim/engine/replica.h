@@ -142,6 +142,9 @@ class Replica final : public EventHandler, private VictimChooser {
   std::int64_t scheduled_tokens() const { return batch_.num_tokens(); }
   StepCost group_price(std::int64_t padded_tokens, int ranks, bool scheduled, StepWork& w);
   void group_launch(SimTime now, StepCost c, const StepWork& w, SimTime dur, bool scheduled);
+  // The group's step ended on every rank (called on all ranks before any group_end, so that a
+  // request one rank's end sends to another finds no step in flight anywhere).
+  void group_landed();
   void group_end(SimTime now, bool scheduled);
 
   const std::string& name() const { return setup_.name; }
@@ -337,6 +340,7 @@ class Replica final : public EventHandler, private VictimChooser {
   // The step in flight.
   bool stepping_ = false;
   bool in_flight_ = false;      // a step was launched and has not ended
+  bool held_back_ = false;      // async scheduling held a waiting request back this step
   std::uint64_t launched_ = 0;  // steps launched (dummy steps of a lockstep group included)
   bool preempted_this_step_ = false;
   // Why the last schedule() left requests waiting (see EngineStats::wait_*_s).

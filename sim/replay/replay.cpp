@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "sim/config/params.h"
@@ -109,6 +110,8 @@ ReplayPlan build_plan(const ReplayOptions& o);
 ReplayPlan plan_replay(const ReplayOptions& o) {
   try {
     return build_plan(o);
+  } catch (const fs::filesystem_error& e) {
+    throw InputError(o.run_dir, "", std::string("cannot be read: ") + e.what());
   } catch (const json::exception& e) {
     // A value of the wrong JSON type somewhere in the run's files.
     throw InputError((fs::path(o.run_dir) / "meta.json").string(), "",
@@ -172,6 +175,11 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   } else {
     if (!hardware.empty()) gpu = match(gpu_presets(), hardware, true);
     if (gpu == nullptr && dev.is_string()) gpu = match(gpu_presets(), dev.get<std::string>(), true);
+    // A variant of the family with other memory (A100 40GB for the A100-80GB preset) is not it.
+    if (const json& j = at(meta, {"hardware", "device_total_memory_bytes"});
+        gpu != nullptr && j.is_number() && j.get<double>() > 0 &&
+        std::fabs(gpu->memory_bytes / j.get<double>() - 1) > 0.1)
+      gpu = nullptr;
     if (gpu == nullptr) {
       // No preset: with a profile (which prices the steps) the GPU's memory from the run's files
       // is enough, for the KV budget; without one the roofline needs a datasheet.
@@ -272,7 +280,8 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   std::ostringstream y;
   y << "# Replay of " << fs::absolute(dir).lexically_normal().string()
     << " (kvfleet replay): every setting from the run's own files.\n"
-    << "name: replay-" << dir.filename().string() << "\n"
+    << "name: " << yaml_quote("replay-" + fs::absolute(dir).lexically_normal().filename().string())
+    << "\n"
     << "seed: 1\n"
     << "workload:\n  impl: trace\n  format: vllm_jsonl\n  path: "
     << yaml_quote(fs::absolute(req).lexically_normal().string()) << "\n"
@@ -381,6 +390,13 @@ std::string comparison_table(const MeasuredLatencies& m, const Summary& s, doubl
     for (const auto& [name, v] : stats) {
       const double err = (v.second - v.first) / v.first;
       char buf[160];
+      if (!std::isfinite(err)) {  // no simulated (or measured) request to compare
+        std::snprintf(buf, sizeof buf, "| %s | %s | %.4g | n/a | n/a |\n", r.name, name,
+                      v.first * r.scale);
+        o << buf;
+        sum = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
       std::snprintf(buf, sizeof buf, "| %s | %s | %.4g | %.4g | %+.1f%% |\n", r.name, name,
                     v.first * r.scale, v.second * r.scale, 100 * err);
       o << buf;
@@ -388,7 +404,8 @@ std::string comparison_table(const MeasuredLatencies& m, const Summary& s, doubl
       ++k;
     }
   }
-  if (mae) *mae = sum / k;
+  if (mae) *mae = k > 0 ? sum / k : std::numeric_limits<double>::quiet_NaN();
+  if (s.ok == 0) o << "\nNo simulated request completed: see the run's report for why.\n";
   return o.str();
 }
 

@@ -268,6 +268,12 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
     if (p.pipeline_parallel > m->num_layers)
       r.fail_key("pipeline_parallel",
                  "exceeds the model's " + std::to_string(m->num_layers) + " layers");
+    if (p.expert_parallel && m->moe() && p.tensor_parallel * p.data_parallel > m->num_experts)
+      r.fail_key("expert_parallel",
+                 "places whole experts on each GPU: " +
+                     std::to_string(p.tensor_parallel * p.data_parallel) +
+                     " GPUs (tensor_parallel × data_parallel) exceed the model's " +
+                     std::to_string(m->num_experts) + " experts");
     if (m->num_attention_heads % p.tensor_parallel != 0)
       r.fail_key(
           "tensor_parallel",

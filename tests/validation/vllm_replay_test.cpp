@@ -293,6 +293,17 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   EXPECT_NE(p.yaml.find("gpu: replay-gpu"), std::string::npos) << p.yaml;
   EXPECT_NE(p.yaml.find("memory_bytes: 51539607552"), std::string::npos) << p.yaml;
   EXPECT_NO_THROW(sim::load_scenario_text(p.yaml, "<replay>", ".", {})) << p.yaml;
+  // A family's variant with other memory (A100 40GB) is not the preset (A100-80GB).
+  std::ofstream(dir / "meta.json")
+      << "{\"engine_kwargs\": {\"model\": \"meta-llama/Meta-Llama-3-8B\"}, \"hardware\": "
+         "{\"device_name\": \"NVIDIA A100-SXM4-40GB\", \"device_total_memory_bytes\": "
+         "42505273344}}";
+  expect_error("matches no GPU preset");
+  // A meta.json that cannot be read (a link to itself): exit 2 naming the folder.
+  fs::remove(dir / "meta.json");
+  fs::create_symlink(dir / "meta.json", dir / "meta.json");
+  expect_error(dir.string());
+  fs::remove(dir / "meta.json");
   std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": 7}}";
   expect_error("unexpected type");
   std::ofstream(dir / "meta.json") << "not json";
