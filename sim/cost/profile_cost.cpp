@@ -282,15 +282,7 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
     hidden_bytes_ = 2.0 * m.hidden_size;
     data_parallel_ = ctx.data_parallel;
   }
-  if (!p.skew.empty()) {
-    const std::string d = p.get("skew_alpha_default", "0");
-    char* end = nullptr;
-    const double a = std::strtod(d.c_str(), &end);
-    if (end == d.c_str() || *end != '\0' || !std::isfinite(a) || std::fabs(a) > 100)
-      throw InputError(cfg.path, "meta.skew_alpha_default",
-                       "'" + d + "' is not a number within ±100");
-    skew_ = SkewTable(p.skew, a);
-  }
+  if (!p.skew.empty()) skew_ = SkewTable(p.skew, skew_alpha_default(p, cfg.path));
   static const std::set<std::string> kGemm = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj",
                                               "lm_head"};
   for (const auto& c : p.curves) {

@@ -125,15 +125,18 @@ void check_profile(const Profile& p, const std::string& where) {
                        "a prefill_chunk between 0 and 1e12");
     }
   }
-  if (!p.skew.empty()) {
-    const std::string d = p.get("skew_alpha_default", "0");
-    char* end = nullptr;
-    const double a = std::strtod(d.c_str(), &end);
-    if (end == d.c_str() || *end != '\0' || !std::isfinite(a) || std::fabs(a) > 100)
-      throw InputError(where, "meta.skew_alpha_default", "'" + d + "' is not a number within ±100");
-  }
+  if (!p.skew.empty()) skew_alpha_default(p, where);
   if (!p.moe.empty() && all_zero(p.moe, [](const MoePoint& m) { return m.time_s; }))
     throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
+}
+
+double skew_alpha_default(const Profile& p, const std::string& where) {
+  const std::string d = p.get("skew_alpha_default", "0");
+  char* end = nullptr;
+  const double a = std::strtod(d.c_str(), &end);
+  if (end == d.c_str() || *end != '\0' || !std::isfinite(a) || std::fabs(a) > 100)
+    throw InputError(where, "meta.skew_alpha_default", "'" + d + "' is not a number within ±100");
+  return a;
 }
 
 void set_model_facts(Profile& p, const ModelSpec& m) {

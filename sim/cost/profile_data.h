@@ -111,6 +111,10 @@ std::vector<TableDoc> profile_table_docs();
 // The checks read_profile applies, for profiles built in memory; throws InputError with `where`.
 void check_profile(const Profile& p, const std::string& where);
 
+// The skew correction's alpha outside every bucket (meta skew_alpha_default, 0 when absent);
+// throws InputError(`where`) when it is not a number within ±100.
+double skew_alpha_default(const Profile& p, const std::string& where);
+
 // The model facts a profile records (meta keys architecture, model_hidden_size,
 // model_num_attention_heads, model_num_kv_heads, model_vocab_size, model_moe): what it was
 // measured on, so that a pool of another model is refused.
