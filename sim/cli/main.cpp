@@ -120,6 +120,10 @@ int cmd_replay(const std::vector<std::string>& args) {
               << opts;
     return 0;
   }
+  if (vm.count("profile") && profile.empty())
+    throw InputError("--profile", "",
+                     "is empty: name a profile file, or leave the option out "
+                     "for the roofline");
   ReplayOptions ro{vm["run_dir"].as<std::string>(), profile, model, gpu};
   const ReplayPlan plan = plan_replay(ro);
   OutputSet outputs;

@@ -4,6 +4,7 @@
 #include "sim/cost/profile_cost.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -173,6 +174,17 @@ TEST(ProfileData, ErrorsNameTheFileAndTheProblem) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
   }
+  // A fifo is refused before HDF5 opens it (which would block).
+  const std::string fifo = ::testing::TempDir() + "/profile_fifo.h5";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    read_profile(fifo);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(fifo);
   Profile p = synthetic(false);
   p.set("format", "something-else");
   const std::string path = ::testing::TempDir() + "/wrong_format.h5";

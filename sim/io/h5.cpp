@@ -4,9 +4,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/io/input_file.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
 
@@ -110,7 +112,8 @@ std::string read_string_dataset(hid_t loc, const char* name) {
 }
 
 H5 open_for_reading(const std::string& path, const std::string& kind) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "", kind + " file not found");
+  // A regular file only: HDF5 would block on a fifo. No size cap: result files may be large.
+  check_input_file(path, kind, std::numeric_limits<std::uintmax_t>::max());
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fid < 0) throw InputError(path, "", "not an HDF5 file");

@@ -12,6 +12,7 @@
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
+#include "sim/io/input_file.h"
 #include "sim/model/presets.h"
 
 namespace kvfleet::sim {
@@ -22,10 +23,9 @@ using json = nlohmann::json;
 namespace {
 
 json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw InputError(p.string(), "", "cannot be read");
+  const std::string text = read_input_file(p.string(), "JSON", kMaxYamlFileBytes);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw InputError(p.string(), "", std::string("is not valid JSON: ") + e.what());
   }
@@ -344,8 +344,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
 }  // namespace
 
 MeasuredLatencies read_measured(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot be read");
+  std::ifstream in = open_input_file(path, "requests.jsonl");
   MeasuredLatencies m;
   std::string line;
   long n = 0;

@@ -5,6 +5,7 @@
 // within 5% of vLLM's, p90 and p99 within 10%. Prints the comparison that docs/validation.md
 // reports. Skips when ../shared/reference is absent.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -284,6 +285,10 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
          "{\"device_name\": \"NVIDIA A100-SXM4-40GB\", \"device_total_memory_bytes\": "
          "42505273344}}";
   expect_error("matches no GPU preset");
+  // A meta.json that is a fifo: refused, not read (a read would block).
+  fs::remove(dir / "meta.json");
+  ASSERT_EQ(mkfifo((dir / "meta.json").c_str(), 0600), 0);
+  expect_error("is not a regular file");
   // A meta.json that cannot be read (a link to itself): exit 2 naming the folder.
   fs::remove(dir / "meta.json");
   fs::create_symlink(dir / "meta.json", dir / "meta.json");
