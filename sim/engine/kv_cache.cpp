@@ -9,8 +9,8 @@ KvCacheManager::KvCacheManager(std::int64_t num_blocks, int block_size, bool ena
     : num_blocks_(num_blocks), block_size_(block_size), caching_(enable_caching) {
   if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
   blocks_.resize(num_blocks);
-  hash_.assign(num_blocks, 0);
   lists_.resize(1);
+  lists_[0].q.reserve(static_cast<std::size_t>(num_blocks));
   for (std::int64_t i = 0; i < num_blocks; ++i) push_free(static_cast<std::uint32_t>(i), 0);
 }
 
@@ -27,7 +27,11 @@ std::uint32_t KvCacheManager::list_of(std::uint64_t session) {
     lists_.emplace_back();
     l = static_cast<std::uint32_t>(lists_.size() - 1);
   }
-  lists_[l] = List{kNil, kNil, 0, session};
+  List& list = lists_[l];
+  list.q.clear();
+  list.head = 0;
+  list.count = 0;
+  list.session = session;
   session_list_.emplace(session, l);
   return l;
 }
@@ -37,68 +41,94 @@ std::int64_t KvCacheManager::session_cached_blocks(std::uint64_t session) const 
   return it == session_list_.end() ? 0 : lists_[it->second].count;
 }
 
-void KvCacheManager::push_free(std::uint32_t b, std::uint32_t list) {
+// Drops the entries of blocks that left the list, renumbering the live ones. Amortized: it runs
+// when the dead entries outnumber the live ones.
+void KvCacheManager::compact(std::uint32_t l) {
+  List& list = lists_[l];
+  std::size_t j = 0;
+  for (std::size_t i = list.head; i < list.q.size(); ++i) {
+    const std::uint32_t b = list.q[i];
+    if (blocks_[b].pos != i || blocks_[b].list != l) continue;
+    list.q[j] = b;
+    blocks_[b].pos = static_cast<std::uint32_t>(j);
+    ++j;
+  }
+  list.q.resize(j);
+  list.head = 0;
+}
+
+void KvCacheManager::push_free(std::uint32_t b, std::uint32_t l) {
+  List& list = lists_[l];
+  // Dead entries (blocks that left, and those before the head) at most about as many as the
+  // live ones: the array stays within a small multiple of the free blocks.
+  if (list.q.size() > 2 * static_cast<std::size_t>(list.count) + 64) compact(l);
   Block& k = blocks_[b];
-  List& l = lists_[list];
-  k.list = list;
-  k.prev = l.tail;
-  k.next = kNil;
-  if (l.tail != kNil)
-    blocks_[l.tail].next = b;
-  else
-    l.head = b;
-  l.tail = b;
-  ++l.count;
+  k.list = l;
+  k.pos = static_cast<std::uint32_t>(list.q.size());
+  list.q.push_back(b);
+  ++list.count;
   ++num_free_;
-  num_free_cached_ += hash_[b] != 0;
+  num_free_cached_ += k.hash != 0;
 }
 
 void KvCacheManager::unlink_free(std::uint32_t b) {
   Block& k = blocks_[b];
   List& l = lists_[k.list];
-  if (k.prev != kNil)
-    blocks_[k.prev].next = k.next;
-  else
-    l.head = k.next;
-  if (k.next != kNil)
-    blocks_[k.next].prev = k.prev;
-  else
-    l.tail = k.prev;
-  k.prev = k.next = kNil;
+  k.pos = kNil;
   --l.count;
   --num_free_;
-  num_free_cached_ -= hash_[b] != 0;
+  num_free_cached_ -= k.hash != 0;
   if (k.list != 0 && l.count == 0) {  // a session's list emptied: recycle it
     session_list_.erase(l.session);
     spare_lists_.push_back(k.list);
+    l.q.clear();
+    l.head = 0;
   }
   k.list = 0;
 }
 
+std::uint32_t KvCacheManager::front(std::uint32_t l) {
+  List& list = lists_[l];
+  while (!live(l, list.head)) ++list.head;
+  // The next blocks out are known: start loading their records.
+  const std::size_t ahead = list.head + 8;
+  if (ahead < list.q.size()) __builtin_prefetch(&blocks_[list.q[ahead]]);
+  return list.q[list.head];
+}
+
+std::uint32_t KvCacheManager::back(std::uint32_t l) {
+  List& list = lists_[l];
+  while (!live(l, list.q.size() - 1)) list.q.pop_back();
+  return list.q.back();
+}
+
 void KvCacheManager::drop_hash(std::uint32_t b) {
-  auto it = index_.find(hash_[b]);
-  if (it != index_.end() && it->second == b) {
-    index_.erase(it);
-    if (record_) evicted_.push_back(hash_[b]);
+  Block& k = blocks_[b];
+  if (k.indexed) {  // the index's block for its hash: the hash leaves the index
+    k.indexed = 0;
+    --num_indexed_;
+    if (record_) evicted_.push_back(k.hash);
   }
-  hash_[b] = 0;
+  k.hash = 0;
   ++evictions_;
 }
 
 std::uint32_t KvCacheManager::take_free() {
   // The queue's order only decides which cached block is evicted; with no cached block free,
   // which block is taken cannot change any result, so take the most recently freed (in cache).
-  std::uint32_t b = num_free_cached_ == 0 ? lists_[0].tail : lists_[0].head;
+  std::uint32_t b;
   if (chooser_ && lists_[0].count == 0) {
     // Session mode with no uncached free block: evict from the victim session.
     if (victim_list_ == kNil || lists_[victim_list_].count == 0 ||
         lists_[victim_list_].session != victim_session_)
       victim_list_ = session_list_.at(victim_session_ = chooser_->choose_victim());
-    b = lists_[victim_list_].head;
+    b = front(victim_list_);
+  } else {
+    b = num_free_cached_ == 0 ? back(0) : front(0);
   }
   unlink_free(b);
-  // Nothing is cached without shared content: skip the hash array then.
-  if (!index_.empty() && hash_[b] != 0) drop_hash(b);
+  // Nothing is cached without shared content: skip the hash then.
+  if (num_indexed_ != 0 && blocks_[b].hash != 0) drop_hash(b);
   blocks_[b].ref = 1;
   return b;
 }
@@ -109,7 +139,7 @@ std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t m
   if (it == session_list_.end()) return 0;
   const std::uint32_t list = it->second;
   while (n < max_blocks && lists_[list].count > 0 && lists_[list].session == session) {
-    const std::uint32_t b = lists_[list].head;
+    const std::uint32_t b = front(list);
     unlink_free(b);
     drop_hash(b);
     push_free(b, 0);
@@ -118,14 +148,23 @@ std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t m
   return n;
 }
 
+// Entries of evicted blocks are removed in bulk when the map would otherwise grow: a scan of the
+// map, amortized over the evictions that made the stale entries.
+void KvCacheManager::prune_index() {
+  absl::erase_if(index_, [this](const auto& e) {
+    const Block& k = blocks_[e.second];
+    return !(k.indexed && k.hash == e.first);
+  });
+}
+
 std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes) const {
   if (!caching_) return 0;
-  std::int64_t n = 0;
-  for (std::uint64_t h : hashes) {
-    if (index_.find(h) == index_.end()) break;
-    ++n;
+  std::size_t n = 0;
+  for (; n < hashes.size(); ++n) {
+    if (n + 4 < hashes.size()) index_.prefetch(hashes[n + 4]);
+    if (lookup(hashes[n]) == kNil) break;
   }
-  return n;
+  return static_cast<std::int64_t>(n);
 }
 
 bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
@@ -134,11 +173,16 @@ bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const st
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
   // Hit blocks that sit in the free queue leave it when touched.
   std::int64_t evictable_hits = 0;
-  for (std::int64_t i = 0; i < hit_blocks; ++i)
-    evictable_hits += blocks_[index_.at(hashes[i])].ref == 0;
-  if (need > num_free_ - evictable_hits) return false;
+  hits_.clear();
   for (std::int64_t i = 0; i < hit_blocks; ++i) {
-    const std::uint32_t b = index_.at(hashes[i]);
+    if (i + 4 < hit_blocks) index_.prefetch(hashes[i + 4]);
+    const std::uint32_t b = lookup(hashes[i]);
+    if (b == kNil) throw std::out_of_range("allocate_with_prefix: a hit block is not cached");
+    hits_.push_back(b);
+    evictable_hits += blocks_[b].ref == 0;
+  }
+  if (need > num_free_ - evictable_hits) return false;
+  for (const std::uint32_t b : hits_) {
     Block& k = blocks_[b];
     if (k.ref == 0) unlink_free(b);
     ++k.ref;
@@ -157,18 +201,41 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
       std::min<std::int64_t>({num_full, static_cast<std::int64_t>(hashes.size()),
                               static_cast<std::int64_t>(t.blocks.size())});
   for (std::int64_t i = t.num_cached; i < upto; ++i) {
-    hash_[t.blocks[i]] = hashes[i];
+    if (i + 4 < upto) {
+      index_.prefetch(hashes[i + 4]);
+      __builtin_prefetch(&blocks_[t.blocks[i + 4]]);
+    }
+    const std::uint32_t b = t.blocks[i];
+    const std::uint64_t h = hashes[i];
+    Block& k = blocks_[b];
+    if (k.indexed && k.hash == h) continue;  // entered already
+    k.hash = h;
+    // Stale entries are pruned rather than letting the map grow past its capacity.
+    if (index_.size() + 1 > index_.capacity() * 7 / 8 &&
+        index_.size() > static_cast<std::size_t>(num_indexed_ + num_indexed_ / 4) + 64)
+      prune_index();
     // As vLLM, an equal block already in the index stays the one that lookups return.
-    index_.try_emplace(hashes[i], t.blocks[i]);
+    auto [it, inserted] = index_.try_emplace(h, b);
+    if (!inserted) {
+      const Block& other = blocks_[it->second];
+      if (it->second != b && other.indexed && other.hash == h) continue;
+      it->second = b;  // the entry was an evicted block's
+    }
+    k.indexed = 1;
+    ++num_indexed_;
   }
   t.num_cached = std::max(t.num_cached, upto);
 }
 
 void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
   Table& t = table(slot);
-  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
-    Block& k = blocks_[*it];
-    if (--k.ref == 0) push_free(*it, chooser_ && hash_[*it] != 0 ? list_of(session) : 0);
+  const std::size_t n = t.blocks.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t i = n - 1 - j;
+    if (i >= 8) __builtin_prefetch(&blocks_[t.blocks[i - 8]]);
+    const std::uint32_t b = t.blocks[i];
+    Block& k = blocks_[b];
+    if (--k.ref == 0) push_free(b, chooser_ && k.hash != 0 ? list_of(session) : 0);
   }
   t.blocks.clear();
   t.num_cached = 0;
@@ -184,25 +251,33 @@ bool KvCacheManager::check_consistency() const {
   std::int64_t free_count = 0, cached_free = 0;
   for (std::size_t l = 0; l < lists_.size(); ++l) {
     std::int64_t n = 0;
-    for (std::uint32_t b = lists_[l].head; b != kNil; b = blocks_[b].next) {
-      if (blocks_[b].ref != 0 || blocks_[b].list != l) return false;
-      if (l != 0 && hash_[b] == 0) return false;  // session lists hold cached blocks only
-      cached_free += hash_[b] != 0;
+    const List& list = lists_[l];
+    for (std::size_t i = list.head; i < list.q.size(); ++i) {
+      const std::uint32_t b = list.q[i];
+      if (b >= num_blocks_) return false;
+      if (blocks_[b].pos != i || blocks_[b].list != l) continue;  // a dead entry
+      if (blocks_[b].ref != 0) return false;
+      if (l != 0 && blocks_[b].hash == 0) return false;  // session lists hold cached blocks only
+      cached_free += blocks_[b].hash != 0;
       ++n;
     }
-    if (n != lists_[l].count) return false;
+    if (n != list.count) return false;
     free_count += n;
   }
   if (free_count != num_free_ || cached_free != num_free_cached_) return false;
-  std::int64_t zero = 0;
+  std::int64_t zero = 0, indexed = 0;
   for (std::int64_t b = 0; b < num_blocks_; ++b) {
-    if (refs[b] != blocks_[b].ref) return false;
-    zero += blocks_[b].ref == 0;
+    const Block& k = blocks_[b];
+    if (refs[b] != k.ref) return false;
+    zero += k.ref == 0;
+    if ((k.ref == 0) != (k.pos != kNil)) return false;  // free exactly when in a list
+    if (k.indexed) {
+      ++indexed;
+      auto it = index_.find(k.hash);
+      if (k.hash == 0 || it == index_.end() || it->second != b) return false;
+    }
   }
-  if (zero != num_free_) return false;
-  for (const auto& [h, b] : index_)
-    if (hash_[b] != h) return false;
-  return true;
+  return zero == num_free_ && indexed == num_indexed_;
 }
 
 }  // namespace kvfleet::sim

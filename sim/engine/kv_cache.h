@@ -9,6 +9,12 @@
 //    block is evicted first); allocation takes blocks from the head and evicts the hash of a
 //    cached block it takes; a cached block that a new request hits leaves the queue (touch).
 // Sequences are identified by a slot index.
+// The behaviour is exactly that of the block-by-block manager kept in
+// tests/reference/block_kv_cache.* (tests/differential/kv_cache_diff_test.cpp); the representation
+// is built for speed on large fleets, where every operation here is a cache miss: free lists are
+// arrays with lazy removal (no pointer chasing, prefetchable), an eviction clears a flag in the
+// block instead of erasing a hash-map entry (stale entries are pruned in bulk), and a block's hash,
+// counts and list position share one 24-byte record.
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
@@ -38,7 +44,7 @@ class KvCacheManager {
   double usage() const {
     return num_blocks_ ? static_cast<double>(num_used_blocks()) / num_blocks_ : 0.0;
   }
-  std::int64_t num_cached_blocks() const { return static_cast<std::int64_t>(index_.size()); }
+  std::int64_t num_cached_blocks() const { return num_indexed_; }
   bool caching() const { return caching_; }
 
   std::int64_t blocks_for(std::int64_t tokens) const {
@@ -116,15 +122,21 @@ class KvCacheManager {
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
-  // 16 bytes, so that the pool's hot records stay in cache; a block is in a free list exactly
-  // when its reference count is 0. Its hash lives in hash_ (0: not cached).
+  // 24 bytes: everything an allocation, a hit, a free or an eviction touches sits in one record.
   struct Block {
-    std::uint32_t prev = kNil, next = kNil;  // free-list links
-    std::int32_t ref = 0;
-    std::uint32_t list = 0;  // which free list (0: the global queue, or uncached blocks)
+    std::uint64_t hash = 0;     // 0: not cached
+    std::int32_t ref = 0;       // sequences holding it; 0: in a free list
+    std::uint32_t list = 0;     // which free list (0: the global queue, or uncached blocks)
+    std::uint32_t pos = kNil;   // index of its live entry in that list's queue (kNil: none)
+    std::uint32_t indexed = 0;  // 1: the index's block for `hash`
   };
+  // A free list in the order blocks joined it, kept as an array: blocks that leave from the
+  // middle (a hit) or at either end are dropped lazily (an entry is live only while its block
+  // points back at it), so the list's order is vLLM's doubly linked queue's, walking it is a
+  // sequential scan the processor can prefetch, and a touch writes nothing but the block.
   struct List {
-    std::uint32_t head = kNil, tail = kNil;
+    std::vector<std::uint32_t> q;
+    std::size_t head = 0;  // entries before it are gone
     std::int64_t count = 0;
     std::uint64_t session = 0;
   };
@@ -137,18 +149,33 @@ class KvCacheManager {
     if (slot >= tables_.size()) tables_.resize(slot + 1);
     return tables_[slot];
   }
+  bool live(std::uint32_t l, std::size_t i) const {
+    const Block& k = blocks_[lists_[l].q[i]];
+    return k.pos == i && k.list == l;
+  }
+  std::uint32_t front(std::uint32_t l);  // oldest block of a non-empty list
+  std::uint32_t back(std::uint32_t l);   // newest block of a non-empty list
+  void compact(std::uint32_t l);
+  // The block the index holds for `h`, or kNil. Entries of evicted blocks stay in the map until
+  // pruned; an entry counts only while its block is still indexed under that hash.
+  std::uint32_t lookup(std::uint64_t h) const {
+    auto it = index_.find(h);
+    if (it == index_.end()) return kNil;
+    const Block& k = blocks_[it->second];
+    return k.indexed && k.hash == h ? it->second : kNil;
+  }
+  void prune_index();
   std::uint32_t take_free();  // pops the next free block, evicting its hash
   void push_free(std::uint32_t b, std::uint32_t list);
   void unlink_free(std::uint32_t b);
-  void drop_hash(std::uint32_t b);  // removes b's hash from the index (an eviction)
+  void drop_hash(std::uint32_t b);  // takes b's hash out of the index (an eviction)
   std::uint32_t list_of(std::uint64_t session);
 
   std::int64_t num_blocks_;
   int block_size_;
   bool caching_;
   std::vector<Block> blocks_;
-  std::vector<std::uint64_t> hash_;  // by block
-  std::vector<List> lists_;          // [0]: the global queue (lru) or the uncached free blocks
+  std::vector<List> lists_;  // [0]: the global queue (lru) or the uncached free blocks
   absl::flat_hash_map<std::uint64_t, std::uint32_t> session_list_;
   std::vector<std::uint32_t> spare_lists_;
   VictimChooser* chooser_ = nullptr;
@@ -156,10 +183,12 @@ class KvCacheManager {
   std::uint64_t victim_session_ = 0;
   std::int64_t num_free_ = 0;
   std::int64_t num_free_cached_ = 0;  // free blocks that carry a hash
+  std::int64_t num_indexed_ = 0;      // hashes in the index (live entries)
   std::int64_t evictions_ = 0;
   bool record_ = false;
   std::vector<std::uint64_t> evicted_;
   absl::flat_hash_map<std::uint64_t, std::uint32_t> index_;  // hash -> a block holding it
+  std::vector<std::uint32_t> hits_;                          // scratch of allocate_with_prefix
   std::vector<Table> tables_;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
-#include <list>
 #include <map>
 #include <vector>
 
@@ -11,6 +10,7 @@
 
 #include "sim/core/rng.h"
 #include "sim/engine/block_hash.h"
+#include "sim/fleet/prefix_index.h"
 
 namespace kvfleet::sim {
 namespace {
@@ -182,73 +182,42 @@ class BoundedConsistentHash final : public Router {
   std::uint64_t next_anon_ = 0;
 };
 
-// An LRU set of block hashes: what a router believes one replica caches.
-struct LruIndex {
-  std::list<std::uint64_t> order;  // most recent at the back
-  absl::flat_hash_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
-  bool contains(std::uint64_t h) const { return where.contains(h); }
-  std::size_t size() const { return order.size(); }
-  void touch(std::uint64_t h, std::int64_t capacity) {
-    if (auto it = where.find(h); it != where.end()) {
-      order.splice(order.end(), order, it->second);
-      return;
-    }
-    if (static_cast<std::int64_t>(order.size()) >= capacity) {
-      where.erase(order.front());
-      order.pop_front();
-    }
-    order.push_back(h);
-    where[h] = std::prev(order.end());
-  }
-  std::size_t match(std::span<const std::uint64_t> hashes) const {
-    std::size_t n = 0;
-    while (n < hashes.size() && contains(hashes[n])) ++n;
-    return n;
-  }
-};
-
 // Where a router learns what replicas cache: its own record of what it sent where (approximate,
-// bounded per replica, LRU), or the replicas' true caches (exact).
+// bounded per replica, LRU; one index for the pool), or the replicas' true caches (exact).
 class PrefixIndex {
  public:
   PrefixIndex(bool exact, std::int64_t capacity, int block_size)
-      : exact_(exact), capacity_(capacity), block_size_(block_size) {}
+      : exact_(exact), block_size_(block_size), pool_(capacity) {}
   void attach(const CacheProbe* p) {
     if (exact_) probe_ = p;
   }
   bool exact() const { return exact_; }
-  // Hashes `req` (at the engines' block size when exact).
-  std::span<const std::uint64_t> hash(const RequestSpec& req) {
+  // Hashes `req` (at the engines' block size when exact) and, for the approximate index, matches
+  // it against the first `replicas` replicas at once.
+  std::span<const std::uint64_t> hash(const RequestSpec& req, std::size_t replicas) {
     prompt_block_hashes(req, probe_ ? probe_->block_size() : block_size_, hashes_);
+    if (!probe_) pool_.match(hashes_, replicas, matched_);
     return hashes_;
   }
   int block_size() const { return probe_ ? probe_->block_size() : block_size_; }
   std::size_t matched(std::size_t replica) const {
     if (probe_) return static_cast<std::size_t>(probe_->cached_blocks(replica, hashes_));
-    return replica < lru_.size() ? lru_[replica].match(hashes_) : 0;
+    return replica < matched_.size() ? matched_[replica] : 0;
   }
   // Blocks the router believes the replica holds (0 when exact: the probe does not tell).
-  std::size_t size(std::size_t replica) const {
-    return replica < lru_.size() ? lru_[replica].size() : 0;
-  }
+  std::size_t size(std::size_t replica) const { return pool_.size(replica); }
   // Remembers that the hashed request went to `replica`.
-  void record(std::size_t replica, std::size_t num_replicas) {
-    if (probe_) return;
-    if (lru_.size() < num_replicas) lru_.resize(num_replicas);
-    // Last block first, so that a prompt's prefix is its most recently used part and the LRU
-    // forgets suffixes before the prefixes they hang from (vLLM frees blocks in reverse order
-    // for the same reason).
-    for (auto it = hashes_.rbegin(); it != hashes_.rend(); ++it)
-      lru_[replica].touch(*it, capacity_);
+  void record(std::size_t replica) {
+    if (!probe_) pool_.record(replica, hashes_);
   }
 
  private:
   bool exact_;
-  std::int64_t capacity_;
   int block_size_;
   const CacheProbe* probe_ = nullptr;
-  std::vector<LruIndex> lru_;
+  PoolPrefixIndex pool_;
   std::vector<std::uint64_t> hashes_;
+  std::vector<std::size_t> matched_;
 };
 
 template <class V>
@@ -293,7 +262,7 @@ class PrefixAware final : public Router {
   void attach(const CacheProbe* p) override { index_.attach(p); }
 
   std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
-    index_.hash(req);
+    index_.hash(req, r.size());
     const double total_blocks = std::max<double>(1.0, req.input_tokens / index_.block_size());
     std::int32_t qmin = INT32_MAX, qmax = 0;
     for (const auto& x : r)
@@ -316,7 +285,7 @@ class PrefixAware final : public Router {
       }
     }
     const std::size_t pick = ties.size() == 1 ? ties[0] : ties[rng_.below(ties.size())];
-    index_.record(pick, r.size());
+    index_.record(pick);
     return pick;
   }
 
@@ -361,7 +330,7 @@ class CacheAware final : public Router {
   void attach(const CacheProbe* p) override { index_.attach(p); }
 
   std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
-    index_.hash(req);
+    index_.hash(req, r.size());
     std::int32_t lo = INT32_MAX, hi = 0;
     for (const auto& x : r)
       if (x.available) lo = std::min(lo, x.outstanding()), hi = std::max(hi, x.outstanding());
@@ -384,7 +353,7 @@ class CacheAware final : public Router {
         pick = argmin(r, [&](const ReplicaLoad& x) { return index_.size(&x - r.data()); });
       }
     }
-    index_.record(pick, r.size());
+    index_.record(pick);
     return pick;
   }
 

@@ -10,6 +10,7 @@ values, not its storage: numbers as float64 (so an int64 column that becomes flo
 values keeps its hash; NaN canonical), text as UTF-8. Wall-clock columns are left out.
 
   golden.py --kvfleet build/bin/kvfleet --source . [--reference ../shared/reference] [--update]
+  golden.py --compare A.h5 B.h5     (two result files of any run: identical column by column?)
 
 Without --update, any difference fails and names the scenario, dataset and column. With --update,
 checksums.txt is rewritten; do that only in a commit of its own that says which scenarios changed
@@ -191,13 +192,35 @@ def main():
     return 0
 
 
+def compare(a, b):
+    """Two result files (runs or sweeps) hashed as the golden test hashes them."""
+    sets = []
+    for path in (a, b):
+        with h5py.File(path, "r") as f:
+            sweep = "points" in f
+        sets.append(hash_file(path, SWEEP_DATASETS if sweep else RUN_DATASETS, not sweep))
+    ha, hb = sets
+    diff = sorted(k for k in set(ha) | set(hb) if ha.get(k) != hb.get(k))
+    for ds, col in diff:
+        print(f"compare: {ds}.{col} differs ({ha.get((ds, col))} vs {hb.get((ds, col))})")
+    if diff:
+        return 1
+    print(f"compare: {len(ha)} columns identical")
+    return 0
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kvfleet", required=True)
-    ap.add_argument("--source", required=True)
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"))
+    ap.add_argument("--kvfleet")
+    ap.add_argument("--source")
     ap.add_argument("--reference", default=None)
     ap.add_argument("--update", action="store_true")
     ARGS = ap.parse_args()
+    if ARGS.compare:
+        sys.exit(compare(*ARGS.compare))
+    if not ARGS.kvfleet or not ARGS.source:
+        ap.error("--kvfleet and --source are required (or --compare A B)")
     if ARGS.reference is None:
         ARGS.reference = os.path.join(ARGS.source, "..", "shared", "reference")
     sys.exit(main())

@@ -1,0 +1,185 @@
+// The engine's KV cache manager against the block-by-block manager it replaced (issue 19,
+// tests/reference/block_kv_cache.*): random sequences of what an engine does (admissions with
+// prefix hits, chunked growth, caching of full blocks, duplicates computed side by side, frees
+// of finished and preempted sequences, session retention with victim sessions and proactive
+// eviction, recorded evictions for KV tiers), under memory pressure. After every operation both
+// must give the same answers, hold the same block tables (block for block), count the same
+// evictions and record the same evicted hashes in the same order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "sim/engine/block_hash.h"
+#include "sim/engine/kv_cache.h"
+#include "tests/reference/block_kv_cache.h"
+
+namespace kvfleet::sim {
+namespace {
+
+// The session with the fewest cached blocks (lowest key on ties): the same rule on both sides.
+template <class M>
+class FewestFirst final : public VictimChooser {
+ public:
+  explicit FewestFirst(const M& m) : m_(m) {}
+  std::uint64_t choose_victim() override {
+    std::uint64_t best = 0;
+    std::int64_t fewest = INT64_MAX;
+    m_.for_each_session_with_cached([&](std::uint64_t s, std::int64_t n) {
+      if (n < fewest || (n == fewest && s < best)) best = s, fewest = n;
+    });
+    return best;
+  }
+
+ private:
+  const M& m_;
+};
+
+struct Seq {
+  bool active = false;
+  std::vector<std::uint64_t> hashes;  // every block's hash, prompt and output alike
+  std::int64_t tokens = 0;            // tokens that exist (prompt so far + output)
+  std::int64_t total = 0;             // tokens it will reach
+  std::uint64_t session = 0;
+};
+
+struct Case {
+  std::uint64_t seed;
+  std::int64_t blocks;
+  int block_size;
+  bool sessions;
+  bool record;
+  int families;
+};
+
+void run_case(const Case& c, int ops) {
+  SCOPED_TRACE(::testing::Message() << "seed " << c.seed << ", " << c.blocks << " blocks of "
+                                    << c.block_size << (c.sessions ? ", sessions" : ""));
+  std::mt19937_64 rng(c.seed);
+  KvCacheManager fast(c.blocks, c.block_size, true);
+  reference::BlockKvCacheManager ref(c.blocks, c.block_size, true);
+  FewestFirst<KvCacheManager> fast_chooser(fast);
+  FewestFirst<reference::BlockKvCacheManager> ref_chooser(ref);
+  if (c.sessions) {
+    fast.set_session_mode(&fast_chooser);
+    ref.set_session_mode(&ref_chooser);
+  }
+  fast.record_evictions(c.record);
+  ref.record_evictions(c.record);
+  const int kSlots = 24;
+  std::vector<Seq> seqs(kSlots);
+  auto u = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  auto make_hashes = [&](Seq& s) {
+    // A shared prefix of one family (a system prompt, a conversation's history) then content of
+    // its own; its session is the family's in session mode, so retention groups them.
+    const std::int64_t f = u(0, c.families - 1);
+    const std::int64_t shared = u(0, 30), own = u(0, 30);
+    std::uint64_t parent = 0x99;
+    s.hashes.clear();
+    for (std::int64_t i = 0; i < shared; ++i) s.hashes.push_back(parent = mix64(parent, 77 + f));
+    const std::uint64_t unique = rng() | 1;
+    for (std::int64_t i = 0; i < own + 40; ++i) s.hashes.push_back(parent = mix64(parent, unique));
+    s.session = 1 + static_cast<std::uint64_t>(f) * 3 + static_cast<std::uint64_t>(u(0, 2));
+    s.tokens = (shared + own) * c.block_size + u(0, c.block_size - 1);
+    s.total = s.tokens + u(1, 20 * c.block_size);
+  };
+  auto check = [&](int op, std::uint32_t slot) {
+    ASSERT_EQ(fast.num_free_blocks(), ref.num_free_blocks()) << "op " << op;
+    ASSERT_EQ(fast.num_cached_blocks(), ref.num_cached_blocks()) << "op " << op;
+    ASSERT_EQ(fast.evictions(), ref.evictions()) << "op " << op;
+    ASSERT_EQ(fast.num_uncached_free_blocks(), ref.num_uncached_free_blocks()) << "op " << op;
+    ASSERT_EQ(fast.num_cached_in_table(slot), ref.num_cached_in_table(slot)) << "op " << op;
+    const auto a = fast.block_table(slot), b = ref.block_table(slot);
+    ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "op " << op;
+    ASSERT_EQ(fast.evicted(), ref.evicted()) << "op " << op;
+    fast.evicted().clear();
+    ref.evicted().clear();
+    for (std::uint64_t s = 1; s < 3u * c.families + 3; ++s)
+      ASSERT_EQ(fast.session_cached_blocks(s), ref.session_cached_blocks(s)) << "op " << op;
+  };
+  for (int op = 0; op < ops; ++op) {
+    fast.begin_step();
+    ref.begin_step();
+    const auto slot = static_cast<std::uint32_t>(u(0, kSlots - 1));
+    Seq& s = seqs[slot];
+    const std::int64_t what = u(0, 99);
+    if (!s.active) {
+      // Admission: the longest cached prefix of its full prompt blocks (all but the last token),
+      // then room for a first chunk.
+      make_hashes(s);
+      const std::int64_t full = (s.tokens - 1) / c.block_size;
+      const std::span<const std::uint64_t> h(s.hashes.data(), static_cast<std::size_t>(full));
+      const std::int64_t hit = fast.match_prefix(h);
+      ASSERT_EQ(hit, ref.match_prefix(h)) << "op " << op;
+      const std::int64_t chunk = std::min(s.tokens, hit * c.block_size + u(1, 8 * c.block_size));
+      const bool ok = fast.allocate_with_prefix(slot, h, hit, chunk);
+      ASSERT_EQ(ok, ref.allocate_with_prefix(slot, h, hit, chunk)) << "op " << op;
+      if (ok) {
+        s.active = true;
+        s.tokens = std::max(s.tokens, chunk);
+        // Its computed full blocks enter the index, now or (duplicates) a few ops later.
+        if (what < 70) {
+          fast.cache_blocks(slot, s.hashes, chunk / c.block_size);
+          ref.cache_blocks(slot, s.hashes, chunk / c.block_size);
+        }
+      }
+    } else if (what < 55) {
+      // A step: the sequence grows (a prefill chunk or decode tokens) and caches its full blocks.
+      const std::int64_t to = std::min<std::int64_t>(
+          static_cast<std::int64_t>(s.hashes.size()) * c.block_size,
+          fast.blocks_held(slot) * c.block_size + u(0, 3 * c.block_size));
+      const bool ok = fast.allocate(slot, to);
+      ASSERT_EQ(ok, ref.allocate(slot, to)) << "op " << op;
+      if (ok) {
+        fast.cache_blocks(slot, s.hashes, to / c.block_size);
+        ref.cache_blocks(slot, s.hashes, to / c.block_size);
+      }
+    } else if (what < 95) {
+      // Finished or preempted: its blocks go back (to its session's list in session mode).
+      fast.free(slot, s.session);
+      ref.free(slot, s.session);
+      s.active = false;
+    } else {
+      // Proactive retention: a session's free cached blocks are evicted.
+      const auto sess = static_cast<std::uint64_t>(u(1, 3 * c.families + 2));
+      const std::int64_t n = u(1, 40);
+      ASSERT_EQ(fast.evict_session(sess, n), ref.evict_session(sess, n)) << "op " << op;
+    }
+    check(op, slot);
+    if (::testing::Test::HasFatalFailure()) return;
+    if (op % 50 == 0) {
+      ASSERT_TRUE(fast.check_consistency()) << "op " << op;
+      ASSERT_TRUE(ref.check_consistency()) << "op " << op;
+    }
+  }
+  EXPECT_GT(ref.evictions(), 0) << "the case never evicted: it tests too little";
+}
+
+TEST(KvCacheDifferential, GlobalQueueUnderPressure) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed)
+    run_case({seed, 120 + static_cast<std::int64_t>(seed) * 37, 16, false, seed % 2 == 0, 4},
+             6000);
+}
+
+TEST(KvCacheDifferential, SessionRetention) {
+  for (std::uint64_t seed = 20; seed <= 27; ++seed)
+    run_case({seed, 150 + static_cast<std::int64_t>(seed) * 11, 16, true, seed % 2 == 1, 5},
+             6000);
+}
+
+TEST(KvCacheDifferential, LargePoolFewFamilies) {
+  run_case({40, 4000, 16, false, true, 2}, 20000);
+  run_case({41, 4000, 4, true, true, 3}, 20000);
+}
+
+TEST(KvCacheDifferential, TinyPoolConstantEviction) {
+  for (std::uint64_t seed = 50; seed <= 55; ++seed)
+    run_case({seed, 40, 8, seed % 2 == 0, true, 3}, 5000);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim

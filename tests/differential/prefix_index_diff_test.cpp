@@ -1,0 +1,78 @@
+// The pool-wide router index against the per-replica LRU sets it replaced (issue 19): on random
+// request streams with shared prefixes, tenants, small capacities (evictions all the time) and
+// pools of 1 to 150 replicas (holder sets wider than one word, growing while in use), every
+// replica's match and size must be exactly the reference's after every request.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "sim/engine/block_hash.h"
+#include "sim/fleet/prefix_index.h"
+#include "tests/reference/lru_prefix_index.h"
+
+namespace kvfleet::sim {
+namespace {
+
+// A prompt: a shared prefix of one of `families` (its first `shared` blocks) then blocks of its
+// own, chained as block hashes are.
+std::vector<std::uint64_t> prompt(std::mt19937_64& rng, int families, int max_blocks) {
+  std::uniform_int_distribution<int> fam(0, families - 1), len(0, max_blocks);
+  const int f = fam(rng);
+  const int shared = len(rng), own = len(rng) / 2;
+  std::vector<std::uint64_t> h;
+  std::uint64_t parent = 0x1234;
+  for (int i = 0; i < shared; ++i) h.push_back(parent = mix64(parent, 1000 + f));
+  const std::uint64_t unique = rng();
+  for (int i = 0; i < own; ++i) h.push_back(parent = mix64(parent, unique));
+  return h;
+}
+
+void run_case(std::uint64_t seed, std::size_t max_replicas, std::int64_t capacity, int families,
+              int requests) {
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << ", up to " << max_replicas
+                                    << " replicas, capacity " << capacity);
+  std::mt19937_64 rng(seed);
+  PoolPrefixIndex pool(capacity);
+  std::vector<reference::LruIndex> ref;
+  std::size_t replicas = std::max<std::size_t>(1, max_replicas / 2);
+  std::vector<std::size_t> matched;
+  for (int r = 0; r < requests; ++r) {
+    if (r % 97 == 0 && replicas < max_replicas) ++replicas;  // the pool grows (autoscaling)
+    const auto h = prompt(rng, families, 40);
+    pool.match(h, replicas, matched);
+    ASSERT_EQ(matched.size(), replicas);
+    for (std::size_t i = 0; i < replicas; ++i) {
+      const std::size_t want = i < ref.size() ? ref[i].match(h) : 0;
+      ASSERT_EQ(matched[i], want) << "request " << r << ", replica " << i;
+    }
+    // Most requests go where their prefix is (as the router sends them), some anywhere.
+    std::size_t pick = std::uniform_int_distribution<std::size_t>(0, replicas - 1)(rng);
+    if (rng() % 3 != 0)
+      for (std::size_t i = 0; i < replicas; ++i)
+        if (matched[i] > matched[pick]) pick = i;
+    pool.record(pick, h);
+    if (ref.size() <= pick) ref.resize(pick + 1);
+    ref[pick].record(h, capacity);
+    for (std::size_t i = 0; i < replicas; ++i)
+      ASSERT_EQ(pool.size(i), i < ref.size() ? ref[i].size() : 0) << "request " << r;
+  }
+}
+
+TEST(PrefixIndexDifferential, OneReplica) { run_case(1, 1, 50, 3, 3000); }
+
+TEST(PrefixIndexDifferential, SmallCapacityManyEvictions) {
+  for (std::uint64_t seed = 10; seed < 16; ++seed) run_case(seed, 8, 30 + seed * 7, 4, 3000);
+}
+
+TEST(PrefixIndexDifferential, SixtyFourReplicasOneWord) { run_case(21, 64, 200, 6, 4000); }
+
+TEST(PrefixIndexDifferential, WideAndGrowingPools) {
+  run_case(31, 70, 120, 5, 4000);   // crosses 64 while running
+  run_case(32, 150, 80, 8, 5000);   // three words
+  run_case(33, 130, 5000, 2, 3000);  // no evictions: everything shared
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
