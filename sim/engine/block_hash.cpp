@@ -67,6 +67,20 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
   return !dead_;
 }
 
+void BlockHasher::skip(std::span<const std::uint64_t> done) {
+  if (done.empty()) return;
+  std::int64_t left = static_cast<std::int64_t>(done.size()) * block_size_;
+  while (left > 0 && seg_ < prompt_.size()) {
+    const Segment& s = prompt_[seg_];
+    const std::int64_t take = std::min<std::int64_t>(left, std::max(0, s.tokens) - seg_off_);
+    seg_off_ += take;
+    left -= take;
+    if (seg_off_ >= s.tokens) ++seg_, seg_off_ = 0;
+  }
+  out_off_ += left;  // blocks that reached into the output
+  parent_ = done.back();
+}
+
 void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out) {
   out.clear();
   if (req.segments.empty() || req.segments.front().content == 0) return;

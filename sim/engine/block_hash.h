@@ -32,6 +32,9 @@ class BlockHasher {
   // Appends hashes to `out` until it holds `blocks` hashes or the content turns unique; returns
   // false once no further block can be hashed. `available_tokens` bounds what exists so far.
   bool extend(std::vector<std::uint64_t>& out, std::int64_t blocks, std::int64_t available_tokens);
+  // Continues after `done`, the first full-block hashes of this same content computed elsewhere
+  // (a router hashed the prompt): the state extend() would have after producing them.
+  void skip(std::span<const std::uint64_t> done);
 
  private:
   std::span<const Segment> prompt_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace kvfleet::sim {
 namespace {
 
@@ -47,6 +49,52 @@ TEST(BlockHash, OutputTokensHashWithTheirContentId) {
   EXPECT_EQ(hashes({{5, 16, 1}}, 2, 32, 42).size(), 2u);
   EXPECT_EQ(hashes({{5, 16, 1}}, 2, 31, 42).size(), 1u);  // second block not yet full
   EXPECT_EQ(hashes({{5, 16, 1}}, 2, 32, 0).size(), 1u);   // unique output
+}
+
+// The engine continues from the router's hashes of a prompt (skip) instead of hashing it again:
+// on random prompts (segments of all lengths, empty ones, unique content, prompts that end inside
+// a block) the continued chain equals the one hashed in one go, output blocks included, and
+// dies where that one dies.
+TEST(BlockHash, ContinuingFromTheRoutersHashesEqualsHashingEverything) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int bs = 1 << std::uniform_int_distribution<int>(0, 5)(rng);
+    std::vector<Segment> segs;
+    const int n = std::uniform_int_distribution<int>(1, 6)(rng);
+    std::int32_t input = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::int32_t t = std::uniform_int_distribution<std::int32_t>(0, 90)(rng);
+      const std::uint64_t content = (i > 0 && rng() % 8 == 0) ? 0 : 1 + rng() % 5;
+      segs.push_back({content, t, static_cast<std::uint32_t>(rng() % 3)});
+      input += t;
+    }
+    if (segs.front().content == 0) segs.front().content = 9;
+    RequestSpec req;
+    req.segments = segs;
+    req.input_tokens = input;
+    req.tenant = 1;
+    const std::uint64_t out_content = rng() % 4;
+    const std::int64_t total = input + std::uniform_int_distribution<std::int64_t>(0, 100)(rng);
+    std::vector<std::uint64_t> whole, routed;
+    BlockHasher a;
+    a.reset(segs, out_content, req.tenant, bs);
+    const bool a_alive = a.extend(whole, total / bs, total);
+    prompt_block_hashes(req, bs, routed);
+    BlockHasher b;
+    b.reset(segs, out_content, req.tenant, bs);
+    b.skip(routed);
+    const bool b_alive = b.extend(routed, total / bs, total);
+    ASSERT_EQ(routed, whole) << "trial " << trial;
+    ASSERT_EQ(b_alive, a_alive) << "trial " << trial;
+    // From any point of the chain, output blocks included.
+    const std::size_t k = whole.empty() ? 0 : rng() % (whole.size() + 1);
+    std::vector<std::uint64_t> part(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(k));
+    BlockHasher c;
+    c.reset(segs, out_content, req.tenant, bs);
+    c.skip(part);
+    ASSERT_EQ(c.extend(part, total / bs, total), a_alive) << "trial " << trial;
+    ASSERT_EQ(part, whole) << "trial " << trial << ", continued after " << k;
+  }
 }
 
 }  // namespace

@@ -107,7 +107,13 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   c.hashes.clear();
   // Content that starts unique can never match nor be matched: skip hashing altogether.
   q.hashable = kv_.caching() && !c.segments.empty() && c.segments.front().content != 0;
-  if (q.hashable) c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size());
+  if (q.hashable) {
+    c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size());
+    if (spec.block_hashes_size == kv_.block_size() && !spec.block_hashes.empty()) {
+      c.hashes.swap(spec.block_hashes);  // the router's, of the same content
+      c.hasher.skip(c.hashes);
+    }
+  }
   wait(s, false);
   if (group_ != nullptr) {
     group_->wake(now);

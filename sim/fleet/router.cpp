@@ -200,6 +200,10 @@ class PrefixIndex {
     return hashes_;
   }
   int block_size() const { return probe_ ? probe_->block_size() : block_size_; }
+  std::span<const std::uint64_t> last(int& block_size) const {
+    block_size = this->block_size();
+    return hashes_;
+  }
   std::size_t matched(std::size_t replica) const {
     if (probe_) return static_cast<std::size_t>(probe_->cached_blocks(replica, hashes_));
     return replica < matched_.size() ? matched_[replica] : 0;
@@ -260,6 +264,9 @@ class PrefixAware final : public Router {
         rng_(seed, "router.prefix_aware"),
         index_(c.index == "exact", c.index_blocks, c.block_size) {}
   void attach(const CacheProbe* p) override { index_.attach(p); }
+  std::span<const std::uint64_t> prompt_hashes(int& block_size) const override {
+    return index_.last(block_size);
+  }
 
   std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
     index_.hash(req, r.size());
@@ -328,6 +335,9 @@ class CacheAware final : public Router {
   CacheAware(const Config& c, std::uint64_t)
       : c_(c), index_(c.index == "exact", c.index_blocks, c.block_size) {}
   void attach(const CacheProbe* p) override { index_.attach(p); }
+  std::span<const std::uint64_t> prompt_hashes(int& block_size) const override {
+    return index_.last(block_size);
+  }
 
   std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> r) override {
     index_.hash(req, r.size());

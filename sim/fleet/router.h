@@ -38,6 +38,12 @@ class Router {
   virtual std::size_t pick(const RequestSpec& req, std::span<const ReplicaLoad> loads) = 0;
   // Gives the router the replicas' true caches (called once, before any pick).
   virtual void attach(const CacheProbe*) {}
+  // The block hashes of the prompt of the last pick, if the router computed them (empty
+  // otherwise), and the block size they were computed at.
+  virtual std::span<const std::uint64_t> prompt_hashes(int& block_size) const {
+    block_size = 0;
+    return {};
+  }
 };
 
 // Built with a seed for the router's own random stream.

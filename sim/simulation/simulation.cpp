@@ -238,6 +238,13 @@ void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool
       }
     }
   }
+  // The router's hashes of the prompt go with it, so that the engine need not hash it again.
+  int hash_block = 0;
+  const auto hashes = p.router->prompt_hashes(hash_block);
+  if (!hashes.empty()) {
+    spec.block_hashes.assign(hashes.begin(), hashes.end());
+    spec.block_hashes_size = hash_block;
+  }
   const RequestRecord& rec = log_[id];
   p.gateway->on_dispatch(rec.input_tokens,
                          static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);

@@ -49,6 +49,10 @@ struct RequestSpec {
   bool handoff = false;
   std::int32_t preloaded_tokens = 0;
   std::int32_t output_offset = 0;
+  // The prompt's full-block hashes at block size `block_hashes_size` (0: none), when the router
+  // computed them already: the engine continues from them instead of hashing the prompt again.
+  std::vector<std::uint64_t> block_hashes;
+  std::int32_t block_hashes_size = 0;
 };
 
 inline constexpr std::uint8_t kPurposeTurn = 0;

@@ -129,9 +129,9 @@ void run_case(const Case& c, int ops) {
       }
     } else if (what < 55) {
       // A step: the sequence grows (a prefill chunk or decode tokens) and caches its full blocks.
-      const std::int64_t to = std::min<std::int64_t>(
-          static_cast<std::int64_t>(s.hashes.size()) * c.block_size,
-          fast.blocks_held(slot) * c.block_size + u(0, 3 * c.block_size));
+      const std::int64_t to =
+          std::min<std::int64_t>(static_cast<std::int64_t>(s.hashes.size()) * c.block_size,
+                                 fast.blocks_held(slot) * c.block_size + u(0, 3 * c.block_size));
       const bool ok = fast.allocate(slot, to);
       ASSERT_EQ(ok, ref.allocate(slot, to)) << "op " << op;
       if (ok) {
@@ -161,14 +161,12 @@ void run_case(const Case& c, int ops) {
 
 TEST(KvCacheDifferential, GlobalQueueUnderPressure) {
   for (std::uint64_t seed = 1; seed <= 8; ++seed)
-    run_case({seed, 120 + static_cast<std::int64_t>(seed) * 37, 16, false, seed % 2 == 0, 4},
-             6000);
+    run_case({seed, 120 + static_cast<std::int64_t>(seed) * 37, 16, false, seed % 2 == 0, 4}, 6000);
 }
 
 TEST(KvCacheDifferential, SessionRetention) {
   for (std::uint64_t seed = 20; seed <= 27; ++seed)
-    run_case({seed, 150 + static_cast<std::int64_t>(seed) * 11, 16, true, seed % 2 == 1, 5},
-             6000);
+    run_case({seed, 150 + static_cast<std::int64_t>(seed) * 11, 16, true, seed % 2 == 1, 5}, 6000);
 }
 
 TEST(KvCacheDifferential, LargePoolFewFamilies) {

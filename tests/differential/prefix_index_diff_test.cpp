@@ -69,8 +69,8 @@ TEST(PrefixIndexDifferential, SmallCapacityManyEvictions) {
 TEST(PrefixIndexDifferential, SixtyFourReplicasOneWord) { run_case(21, 64, 200, 6, 4000); }
 
 TEST(PrefixIndexDifferential, WideAndGrowingPools) {
-  run_case(31, 70, 120, 5, 4000);   // crosses 64 while running
-  run_case(32, 150, 80, 8, 5000);   // three words
+  run_case(31, 70, 120, 5, 4000);    // crosses 64 while running
+  run_case(32, 150, 80, 8, 5000);    // three words
   run_case(33, 130, 5000, 2, 3000);  // no evictions: everything shared
 }
 

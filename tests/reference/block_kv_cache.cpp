@@ -5,7 +5,8 @@
 
 namespace kvfleet::sim::reference {
 
-BlockKvCacheManager::BlockKvCacheManager(std::int64_t num_blocks, int block_size, bool enable_caching)
+BlockKvCacheManager::BlockKvCacheManager(std::int64_t num_blocks, int block_size,
+                                         bool enable_caching)
     : num_blocks_(num_blocks), block_size_(block_size), caching_(enable_caching) {
   if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
   blocks_.resize(num_blocks);
@@ -128,8 +129,9 @@ std::int64_t BlockKvCacheManager::match_prefix(std::span<const std::uint64_t> ha
   return n;
 }
 
-bool BlockKvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
-                                          std::int64_t hit_blocks, std::int64_t total_tokens) {
+bool BlockKvCacheManager::allocate_with_prefix(std::uint32_t slot,
+                                               std::span<const std::uint64_t> hashes,
+                                               std::int64_t hit_blocks, std::int64_t total_tokens) {
   Table& t = table(slot);
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
   // Hit blocks that sit in the free queue leave it when touched.
@@ -150,7 +152,7 @@ bool BlockKvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<con
 }
 
 void BlockKvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
-                                  std::int64_t num_full) {
+                                       std::int64_t num_full) {
   if (!caching_) return;
   Table& t = table(slot);
   const std::int64_t upto =

@@ -1,9 +1,9 @@
 #pragma once
 // REFERENCE ONLY (tests): the block-level KV cache manager as it stood before issue 19 (commit
 // 0319cb1), one hash-map entry and one linked-list node per block. The engine's KvCacheManager
-// must behave exactly like it; tests/differential/kv_cache_diff_test.cpp runs both on randomized workloads.
-// Do not change its behaviour: it is the definition the faster manager is checked against.
-// Paged KV memory of one replica with prefix caching, as vLLM v1 manages it
+// must behave exactly like it; tests/differential/kv_cache_diff_test.cpp runs both on randomized
+// workloads. Do not change its behaviour: it is the definition the faster manager is checked
+// against. Paged KV memory of one replica with prefix caching, as vLLM v1 manages it
 // (vllm/v1/core/block_pool.py and kv_cache_manager.py):
 //  - a pool of fixed-size blocks with reference counts; a sequence's block table lists its blocks
 //    in token order;
