@@ -93,7 +93,6 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   gpu_s_[s] = 0;
   q.hashed = false;
   q.all_cached = false;
-  q.cached_full = -1;
   Content& c = content_[s];
   c.swapped_tokens = 0;
   c.preloaded = spec.preloaded_tokens;
@@ -176,7 +175,6 @@ void Replica::preempt(std::uint32_t slot) {
   q.kv_room = 0;
   q.num_computed = 0;
   q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
-  q.cached_full = -1;
   ++r.num_preemptions;
   ++stats_.num_preemptions;
   if (stats_.first_preemption_s < 0) stats_.first_preemption_s = to_seconds(queue_.now());
@@ -199,7 +197,6 @@ void Replica::keep_own_blocks(std::uint32_t slot, Seq& q) {
   c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size(), salt);
   c.hashes.clear();
   q.hashable = true;
-  q.cached_full = -1;
   cache_new_blocks(slot, q, q.num_computed);
 }
 
@@ -221,9 +218,6 @@ void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_a
   kv_.cache_blocks(slot, hashes_upto(slot, full), full);
   q.all_cached = !q.hashable && kv_.num_cached_in_table(slot) >=
                                     static_cast<std::int64_t>(content_[slot].hashes.size());
-  // Every block up to `full` entered: until another block fills, a call would change nothing
-  // (the hashes, the table and the index stay as they are between steps).
-  if (kv_.num_cached_in_table(slot) >= full) q.cached_full = static_cast<std::int32_t>(full);
 }
 
 void Replica::schedule() {

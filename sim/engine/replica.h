@@ -189,9 +189,6 @@ class Replica final : public EventHandler, private VictimChooser {
     bool hashable = false;          // more blocks may still be hashed (see Content)
     bool hashed = false;            // some of its blocks have hashes
     bool all_cached = false;        // hashing ended and every hash is in the index
-    // cache_new_blocks has nothing to do up to this many full blocks (-1: unknown). Saves the
-    // block table and hash list (cold) at every step of a sequence between block boundaries.
-    std::int32_t cached_full = -1;
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
@@ -304,9 +301,7 @@ class Replica final : public EventHandler, private VictimChooser {
   std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
   // Enters the blocks `q` will have filled after this step in the prefix-cache index.
   void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
-    if ((q.hashable || (q.hashed && !q.all_cached)) &&
-        tokens_after_step / kv_.block_size() > q.cached_full)
-      cache_new_blocks(slot, q, tokens_after_step);
+    if (q.hashable || (q.hashed && !q.all_cached)) cache_new_blocks(slot, q, tokens_after_step);
   }
   void cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
 
