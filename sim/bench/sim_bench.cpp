@@ -109,6 +109,48 @@ BENCHMARK(BM_Fleet64Replicas)
     ->UseRealTime()
     ->Iterations(1);
 
+// How the fleet benchmark's cost grows (docs/performance.md): the same workload per replica
+// (2.7 new sessions per second per replica, fleet-64-hour's 173 for 64) on N replicas for S
+// simulated seconds. Wall time per simulated request and per engine step should stay flat as
+// N and S grow.
+void BM_FleetScaling(benchmark::State& state) {
+  const long replicas = state.range(0), seconds = state.range(1);
+  const double rate = 173.0 * static_cast<double>(replicas) / 64.0;
+  Scenario sc = load_scenario_file(KVFLEET_SOURCE_DIR "/scenarios/fleet/fleet-64-hour.yaml",
+                                   {"simulation.max_time_s=" + std::to_string(seconds),
+                                    "pools[0].replicas=" + std::to_string(replicas),
+                                    "workload.session_arrival.rate_per_s=" + std::to_string(rate)});
+  std::size_t requests = 0;
+  std::int64_t steps = 0;
+  for (auto _ : state) {
+    Simulation s(sc);
+    RunResult r = s.run();
+    requests = r.requests.size();
+    steps = 0;
+    for (const auto& x : r.replicas) steps += x.stats.steps;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * requests));
+  state.counters["requests"] = static_cast<double>(requests);
+  state.counters["steps"] = static_cast<double>(steps);
+  // Per-item costs (seconds per request, per step), from the iteration's real time.
+  state.counters["s_per_request"] = benchmark::Counter(
+      static_cast<double>(requests),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["s_per_step"] =
+      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsIterationInvariantRate |
+                                                         benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_FleetScaling)
+    ->Args({8, 600})
+    ->Args({64, 600})
+    ->Args({512, 600})
+    ->Args({64, 300})
+    ->Args({64, 1200})
+    ->Args({64, 3600})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

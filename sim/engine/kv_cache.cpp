@@ -41,6 +41,14 @@ std::int64_t KvCacheManager::session_cached_blocks(std::uint64_t session) const 
   return it == session_list_.end() ? 0 : lists_[it->second].count;
 }
 
+void KvCacheManager::recycle(std::uint32_t l) {
+  List& list = lists_[l];
+  session_list_.erase(list.session);
+  spare_lists_.push_back(l);
+  list.q.clear();
+  list.head = 0;
+}
+
 // Drops the entries of blocks that left the list, renumbering the live ones. Amortized: it runs
 // when the dead entries outnumber the live ones.
 void KvCacheManager::compact(std::uint32_t l) {
@@ -55,51 +63,6 @@ void KvCacheManager::compact(std::uint32_t l) {
   }
   list.q.resize(j);
   list.head = 0;
-}
-
-void KvCacheManager::push_free(std::uint32_t b, std::uint32_t l) {
-  List& list = lists_[l];
-  // Dead entries (blocks that left, and those before the head) at most about as many as the
-  // live ones: the array stays within a small multiple of the free blocks.
-  if (list.q.size() > 2 * static_cast<std::size_t>(list.count) + 64) compact(l);
-  Block& k = blocks_[b];
-  k.list = l;
-  k.pos = static_cast<std::uint32_t>(list.q.size());
-  list.q.push_back(b);
-  ++list.count;
-  ++num_free_;
-  num_free_cached_ += k.hash != 0;
-}
-
-void KvCacheManager::unlink_free(std::uint32_t b) {
-  Block& k = blocks_[b];
-  List& l = lists_[k.list];
-  k.pos = kNil;
-  --l.count;
-  --num_free_;
-  num_free_cached_ -= k.hash != 0;
-  if (k.list != 0 && l.count == 0) {  // a session's list emptied: recycle it
-    session_list_.erase(l.session);
-    spare_lists_.push_back(k.list);
-    l.q.clear();
-    l.head = 0;
-  }
-  k.list = 0;
-}
-
-std::uint32_t KvCacheManager::front(std::uint32_t l) {
-  List& list = lists_[l];
-  while (!live(l, list.head)) ++list.head;
-  // The next blocks out are known: start loading their records.
-  const std::size_t ahead = list.head + 8;
-  if (ahead < list.q.size()) __builtin_prefetch(&blocks_[list.q[ahead]]);
-  return list.q[list.head];
-}
-
-std::uint32_t KvCacheManager::back(std::uint32_t l) {
-  List& list = lists_[l];
-  while (!live(l, list.q.size() - 1)) list.q.pop_back();
-  return list.q.back();
 }
 
 void KvCacheManager::drop_hash(std::uint32_t b) {

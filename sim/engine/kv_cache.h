@@ -153,9 +153,23 @@ class KvCacheManager {
     const Block& k = blocks_[lists_[l].q[i]];
     return k.pos == i && k.list == l;
   }
-  std::uint32_t front(std::uint32_t l);  // oldest block of a non-empty list
-  std::uint32_t back(std::uint32_t l);   // newest block of a non-empty list
+  // Small and hot (every block allocated or freed): defined here so that they inline.
+  std::uint32_t front(std::uint32_t l) {
+    List& list = lists_[l];
+    while (!live(l, list.head)) ++list.head;
+    // The next blocks out are known: start loading their records.
+    const std::size_t ahead = list.head + 8;
+    if (ahead < list.q.size()) __builtin_prefetch(&blocks_[list.q[ahead]]);
+    return list.q[list.head];
+  }
+  std::uint32_t back(std::uint32_t l) {
+    List& list = lists_[l];
+    while (!live(l, list.q.size() - 1)) list.q.pop_back();
+    return list.q.back();
+  }
   void compact(std::uint32_t l);
+  void recycle(std::uint32_t l);
+
   // The block the index holds for `h`, or kNil. Entries of evicted blocks stay in the map until
   // pruned; an entry counts only while its block is still indexed under that hash.
   std::uint32_t lookup(std::uint64_t h) const {
@@ -166,8 +180,31 @@ class KvCacheManager {
   }
   void prune_index();
   std::uint32_t take_free();  // pops the next free block, evicting its hash
-  void push_free(std::uint32_t b, std::uint32_t list);
-  void unlink_free(std::uint32_t b);
+  inline void push_free(std::uint32_t b, std::uint32_t l) {
+    List& list = lists_[l];
+    // Dead entries (blocks that left, and those before the head) at most about as many as the
+    // live ones: the array stays within a small multiple of the free blocks.
+    if (list.q.size() > 2 * static_cast<std::size_t>(list.count) + 64) [[unlikely]]
+      compact(l);
+    Block& k = blocks_[b];
+    k.list = l;
+    k.pos = static_cast<std::uint32_t>(list.q.size());
+    list.q.push_back(b);
+    ++list.count;
+    ++num_free_;
+    num_free_cached_ += k.hash != 0;
+  }
+  void unlink_free(std::uint32_t b) {
+    Block& k = blocks_[b];
+    List& l = lists_[k.list];
+    k.pos = kNil;
+    --l.count;
+    --num_free_;
+    num_free_cached_ -= k.hash != 0;
+    if (k.list != 0 && l.count == 0) [[unlikely]]
+      recycle(k.list);  // a session's list emptied
+    k.list = 0;
+  }
   void drop_hash(std::uint32_t b);  // takes b's hash out of the index (an eviction)
   std::uint32_t list_of(std::uint64_t session);
 
