@@ -12,8 +12,9 @@ void PoolPrefixIndex::ensure_replicas(std::size_t n) {
   // More replicas than the holder sets have bits for: widen every set.
   const std::size_t entries = entries_.size();
   std::vector<std::uint64_t> wider(entries * (words - 1), 0);
-  for (std::size_t e = 0; e < entries; ++e)
-    std::copy_n(&masks_[e * (words_ - 1)], words_ - 1, &wider[e * (words - 1)]);
+  if (words_ > 1)  // words 1.. exist only beyond 64 replicas
+    for (std::size_t e = 0; e < entries; ++e)
+      std::copy_n(masks_.data() + e * (words_ - 1), words_ - 1, wider.data() + e * (words - 1));
   masks_.swap(wider);
   words_ = words;
 }
