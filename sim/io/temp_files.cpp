@@ -54,9 +54,25 @@ extern "C" void on_terminating_signal(int sig) {
   ::_exit(128 + sig);
 }
 
+// A process that runs. A killed process whose parent has not reaped it yet (a zombie: an
+// orphan in a container whose PID 1 does not reap, or a child of a busy parent) still answers
+// kill(pid, 0) but holds no files and will never finish its temporaries: it counts as gone.
 bool process_alive(long pid) {
   if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(stat.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // no /proc: kill's answer stands
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses; the state follows the last ')'.
+  const char* close_paren = std::strrchr(buf, ')');
+  if (close_paren == nullptr || close_paren[1] != ' ') return true;
+  const char state = close_paren[2];
+  return state != 'Z' && state != 'X';
 }
 
 }  // namespace
