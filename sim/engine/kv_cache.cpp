@@ -68,8 +68,11 @@ void KvCacheManager::compact(std::uint32_t l) {
 void KvCacheManager::drop_hash(std::uint32_t b) {
   Block& k = blocks_[b];
   if (k.indexed) {  // the index's block for its hash: the hash leaves the index
-    k.indexed = 0;
+    k.indexed = 0;  // its entry goes stale (lookups check the block; pruned in bulk)
     --num_indexed_;
+    // Blocks cached since with the same hash found this one in the index: they stay duplicates.
+    for (Pending& p : pending_)
+      if (p.hash == k.hash) p.duplicate = 1;
     if (record_) evicted_.push_back(k.hash);
   }
   k.hash = 0;
@@ -91,12 +94,14 @@ std::uint32_t KvCacheManager::take_free() {
   }
   unlink_free(b);
   // Nothing is cached without shared content: skip the hash then.
+  if (num_indexed_ == 0) sync();  // whether the index is empty must count the deferred entries
   if (num_indexed_ != 0 && blocks_[b].hash != 0) drop_hash(b);
   blocks_[b].ref = 1;
   return b;
 }
 
 std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t max_blocks) {
+  sync();
   std::int64_t n = 0;
   auto it = session_list_.find(session);
   if (it == session_list_.end()) return 0;
@@ -111,20 +116,12 @@ std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t m
   return n;
 }
 
-// Entries of evicted blocks are removed in bulk when the map would otherwise grow: a scan of the
-// map, amortized over the evictions that made the stale entries.
-void KvCacheManager::prune_index() {
-  absl::erase_if(index_, [this](const auto& e) {
-    const Block& k = blocks_[e.second];
-    return !(k.indexed && k.hash == e.first);
-  });
-}
-
 std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes) const {
   if (!caching_) return 0;
+  sync();
   std::size_t n = 0;
   for (; n < hashes.size(); ++n) {
-    if (n + 4 < hashes.size()) index_.prefetch(hashes[n + 4]);
+    prefetch_lookup(hashes, n);
     if (lookup(hashes[n]) == kNil) break;
   }
   return static_cast<std::int64_t>(n);
@@ -132,13 +129,15 @@ std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes)
 
 bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                                           std::int64_t hit_blocks, std::int64_t total_tokens) {
+  sync();
   Table& t = table(slot);
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
   // Hit blocks that sit in the free queue leave it when touched.
   std::int64_t evictable_hits = 0;
   hits_.clear();
   for (std::int64_t i = 0; i < hit_blocks; ++i) {
-    if (i + 4 < hit_blocks) index_.prefetch(hashes[i + 4]);
+    prefetch_lookup(hashes.first(static_cast<std::size_t>(hit_blocks)),
+                    static_cast<std::size_t>(i));
     const std::uint32_t b = lookup(hashes[i]);
     if (b == kNil) throw std::out_of_range("allocate_with_prefix: a hit block is not cached");
     hits_.push_back(b);
@@ -164,33 +163,57 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
       std::min<std::int64_t>({num_full, static_cast<std::int64_t>(hashes.size()),
                               static_cast<std::int64_t>(t.blocks.size())});
   for (std::int64_t i = t.num_cached; i < upto; ++i) {
-    if (i + 4 < upto) {
-      index_.prefetch(hashes[i + 4]);
-      __builtin_prefetch(&blocks_[t.blocks[i + 4]]);
-    }
     const std::uint32_t b = t.blocks[i];
     const std::uint64_t h = hashes[i];
-    Block& k = blocks_[b];
-    if (k.indexed && k.hash == h) continue;  // entered already
-    k.hash = h;
-    // Stale entries are pruned rather than letting the map grow past its capacity.
-    if (index_.size() + 1 > index_.capacity() * 7 / 8 &&
+    // Start loading what the entry will touch; it is made later, with others (flush_pending).
+    __builtin_prefetch(&blocks_[b]);
+    index_.prefetch(h);
+    pending_.push_back(Pending{h, b, 0});
+  }
+  t.num_cached = std::max(t.num_cached, upto);
+  // Bounded, so that an eviction's scan of the pending entries stays short.
+  if (pending_.size() >= 64) flush_pending();
+}
+
+// Entries of evicted blocks are dropped in bulk when the table would otherwise grow for them: the
+// index is rebuilt from the blocks (a sequential scan), amortized over the evictions that made
+// the stale entries.
+void KvCacheManager::prune_index() {
+  index_.clear();
+  for (std::size_t b = 0; b < blocks_.size(); ++b)
+    if (blocks_[b].indexed) index_.insert(blocks_[b].hash, static_cast<std::uint32_t>(b));
+}
+
+void KvCacheManager::flush_pending() {
+  for (const Pending& p : pending_) {
+    Block& k = blocks_[p.block];
+    if (k.indexed) {
+      if (k.hash == p.hash) continue;  // entered already
+      k.indexed = 0;                   // indexed under another hash: that entry goes stale
+      --num_indexed_;
+    }
+    k.hash = p.hash;
+    if (p.duplicate) continue;
+    // As vLLM, an equal block already in the index stays the one that lookups return; an entry
+    // of an evicted block is taken over.
+    // Stale entries are dropped rather than letting the table grow for them.
+    if (index_.size() + 1 > index_.capacity() &&
         index_.size() > static_cast<std::size_t>(num_indexed_ + num_indexed_ / 4) + 64)
       prune_index();
-    // As vLLM, an equal block already in the index stays the one that lookups return.
-    auto [it, inserted] = index_.try_emplace(h, b);
-    if (!inserted) {
-      const Block& other = blocks_[it->second];
-      if (it->second != b && other.indexed && other.hash == h) continue;
-      it->second = b;  // the entry was an evicted block's
+    const std::uint32_t held = index_.insert(p.hash, p.block);
+    if (held != p.block) {
+      const Block& other = blocks_[held];
+      if (other.indexed && other.hash == p.hash) continue;
+      index_.assign(p.hash, p.block);
     }
     k.indexed = 1;
     ++num_indexed_;
   }
-  t.num_cached = std::max(t.num_cached, upto);
+  pending_.clear();
 }
 
 void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
+  sync();  // a freed block's hash decides its list, and eviction reads its index entry
   Table& t = table(slot);
   const std::size_t n = t.blocks.size();
   for (std::size_t j = 0; j < n; ++j) {
@@ -205,6 +228,7 @@ void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
 }
 
 bool KvCacheManager::check_consistency() const {
+  sync();
   std::vector<std::int32_t> refs(num_blocks_, 0);
   for (const auto& t : tables_)
     for (auto b : t.blocks) {
@@ -236,11 +260,14 @@ bool KvCacheManager::check_consistency() const {
     if ((k.ref == 0) != (k.pos != kNil)) return false;  // free exactly when in a list
     if (k.indexed) {
       ++indexed;
-      auto it = index_.find(k.hash);
-      if (k.hash == 0 || it == index_.end() || it->second != b) return false;
+      if (k.hash == 0 || index_.find(k.hash) != static_cast<std::uint32_t>(b)) return false;
     }
   }
-  return zero == num_free_ && indexed == num_indexed_;
+  // Every entry names a block (an indexed one, or a stale entry of an evicted one).
+  bool entries_ok = true;
+  index_.for_each(
+      [&](std::uint64_t, std::uint32_t b) { entries_ok = entries_ok && b < num_blocks_; });
+  return entries_ok && zero == num_free_ && indexed == num_indexed_;
 }
 
 }  // namespace kvfleet::sim

@@ -12,14 +12,17 @@
 // The behaviour is exactly that of the block-by-block manager kept in
 // tests/reference/block_kv_cache.* (tests/differential/kv_cache_diff_test.cpp); the representation
 // is built for speed on large fleets, where every operation here is a cache miss: free lists are
-// arrays with lazy removal (no pointer chasing, prefetchable), an eviction clears a flag in the
-// block instead of erasing a hash-map entry (stale entries are pruned in bulk), and a block's hash,
-// counts and list position share one 24-byte record.
+// arrays with lazy removal (no pointer chasing, prefetchable), the hash index is an open-addressing
+// table whose lookup reads one cache line (core/hash_index.h), a block's hash, counts and list
+// position share one 24-byte record, and the blocks a step fills are entered in the index together
+// (deferred until something could tell the difference, so that their cache misses overlap).
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "sim/core/hash_index.h"
 
 namespace kvfleet::sim {
 
@@ -44,7 +47,10 @@ class KvCacheManager {
   double usage() const {
     return num_blocks_ ? static_cast<double>(num_used_blocks()) / num_blocks_ : 0.0;
   }
-  std::int64_t num_cached_blocks() const { return num_indexed_; }
+  std::int64_t num_cached_blocks() const {
+    sync();
+    return num_indexed_;
+  }
   bool caching() const { return caching_; }
 
   std::int64_t blocks_for(std::int64_t tokens) const {
@@ -73,7 +79,8 @@ class KvCacheManager {
   }
 
   // Enters the first `num_full` blocks of `slot` in the index under `hashes` (the slot's block
-  // hashes, at least as many as will be entered). Blocks already entered are skipped.
+  // hashes, at least as many as will be entered). Blocks already entered are skipped. The entries
+  // are made when the next operation could see them (the answers are those of entering them now).
   void cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                     std::int64_t num_full);
 
@@ -128,7 +135,7 @@ class KvCacheManager {
     std::int32_t ref = 0;       // sequences holding it; 0: in a free list
     std::uint32_t list = 0;     // which free list (0: the global queue, or uncached blocks)
     std::uint32_t pos = kNil;   // index of its live entry in that list's queue (kNil: none)
-    std::uint32_t indexed = 0;  // 1: the index's block for `hash`
+    std::uint32_t indexed = 0;  // 1: the index's block for `hash` (0: a duplicate, or uncached)
   };
   // A free list in the order blocks joined it, kept as an array: blocks that leave from the
   // middle (a hit) or at either end are dropped lazily (an entry is live only while its block
@@ -170,15 +177,39 @@ class KvCacheManager {
   void compact(std::uint32_t l);
   void recycle(std::uint32_t l);
 
-  // The block the index holds for `h`, or kNil. Entries of evicted blocks stay in the map until
-  // pruned; an entry counts only while its block is still indexed under that hash.
+  // The block the index holds for `h`, or kNil.
+  // Entries of evicted blocks stay until pruned: an entry counts while its block is indexed
+  // under that hash.
   std::uint32_t lookup(std::uint64_t h) const {
-    auto it = index_.find(h);
-    if (it == index_.end()) return kNil;
-    const Block& k = blocks_[it->second];
-    return k.indexed && k.hash == h ? it->second : kNil;
+    const std::uint32_t b = index_.find(h);
+    if (b == kNil) return kNil;
+    const Block& k = blocks_[b];
+    return k.indexed && k.hash == h ? b : kNil;
+  }
+  // Walking `hashes` from `n`: starts loading the index slot 8 ahead and the block record 4 ahead
+  // (its slot was loaded 4 steps ago).
+  void prefetch_lookup(std::span<const std::uint64_t> hashes, std::size_t n) const {
+    if (n + 8 < hashes.size()) index_.prefetch(hashes[n + 8]);
+    if (n + 4 < hashes.size()) {
+      const std::uint32_t b = index_.find(hashes[n + 4]);
+      if (b != kNil) __builtin_prefetch(&blocks_[b]);
+    }
   }
   void prune_index();
+  // Deferred entries (cache_blocks): a block and its hash, in the order they were cached.
+  // `duplicate`: an equal block was in the index when it was cached and has been evicted since,
+  // so this block keeps its hash without becoming the index's block, as if entered at once.
+  struct Pending {
+    std::uint64_t hash;
+    std::uint32_t block;
+    std::uint32_t duplicate;
+  };
+  void flush_pending();
+  // Completes the deferred entries before an operation that reads the index or the blocks'
+  // hashes (logically const: the answers do not depend on when the entries are made).
+  void sync() const {
+    if (!pending_.empty()) const_cast<KvCacheManager*>(this)->flush_pending();
+  }
   std::uint32_t take_free();  // pops the next free block, evicting its hash
   inline void push_free(std::uint32_t b, std::uint32_t l) {
     List& list = lists_[l];
@@ -220,12 +251,13 @@ class KvCacheManager {
   std::uint64_t victim_session_ = 0;
   std::int64_t num_free_ = 0;
   std::int64_t num_free_cached_ = 0;  // free blocks that carry a hash
-  std::int64_t num_indexed_ = 0;      // hashes in the index (live entries)
+  std::int64_t num_indexed_ = 0;      // blocks indexed (live entries)
   std::int64_t evictions_ = 0;
   bool record_ = false;
   std::vector<std::uint64_t> evicted_;
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> index_;  // hash -> a block holding it
-  std::vector<std::uint32_t> hits_;                          // scratch of allocate_with_prefix
+  HashIndex index_;  // hash -> the block lookups return (the first cached, as vLLM)
+  std::vector<Pending> pending_;
+  std::vector<std::uint32_t> hits_;  // scratch of allocate_with_prefix
   std::vector<Table> tables_;
 };
 
