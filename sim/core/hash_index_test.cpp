@@ -66,7 +66,8 @@ TEST(HashIndex, EmptyAndCleared) {
   HashIndex index;
   EXPECT_EQ(index.find(7), HashIndex::kNone);
   EXPECT_FALSE(index.erase(7));
-  for (std::uint64_t h = 1; h <= 1000; ++h) EXPECT_EQ(index.insert(h, static_cast<std::uint32_t>(h)), h);
+  for (std::uint64_t h = 1; h <= 1000; ++h)
+    EXPECT_EQ(index.insert(h, static_cast<std::uint32_t>(h)), h);
   EXPECT_EQ(index.size(), 1000u);
   index.clear();
   EXPECT_TRUE(index.empty());

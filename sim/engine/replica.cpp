@@ -263,7 +263,10 @@ void Replica::schedule_running(std::int64_t& budget) {
     const bool grow = !reserves_ && q.num_computed + n > q.kv_room;
     if (grow && !make_room(s, q.num_computed + n, i, budget)) break;
     if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
-    cache_full_blocks(s, q, q.num_computed + n);
+    // Between block boundaries there is nothing to enter (every full block is in already), and
+    // the call would only touch the sequence's cold block table and hashes: skip it.
+    if (wants_caching(q) && (q.num_computed + n) / kv_.block_size() > kv_.num_cached_in_table(s))
+      cache_new_blocks(s, q, q.num_computed + n);
     schedule_tokens(s, q, n);
     budget -= n;
     ++i;
