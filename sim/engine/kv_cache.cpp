@@ -93,8 +93,9 @@ std::uint32_t KvCacheManager::take_free() {
     b = num_free_cached_ == 0 ? back(0) : front(0);
   }
   unlink_free(b);
-  // Nothing is cached without shared content: skip the hash then.
-  if (num_indexed_ == 0) sync();  // whether the index is empty must count the deferred entries
+  // Nothing is cached without shared content: skip the hash then (whether the index is empty
+  // counts the deferred entries).
+  if (num_indexed_ == 0) sync();
   if (num_indexed_ != 0 && blocks_[b].hash != 0) drop_hash(b);
   blocks_[b].ref = 1;
   return b;
@@ -194,12 +195,12 @@ void KvCacheManager::flush_pending() {
     }
     k.hash = p.hash;
     if (p.duplicate) continue;
-    // As vLLM, an equal block already in the index stays the one that lookups return; an entry
-    // of an evicted block is taken over.
     // Stale entries are dropped rather than letting the table grow for them.
     if (index_.size() + 1 > index_.capacity() &&
         index_.size() > static_cast<std::size_t>(num_indexed_ + num_indexed_ / 4) + 64)
       prune_index();
+    // As vLLM, an equal block already in the index stays the one that lookups return; an entry
+    // of an evicted block is taken over.
     const std::uint32_t held = index_.insert(p.hash, p.block);
     if (held != p.block) {
       const Block& other = blocks_[held];

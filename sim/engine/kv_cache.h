@@ -177,9 +177,8 @@ class KvCacheManager {
   void compact(std::uint32_t l);
   void recycle(std::uint32_t l);
 
-  // The block the index holds for `h`, or kNil.
-  // Entries of evicted blocks stay until pruned: an entry counts while its block is indexed
-  // under that hash.
+  // The block the index holds for `h`, or kNil. Entries of evicted blocks stay until pruned: an
+  // entry counts while its block is indexed under that hash.
   std::uint32_t lookup(std::uint64_t h) const {
     const std::uint32_t b = index_.find(h);
     if (b == kNil) return kNil;

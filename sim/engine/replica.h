@@ -299,9 +299,9 @@ class Replica final : public EventHandler, private VictimChooser {
   std::vector<std::uint32_t> pending_cancels_;  // requests, taken at the next step boundary
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
   std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
-  // Enters the blocks `q` will have filled after this step in the prefix-cache index.
-  // More of its blocks may still be hashed or entered in the index.
+  // More of `q`'s blocks may still be hashed or entered in the index.
   static bool wants_caching(const Seq& q) { return q.hashable || (q.hashed && !q.all_cached); }
+  // Enters the blocks `q` will have filled after this step in the prefix-cache index.
   void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
     if (wants_caching(q)) cache_new_blocks(slot, q, tokens_after_step);
   }
