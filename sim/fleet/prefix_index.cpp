@@ -156,6 +156,8 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
   Lru& l = lru_[replica];
   for (std::size_t k = hashes.size(); k-- > 0;) {
     const std::uint64_t h = hashes[k];
+    // Past what match found, each hash is looked up: start loading its slot early.
+    if (k >= found_.size() + 4) entry_of_.prefetch(hashes[k - 4]);
     std::uint32_t e = kNil;
     // The entry match found, unless an eviction since has freed it.
     if (k < found_.size() && entries_[found_[k]].hash == h && entries_[found_[k]].holders > 0) {
