@@ -2,9 +2,9 @@
 // A map from nonzero 64-bit block hashes to 32-bit values (a block, an entry), built for the
 // prefix caches' hot paths, where every lookup is a cache miss: one array of 16-byte slots
 // {hash, value}, open addressing with linear probing, so that a lookup or an insert reads one
-// cache line (a general-purpose hash map reads its control bytes, then its slot); erasing shifts
-// the following entries back (no tombstones, so the table never fills with dead entries and
-// never needs pruning). At most half full; it doubles when an insert would pass that.
+// cache line (a general-purpose hash map reads its control bytes, then its slot). Entries are
+// never erased one by one (the KV cache leaves evicted blocks' entries stale and rebuilds the
+// index in bulk, with clear()). At most half full; it doubles when an insert would pass that.
 // Iteration order is not exposed: nothing may depend on it. Unit test: core/hash_index_test.cpp.
 #include <cstdint>
 #include <vector>
@@ -18,7 +18,6 @@ class HashIndex {
   std::size_t size() const { return size_; }
   // Entries it holds before the next insert doubles it.
   std::size_t capacity() const { return slots_.size() / 2; }
-  bool empty() const { return size_ == 0; }
 
   // The value stored under `h` (nonzero), or kNone.
   std::uint32_t find(std::uint64_t h) const {
@@ -54,29 +53,6 @@ class HashIndex {
         slots_[i].value = v;
         return;
       }
-  }
-  // Removes `h`; returns whether it was present.
-  bool erase(std::uint64_t h) {
-    if (slots_.empty()) return false;
-    std::size_t i = home(h);
-    for (;; i = (i + 1) & mask_) {
-      if (slots_[i].hash == h) break;
-      if (slots_[i].hash == 0) return false;
-    }
-    // Backward shift: an entry after the hole moves into it when its home does not lie in the
-    // (cyclic) stretch between the hole and itself, so every entry stays reachable from home.
-    for (std::size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
-      const std::uint64_t hj = slots_[j].hash;
-      if (hj == 0) break;
-      const std::size_t k = home(hj);
-      const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-      if (stays) continue;
-      slots_[i] = slots_[j];
-      i = j;
-    }
-    slots_[i] = Slot{};
-    --size_;
-    return true;
   }
   void clear() {
     slots_.assign(slots_.size(), Slot{});
