@@ -3,7 +3,10 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <sstream>
+#include <utility>
 
 namespace kvfleet::kernels {
 
@@ -77,6 +80,20 @@ Status check_paged(const char* what, const PagedKv& kv, int head_dim, bool need_
   return Status::Ok();
 }
 
+bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPointerAlignment == 0; }
+
+// The first of the named pointers that is not 16-byte aligned, as an error.
+Status check_aligned(const char* what,
+                     std::initializer_list<std::pair<const char*, const void*>> pointers) {
+  for (const auto& [name, p] : pointers) {
+    if (!aligned(p)) {
+      return fail(what, ": ", name, " (", p, ") is not aligned to ", kPointerAlignment,
+                  " bytes; the kernels read it in 16-byte vectors");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status check_supported(KvDtype dtype, int head_dim, int block_size) {
@@ -106,7 +123,8 @@ Status validate(const DecodeArgs& a) {
   if (a.num_splits < 0 || a.num_splits > kMaxSplits) {
     return fail("paged decode: num_splits ", a.num_splits, " must lie in 0..", kMaxSplits);
   }
-  return Status::Ok();
+  return check_aligned("paged decode",
+                       {{"q", a.q}, {"kv.k_cache", a.kv.k_cache}, {"kv.v_cache", a.kv.v_cache}});
 }
 
 Status validate(const ContiguousDecodeArgs& a) {
@@ -126,7 +144,7 @@ Status validate(const ContiguousDecodeArgs& a) {
   if (a.num_splits < 0 || a.num_splits > kMaxSplits) {
     return fail("contiguous decode: num_splits ", a.num_splits, " must lie in 0..", kMaxSplits);
   }
-  return Status::Ok();
+  return check_aligned("contiguous decode", {{"q", a.q}, {"k", a.k}, {"v", a.v}});
 }
 
 Status validate(const PrefillArgs& a) {
@@ -137,7 +155,9 @@ Status validate(const PrefillArgs& a) {
     return fail("paged prefill: num_seqs, num_q_tokens and max_q_len must not be negative");
   }
   if (Status s = check_heads("paged prefill", a.num_q_heads, a.num_kv_heads); !s) return s;
-  return check_paged("paged prefill", a.kv, a.head_dim, true);
+  if (Status s = check_paged("paged prefill", a.kv, a.head_dim, true); !s) return s;
+  return check_aligned("paged prefill",
+                       {{"q", a.q}, {"kv.k_cache", a.kv.k_cache}, {"kv.v_cache", a.kv.v_cache}});
 }
 
 Status validate(const KvWriteArgs& a) {
@@ -154,7 +174,8 @@ Status validate(const KvWriteArgs& a) {
   if (a.dtype == KvDtype::kFP8E4M3 && !(a.k_scale > 0 && a.v_scale > 0)) {
     return fail("kv write: fp8 KV needs positive k_scale and v_scale");
   }
-  return Status::Ok();
+  return check_aligned("kv write",
+                       {{"k", a.k}, {"v", a.v}, {"k_cache", a.k_cache}, {"v_cache", a.v_cache}});
 }
 
 int decode_splits(int requested, int num_seqs, int num_kv_heads, int max_context_len, int num_sms) {

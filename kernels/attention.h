@@ -145,6 +145,9 @@ struct KvWriteArgs {
   KvDtype dtype = KvDtype::kBF16;
   float k_scale = 1.0f;
   float v_scale = 1.0f;
+  // Optional: a counter the kernel increments (atomically) once per token whose slot lies past
+  // the cache (slot ≥ num_blocks × block_size); such tokens are skipped, never written.
+  std::int32_t* bad_slots = nullptr;
 };
 
 // KV write arguments in one call (host or device pointers alike).
@@ -169,6 +172,12 @@ inline KvWriteArgs kv_write_args(const void* k, const void* v, const std::int64_
   return a;
 }
 
+// Alignment: q, k and v (the caches, or contiguous K and V) must start on 16 bytes, since the
+// kernels read them in 16-byte vectors (a misaligned vector load faults and leaves the CUDA
+// context unusable); validate() names the pointer otherwise. A slice into a fused QKV buffer
+// qualifies only when its byte offset is a multiple of 16.
+inline constexpr std::size_t kPointerAlignment = 16;
+
 // The dispatch table: which (dtype, head_dim, block_size) have compiled kernels. Every launcher
 // checks its arguments here first; the message names the field and the supported values.
 Status check_supported(KvDtype dtype, int head_dim, int block_size);
@@ -180,6 +189,15 @@ Status validate(const KvWriteArgs& a);
 inline constexpr int kDecodePartitionTokens = 256;  // tokens per split-KV partition
 inline constexpr int kMaxSplits = 64;
 inline constexpr int kMaxGroup = 8;  // query heads per KV head
+
+// CUDA's limit on grid.y and grid.z. Decode and prefill put sequences on grid.y (validated);
+// prefill's query tiles go on grid.z, capped here, and the kernel strides over tiles past the cap
+// so that a chunk of any length runs.
+inline constexpr int kMaxGridYZ = 65535;
+inline int prefill_grid_z(int max_q_len, int tokens_per_tile) {
+  const long tiles = (static_cast<long>(max_q_len) + tokens_per_tile - 1) / tokens_per_tile;
+  return static_cast<int>(tiles < 1 ? 1 : tiles > kMaxGridYZ ? kMaxGridYZ : tiles);
+}
 
 // The number of splits the decode launcher uses for these arguments (num_splits resolved, the
 // automatic choice made with num_sms), and the workspace that needs:

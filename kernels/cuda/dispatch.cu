@@ -1,6 +1,7 @@
 // The launchers of kernels/attention.h: validate, resolve split-KV, look the kernel up in the
 // dispatch table (tables.h) and launch it on the caller's stream.
 #include <sstream>
+#include <string>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tables.h"
@@ -55,8 +56,9 @@ Status resolve_splits(const char* what, int requested, int num_sms_hint, int num
 }
 
 Status check_grid(const char* what, int num_seqs) {
-  if (num_seqs > 65535) {
-    return Status::Error(std::string(what) + ": num_seqs above 65535 is not supported");
+  if (num_seqs > kMaxGridYZ) {
+    return Status::Error(std::string(what) + ": num_seqs above " + std::to_string(kMaxGridYZ) +
+                         " is not supported");
   }
   return Status::Ok();
 }

@@ -8,7 +8,8 @@ namespace {
 template <typename T, typename KV>
 __global__ void __launch_bounds__(256)
     kv_write_kernel(const T* k, const T* v, const std::int64_t* slots, KV* kc, KV* vc,
-                    int num_tokens, int row, float k_scale, float v_scale) {
+                    int num_tokens, int row, float k_scale, float v_scale, std::int64_t capacity,
+                    std::int32_t* bad_slots) {
   const int vecs = row / 8;
   const std::size_t n = static_cast<std::size_t>(num_tokens) * vecs;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -16,6 +17,10 @@ __global__ void __launch_bounds__(256)
     const std::size_t token = i / vecs;
     const std::int64_t slot = slots[token];
     if (slot < 0) continue;
+    if (slot >= capacity) {  // past the cache: skipped, counted once per token
+      if (bad_slots != nullptr && i % vecs == 0) atomicAdd(bad_slots, 1);
+      continue;
+    }
     const std::size_t src = token * row + (i % vecs) * 8;
     const std::size_t dst = static_cast<std::size_t>(slot) * row + (i % vecs) * 8;
     if constexpr (kIsFp8<KV>) {
@@ -46,7 +51,7 @@ Status launch_kv_write(const KvWriteArgs& a, cudaStream_t stream) {
   kv_write_kernel<T, KV><<<blocks, 256, 0, stream>>>(
       static_cast<const T*>(a.k), static_cast<const T*>(a.v), a.slot_mapping,
       static_cast<KV*>(a.k_cache), static_cast<KV*>(a.v_cache), a.num_tokens, row, a.k_scale,
-      a.v_scale);
+      a.v_scale, static_cast<std::int64_t>(a.num_blocks) * a.block_size, a.bad_slots);
   KVF_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -70,9 +70,25 @@ __device__ __forceinline__ void stage_tile(const PrefillKernelArgs<T>& a, const 
   }
 }
 
+// One tile of query tokens (blockIdx.z walks tiles with a stride of gridDim.z, so chunks longer
+// than 65,535 tiles still run).
+template <typename T, typename KV, int D>
+__device__ __forceinline__ void prefill_tile(const PrefillKernelArgs<T>& a, float* smem, int tile);
+
 template <typename T, typename KV, int D>
 __global__ void __launch_bounds__(kPrefillThreads) prefill_kernel(PrefillKernelArgs<T> a) {
   extern __shared__ float smem[];
+  const int s = blockIdx.y;
+  const int q_len = a.q_indptr[s + 1] - a.q_indptr[s];
+  const int bq = kPrefillRows / a.group;
+  for (int tile = blockIdx.z; tile * bq < q_len; tile += gridDim.z) {
+    prefill_tile<T, KV, D>(a, smem, tile);
+    __syncthreads();  // the next tile restages q_s
+  }
+}
+
+template <typename T, typename KV, int D>
+__device__ __forceinline__ void prefill_tile(const PrefillKernelArgs<T>& a, float* smem, int tile) {
   float* q_s = smem;                               // [rows][D]
   float* kv_s = q_s + kPrefillRows * D;            // [keys][D + 1]
   float* s_s = kv_s + kPrefillKeys * (D + 1);      // [rows][keys + 1]
@@ -88,8 +104,7 @@ __global__ void __launch_bounds__(kPrefillThreads) prefill_kernel(PrefillKernelA
   const int rows = bq * group;
   const int q_begin = a.q_indptr[s];
   const int q_len = a.q_indptr[s + 1] - q_begin;
-  const int qt0 = blockIdx.z * bq;
-  if (qt0 >= q_len) return;
+  const int qt0 = tile * bq;
   const int ctx = a.context_lens[s];
   const int prefix = ctx - q_len;  // position of the chunk's first token
   const int nq = min(bq, q_len - qt0);
@@ -152,6 +167,7 @@ __global__ void __launch_bounds__(kPrefillThreads) prefill_kernel(PrefillKernelA
       const float p = m_new == -INFINITY ? 0.0f : exp2f(x - m_new);
       const float sum = warp_sum(p);
       s_s[r * kScoreStride + lane] = p;
+      __syncwarp();  // every lane has read m_s[r] before lane 0 rewrites it (racecheck-clean)
       if (lane == 0) {
         const float al = m_new == -INFINITY ? 1.0f : exp2f(m_old - m_new);
         al_s[r] = al;
@@ -205,7 +221,7 @@ Status paged_prefill_impl(const PrefillArgs& x, cudaStream_t stream) {
   a.k_scale = x.kv.k_scale;
   a.v_scale = x.kv.v_scale;
   const int bq = kPrefillRows / a.group;
-  const dim3 grid(x.num_kv_heads, x.num_seqs, (x.max_q_len + bq - 1) / bq);
+  const dim3 grid(x.num_kv_heads, x.num_seqs, prefill_grid_z(x.max_q_len, bq));
   constexpr std::size_t smem = prefill_smem_bytes<D>();
   if constexpr (smem > 48 * 1024) {
     KVF_CUDA_TRY(cudaFuncSetAttribute(prefill_kernel<T, KV, D>,

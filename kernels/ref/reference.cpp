@@ -124,6 +124,10 @@ void kv_write(const KvWriteArgs& a) {
   for (int i = 0; i < a.num_tokens; ++i) {
     std::int64_t slot = a.slot_mapping[i];
     if (slot < 0) continue;
+    if (slot >= static_cast<std::int64_t>(a.num_blocks) * a.block_size) {
+      if (a.bad_slots != nullptr) ++*a.bad_slots;
+      continue;
+    }
     for (std::size_t e = 0; e < row; ++e) {
       std::size_t src = static_cast<std::size_t>(i) * row + e;
       std::size_t dst = static_cast<std::size_t>(slot) * row + e;

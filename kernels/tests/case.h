@@ -95,6 +95,26 @@ struct HostCase {
     a.kv = paged_kv();
     return a;
   }
+  // Contiguous-decode arguments over k and v as contiguous() lays them out.
+  ContiguousDecodeArgs contiguous_args(const void* k, const void* v, int max_context,
+                                       void* out) const {
+    ContiguousDecodeArgs a;
+    a.q = q.data();
+    a.out = out;
+    a.k = k;
+    a.v = v;
+    a.context_lens = context_lens.data();
+    a.num_seqs = num_seqs();
+    a.num_q_heads = num_q_heads;
+    a.num_kv_heads = spec.num_kv_heads;
+    a.head_dim = spec.head_dim;
+    a.max_context = max_context;
+    a.sm_scale = 1.0f / std::sqrt(static_cast<float>(spec.head_dim));
+    a.dtype = spec.dtype;
+    a.k_scale = k_scale;
+    a.v_scale = v_scale;
+    return a;
+  }
   // The same K and V as a contiguous [num_seqs, max_context, num_kv_heads, head_dim] copy of the
   // stored bytes (NaN past each context).
   void contiguous(std::vector<std::uint8_t>* k, std::vector<std::uint8_t>* v,

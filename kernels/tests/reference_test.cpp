@@ -105,20 +105,7 @@ TEST_P(ReferenceShapes, PagedDecodeMatchesDenseOnGatheredRows) {
   std::vector<std::uint8_t> k, v;
   int max_ctx = 0;
   c.contiguous(&k, &v, &max_ctx);
-  ContiguousDecodeArgs ca;
-  ca.q = c.q.data();
-  ca.k = k.data();
-  ca.v = v.data();
-  ca.context_lens = c.context_lens.data();
-  ca.num_seqs = c.num_seqs();
-  ca.num_q_heads = c.num_q_heads;
-  ca.num_kv_heads = spec.num_kv_heads;
-  ca.head_dim = p.head_dim;
-  ca.max_context = max_ctx;
-  ca.sm_scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
-  ca.dtype = p.dtype;
-  ca.k_scale = c.k_scale;
-  ca.v_scale = c.v_scale;
+  ContiguousDecodeArgs ca = c.contiguous_args(k.data(), v.data(), max_ctx, nullptr);
   std::vector<double> cont(out.size());
   ref::contiguous_decode(ca, cont.data());
   EXPECT_LT(rel_error(cont, dense), 1e-12);
@@ -201,7 +188,24 @@ TEST(Reference, KvWriteFillsSlotsSkipsPaddingAndQuantises) {
     }
     // Slot 1 .. 16 belong to nobody (token 1 was padding): untouched.
     EXPECT_EQ(kc[1 * row * kv_bytes(d)], 0xAB);
+    // Slots past the cache are skipped and counted, never written.
+    std::vector<std::int64_t> bad = {blocks * bs, -1, 1LL << 40, 5, 2};
+    std::int32_t count = 0;
+    a.slot_mapping = bad.data();
+    a.bad_slots = &count;
+    auto before = kc;
+    ref::kv_write(a);
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(kc.size(), before.size());
   }
+}
+
+TEST(Reference, PrefillGridStaysWithinCudaLimits) {
+  EXPECT_EQ(prefill_grid_z(100, 4), 25);
+  EXPECT_EQ(prefill_grid_z(0, 4), 1);
+  EXPECT_EQ(prefill_grid_z(4 * 65535, 4), 65535);
+  EXPECT_EQ(prefill_grid_z(300000, 4), 65535);  // the kernel strides over the tiles past it
+  EXPECT_EQ(prefill_grid_z(2000000000, 1), 65535);
 }
 
 TEST(Reference, Fp8AttentionStaysWithinFivePercentOfBf16) {
@@ -261,6 +265,18 @@ TEST(Validation, MessagesNameTheField) {
   a.kv.dtype = KvDtype::kFP8E4M3;
   a.kv.k_scale = 0;
   EXPECT_NE(validate(a).message.find("k_scale"), std::string::npos);
+  // Pointers the kernels read in 16-byte vectors must be aligned (a slice 2 bytes into a fused
+  // QKV buffer would fault on the GPU): each is named.
+  a = c.decode_args(&out);
+  a.q = reinterpret_cast<const char*>(c.q.data()) + 2;
+  EXPECT_NE(validate(a).message.find("q ("), std::string::npos) << validate(a).message;
+  a = c.decode_args(&out);
+  a.kv.v_cache = reinterpret_cast<const char*>(c.v_cache.data()) + 8;
+  EXPECT_NE(validate(a).message.find("kv.v_cache"), std::string::npos) << validate(a).message;
+  PrefillArgs pa = c.prefill_args(&out);
+  EXPECT_TRUE(validate(pa).ok);
+  pa.kv.k_cache = reinterpret_cast<const char*>(c.k_cache.data()) + 4;
+  EXPECT_NE(validate(pa).message.find("kv.k_cache"), std::string::npos) << validate(pa).message;
   KvDtype d;
   EXPECT_TRUE(parse_kv_dtype("fp8", &d));
   EXPECT_EQ(d, KvDtype::kFP8E4M3);
