@@ -178,15 +178,35 @@ Status validate(const KvWriteArgs& a) {
                        {{"k", a.k}, {"v", a.v}, {"k_cache", a.k_cache}, {"v_cache", a.v_cache}});
 }
 
-int decode_splits(int requested, int num_seqs, int num_kv_heads, int max_context_len, int num_sms) {
-  int parts = std::max(1, (max_context_len + kDecodePartitionTokens - 1) / kDecodePartitionTokens);
-  int cap = std::min(parts, kMaxSplits);
+int decode_splits(int requested, int num_seqs, int num_kv_heads, int max_context_len, int num_sms,
+                  int ctas_per_sm) {
+  const int parts =
+      std::max(1, (max_context_len + kDecodePartitionTokens - 1) / kDecodePartitionTokens);
+  const int cap = std::min(parts, kMaxSplits);
   if (requested > 0) return std::min(requested, cap);
-  long units = static_cast<long>(num_seqs) * num_kv_heads;
-  if (units <= 0 || num_sms <= 0 || units >= num_sms) return 1;
-  // Enough CTAs for two waves over the SMs, never a split shorter than one partition.
-  long want = (2L * num_sms + units - 1) / units;
-  return static_cast<int>(std::clamp<long>(want, 1, cap));
+  const long units = static_cast<long>(num_seqs) * num_kv_heads;
+  const long slots = static_cast<long>(num_sms) * std::max(1, ctas_per_sm);
+  if (units <= 0 || slots <= 0 || units >= slots) return 1;
+  // The busy fraction of the slots over the waves n splits take.
+  auto fill = [&](int n) {
+    const long ctas = units * n;
+    const long waves = (ctas + slots - 1) / slots;
+    return static_cast<double>(ctas) / static_cast<double>(waves * slots);
+  };
+  int best = 1;
+  double best_fill = fill(1);
+  // Each count of partitions per split gives ⌈parts / per⌉ non-empty splits.
+  for (int per = parts; per >= 1; --per) {
+    const int n = (parts + per - 1) / per;
+    if (n > cap) break;
+    if (n == best) continue;
+    const double f = fill(n);
+    if (f > best_fill * 1.05) {
+      best = n;
+      best_fill = f;
+    }
+  }
+  return best;
 }
 
 std::size_t decode_workspace_bytes(int splits, int num_seqs, int num_q_heads, int head_dim) {

@@ -199,16 +199,27 @@ inline int prefill_grid_z(int max_q_len, int tokens_per_tile) {
   return static_cast<int>(tiles < 1 ? 1 : tiles > kMaxGridYZ ? kMaxGridYZ : tiles);
 }
 
-// The number of splits the decode launcher uses for these arguments (num_splits resolved, the
-// automatic choice made with num_sms), and the workspace that needs:
-// num_seqs × num_q_heads × splits × (head_dim + 2) floats, 0 when it does not split.
-int decode_splits(int requested, int num_seqs, int num_kv_heads, int max_context_len, int num_sms);
+// The number of splits the decode launcher uses: an explicit request, capped at the context's
+// partitions and kMaxSplits; or the automatic choice (requested = 0). The automatic choice splits
+// only when the CTAs (sequences × KV heads) do not fill the GPU's num_sms × ctas_per_sm slots,
+// and then picks the count that fills the last wave best (the fraction of slots busy over the
+// waves), never empty splits (the count is ⌈partitions / partitions-per-split⌉) and no more than
+// needed (a count is taken over a smaller one only when it fills at least 5% better).
+// The launchers pass the kernel's occupancy as ctas_per_sm (paged_decode_splits() tells it).
+// The workspace it needs: num_seqs × num_q_heads × splits × (head_dim + 2) floats, 0 when it
+// does not split.
+int decode_splits(int requested, int num_seqs, int num_kv_heads, int max_context_len, int num_sms,
+                  int ctas_per_sm = 1);
 std::size_t decode_workspace_bytes(int splits, int num_seqs, int num_q_heads, int head_dim);
 
 // CUDA launchers (kernels/cuda/, present when built with CUDA). Asynchronous on `stream`; a
 // returned error is a validation failure or a launch error, with the CUDA error's name.
 bool cuda_available();  // compiled with CUDA and at least one device visible
 Status paged_decode(const DecodeArgs& a, Stream stream);
+// The split count paged_decode() / contiguous_decode() would use for these arguments on the
+// current device (workspace not considered), so that callers can size the workspace.
+Status paged_decode_splits(const DecodeArgs& a, int* splits);
+Status contiguous_decode_splits(const ContiguousDecodeArgs& a, int* splits);
 Status contiguous_decode(const ContiguousDecodeArgs& a, Stream stream);
 Status paged_prefill(const PrefillArgs& a, Stream stream);
 Status kv_write(const KvWriteArgs& a, Stream stream);

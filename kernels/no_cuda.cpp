@@ -14,6 +14,10 @@ Status paged_decode(const DecodeArgs&, Stream) { return absent("paged decode"); 
 Status contiguous_decode(const ContiguousDecodeArgs&, Stream) {
   return absent("contiguous decode");
 }
+Status paged_decode_splits(const DecodeArgs&, int*) { return absent("paged decode"); }
+Status contiguous_decode_splits(const ContiguousDecodeArgs&, int*) {
+  return absent("contiguous decode");
+}
 Status paged_prefill(const PrefillArgs&, Stream) { return absent("paged prefill"); }
 Status kv_write(const KvWriteArgs&, Stream) { return absent("kv write"); }
 Status device_info(DeviceInfo*) { return absent("device info"); }

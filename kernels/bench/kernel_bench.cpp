@@ -208,9 +208,6 @@ void BM_PagedDecode(benchmark::State& state) {
   if (!make_pool(state, &pool, batch, ctx, bs, kvh, D, dt)) return;
   Buf q = random_bytes(static_cast<std::size_t>(batch) * qh * D * 2, 7);
   Buf out(static_cast<std::size_t>(batch) * qh * D * 2);
-  const int splits = decode_splits(splits_req, batch, kvh, ctx, globals().info.sm_count);
-  const std::size_t ws_bytes = decode_workspace_bytes(splits, batch, qh, D);
-  Buf ws(ws_bytes);
   DecodeArgs a;
   a.q = q.p;
   a.out = out.p;
@@ -221,8 +218,17 @@ void BM_PagedDecode(benchmark::State& state) {
   a.head_dim = D;
   a.sm_scale = 1.0f / std::sqrt(static_cast<float>(D));
   a.max_context_len = ctx;
-  a.num_splits = splits;
+  a.num_splits = splits_req;
   a.num_sms = globals().info.sm_count;
+  use_pool(pool, 0, bs, dt, &a.kv);
+  int splits = 1;  // what the launcher will choose (occupancy included), to size the workspace
+  if (Status s = paged_decode_splits(a, &splits); !s) {
+    state.SkipWithError(s.message.c_str());
+    return;
+  }
+  const std::size_t ws_bytes = decode_workspace_bytes(splits, batch, qh, D);
+  Buf ws(ws_bytes);
+  a.num_splits = splits;
   a.workspace = ws.p;
   a.workspace_bytes = ws_bytes;
   const double t = time_launches(state, [&](int i) {
@@ -250,9 +256,6 @@ void BM_ContiguousDecode(benchmark::State& state) {
   Buf lens = upload(std::vector<std::int32_t>(batch, ctx));
   Buf q = random_bytes(static_cast<std::size_t>(batch) * qh * D * 2, 7);
   Buf out(static_cast<std::size_t>(batch) * qh * D * 2);
-  const int splits = decode_splits(0, batch, kvh, ctx, globals().info.sm_count);
-  const std::size_t ws_bytes = decode_workspace_bytes(splits, batch, qh, D);
-  Buf ws(ws_bytes);
   ContiguousDecodeArgs a;
   a.q = q.p;
   a.out = out.p;
@@ -265,6 +268,16 @@ void BM_ContiguousDecode(benchmark::State& state) {
   a.sm_scale = 1.0f / std::sqrt(static_cast<float>(D));
   a.dtype = dt;
   a.k_scale = a.v_scale = 0.01f;
+  a.k = k[0].p;
+  a.v = v[0].p;
+  a.num_sms = globals().info.sm_count;
+  int splits = 1;
+  if (Status s = contiguous_decode_splits(a, &splits); !s) {
+    state.SkipWithError(s.message.c_str());
+    return;
+  }
+  const std::size_t ws_bytes = decode_workspace_bytes(splits, batch, qh, D);
+  Buf ws(ws_bytes);
   a.num_splits = splits;
   a.workspace = ws.p;
   a.workspace_bytes = ws_bytes;

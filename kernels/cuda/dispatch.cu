@@ -20,9 +20,6 @@ Status kv_write_dispatch(const KvWriteArgs& a, cudaStream_t stream);
 
 namespace {
 
-int head_index(int d) { return d == 64 ? 0 : d == 128 ? 1 : 2; }
-int block_index(int b) { return b == 8 ? 0 : b == 16 ? 1 : b == 32 ? 2 : 3; }
-
 const DecodeTable& decode_table(KvDtype d) {
   return d == KvDtype::kF16 ? kDecodeF16 : d == KvDtype::kBF16 ? kDecodeBF16 : kDecodeFP8;
 }
@@ -32,16 +29,29 @@ const PrefillTable& prefill_table(KvDtype d) {
 
 // Resolves num_splits: an explicit request must fit the workspace; the automatic choice
 // shrinks to what the workspace holds.
-Status resolve_splits(const char* what, int requested, int num_sms_hint, int num_seqs,
-                      int num_q_heads, int num_kv_heads, int head_dim, int max_context,
-                      const void* workspace, std::size_t workspace_bytes, int* splits) {
+Status choose_splits(int requested, int num_sms_hint, CtasPerSmFn ctas_per_sm, int num_seqs,
+                     int num_kv_heads, int max_context, int* splits) {
   int sms = num_sms_hint;
   if (requested == 0 && sms <= 0) {
     int dev = 0;
     KVF_CUDA_TRY(cudaGetDevice(&dev));
     KVF_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   }
-  int n = decode_splits(requested, num_seqs, num_kv_heads, max_context, sms);
+  *splits = decode_splits(requested, num_seqs, num_kv_heads, max_context, sms,
+                          requested == 0 ? ctas_per_sm() : 1);
+  return Status::Ok();
+}
+
+Status resolve_splits(const char* what, int requested, int num_sms_hint, CtasPerSmFn ctas_per_sm,
+                      int num_seqs, int num_q_heads, int num_kv_heads, int head_dim,
+                      int max_context, const void* workspace, std::size_t workspace_bytes,
+                      int* splits) {
+  int n = 1;
+  if (Status s = choose_splits(requested, num_sms_hint, ctas_per_sm, num_seqs, num_kv_heads,
+                               max_context, &n);
+      !s) {
+    return s;
+  }
   const std::size_t have = workspace == nullptr ? 0 : workspace_bytes;
   if (requested == 0) {
     while (n > 1 && decode_workspace_bytes(n, num_seqs, num_q_heads, head_dim) > have) --n;
@@ -71,32 +81,57 @@ bool cuda_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+namespace cuda {
+namespace {
+const PagedDecodeEntry& entry_for(const DecodeArgs& a) {
+  return decode_table(a.kv.dtype)
+      .paged[head_index(a.head_dim)][group_index(a.num_q_heads / a.num_kv_heads)];
+}
+const ContiguousDecodeEntry& entry_for(const ContiguousDecodeArgs& a) {
+  return decode_table(a.dtype)
+      .contiguous[head_index(a.head_dim)][group_index(a.num_q_heads / a.num_kv_heads)];
+}
+}  // namespace
+}  // namespace cuda
+
+Status paged_decode_splits(const DecodeArgs& a, int* splits) {
+  if (Status s = validate(a); !s) return s;
+  return cuda::choose_splits(a.num_splits, a.num_sms, cuda::entry_for(a).ctas_per_sm, a.num_seqs,
+                             a.num_kv_heads, a.max_context_len, splits);
+}
+
+Status contiguous_decode_splits(const ContiguousDecodeArgs& a, int* splits) {
+  if (Status s = validate(a); !s) return s;
+  return cuda::choose_splits(a.num_splits, a.num_sms, cuda::entry_for(a).ctas_per_sm, a.num_seqs,
+                             a.num_kv_heads, a.max_context, splits);
+}
+
 Status paged_decode(const DecodeArgs& a, Stream stream) {
   if (Status s = validate(a); !s) return s;
   if (Status s = cuda::check_grid("paged decode", a.num_seqs); !s) return s;
+  const auto& e = cuda::entry_for(a);
   int splits = 1;
-  if (Status s = cuda::resolve_splits("paged decode", a.num_splits, a.num_sms, a.num_seqs,
-                                      a.num_q_heads, a.num_kv_heads, a.head_dim, a.max_context_len,
-                                      a.workspace, a.workspace_bytes, &splits);
+  if (Status s = cuda::resolve_splits("paged decode", a.num_splits, a.num_sms, e.ctas_per_sm,
+                                      a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+                                      a.max_context_len, a.workspace, a.workspace_bytes, &splits);
       !s) {
     return s;
   }
-  const auto fn = cuda::decode_table(a.kv.dtype)
-                      .paged[cuda::head_index(a.head_dim)][cuda::block_index(a.kv.block_size)];
-  return fn(a, splits, stream);
+  return e.launch(a, splits, stream);
 }
 
 Status contiguous_decode(const ContiguousDecodeArgs& a, Stream stream) {
   if (Status s = validate(a); !s) return s;
   if (Status s = cuda::check_grid("contiguous decode", a.num_seqs); !s) return s;
+  const auto& e = cuda::entry_for(a);
   int splits = 1;
-  if (Status s = cuda::resolve_splits("contiguous decode", a.num_splits, a.num_sms, a.num_seqs,
-                                      a.num_q_heads, a.num_kv_heads, a.head_dim, a.max_context,
-                                      a.workspace, a.workspace_bytes, &splits);
+  if (Status s = cuda::resolve_splits("contiguous decode", a.num_splits, a.num_sms, e.ctas_per_sm,
+                                      a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+                                      a.max_context, a.workspace, a.workspace_bytes, &splits);
       !s) {
     return s;
   }
-  return cuda::decode_table(a.dtype).contiguous[cuda::head_index(a.head_dim)](a, splits, stream);
+  return e.launch(a, splits, stream);
 }
 
 Status paged_prefill(const PrefillArgs& a, Stream stream) {

@@ -294,12 +294,15 @@ Status time_decode(const AttentionShape& s, int iters, double* median_s) {
   int dev = 0, sms = 0;
   KVF_CUDA_TRY(cudaGetDevice(&dev));
   KVF_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int splits = decode_splits(0, s.batch, s.kv_heads, s.context, sms);
+  DecodeArgs a = decode_args(s, q.p, out.p, static_cast<const std::int32_t*>(pools.lens.p));
+  a.num_splits = 0;
+  a.num_sms = sms;
+  use(pools, 0, s, &a.kv);
+  int splits = 1;
+  if (Status st = paged_decode_splits(a, &splits); !st) return st;
   const std::size_t ws_bytes = decode_workspace_bytes(splits, s.batch, s.q_heads, s.head_dim);
   KVF_CUDA_TRY(cudaMalloc(&ws.p, std::max<std::size_t>(ws_bytes, 16)));
-  DecodeArgs a = decode_args(s, q.p, out.p, static_cast<const std::int32_t*>(pools.lens.p));
   a.num_splits = splits;
-  a.num_sms = sms;
   a.workspace = ws.p;
   a.workspace_bytes = ws_bytes;
   int i = 0;

@@ -1,5 +1,6 @@
 #pragma once
-// The dispatch table's entries: one compiled kernel per supported (dtype, head dim, block size).
+// The dispatch table's entries: one compiled kernel per supported (dtype, head dim, group width)
+// for decode and per (dtype, head dim) for prefill; the block size is a runtime shift in both.
 // Each dtype's translation unit (decode_<dtype>.cu, prefill_<dtype>.cu) defines its part, so nvcc
 // compiles them in parallel; dispatch.cu looks entries up after validation.
 #include "kernels/cuda/common.cuh"
@@ -8,17 +9,29 @@ namespace kvfleet::kernels::cuda {
 
 using PagedDecodeFn = Status (*)(const DecodeArgs&, int splits, cudaStream_t);
 using ContiguousDecodeFn = Status (*)(const ContiguousDecodeArgs&, int splits, cudaStream_t);
+using CtasPerSmFn = int (*)();
 using PrefillFn = Status (*)(const PrefillArgs&, cudaStream_t);
 
 inline constexpr int kHeadDims[3] = {64, 128, 256};
-inline constexpr int kBlockSizes[4] = {8, 16, 32, 64};
+inline constexpr int kGroupWidths[4] = {1, 2, 4, 8};  // a group runs on the narrowest that holds it
 
+inline int head_index(int d) { return d == 64 ? 0 : d == 128 ? 1 : 2; }
+inline int group_index(int group) { return group <= 1 ? 0 : group == 2 ? 1 : group <= 4 ? 2 : 3; }
+
+struct PagedDecodeEntry {
+  PagedDecodeFn launch;
+  CtasPerSmFn ctas_per_sm;  // the kernel's occupancy, for the automatic split choice
+};
+struct ContiguousDecodeEntry {
+  ContiguousDecodeFn launch;
+  CtasPerSmFn ctas_per_sm;
+};
 struct DecodeTable {
-  PagedDecodeFn paged[3][4];  // [head dim index][block size index]
-  ContiguousDecodeFn contiguous[3];
+  PagedDecodeEntry paged[3][4];  // [head dim index][group width index]
+  ContiguousDecodeEntry contiguous[3][4];
 };
 struct PrefillTable {
-  PrefillFn paged[3];  // [head dim index]; the block size is a runtime shift
+  PrefillFn paged[3];  // [head dim index]
 };
 
 extern const DecodeTable kDecodeF16;

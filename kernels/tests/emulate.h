@@ -54,23 +54,26 @@ inline const char* bug_name(Bug b) {
 namespace detail {
 
 inline float kv_at(const PagedKv& kv, int num_kv_heads, int D, int s, int t, int h, int d,
-                   bool value) {
+                   bool value, bool scaled = true) {
   const std::int32_t b =
       kv.block_table[static_cast<std::size_t>(s) * kv.max_blocks_per_seq + t / kv.block_size];
   const std::size_t slot = static_cast<std::size_t>(b) * kv.block_size + t % kv.block_size;
   const std::size_t i = (slot * num_kv_heads + h) * D + d;
   const float x = ref::load_kv(value ? kv.v_cache : kv.k_cache, i, kv.dtype);
-  if (kv.dtype != KvDtype::kFP8E4M3) return x;
+  if (kv.dtype != KvDtype::kFP8E4M3 || !scaled) return x;
   return x * (value ? kv.v_scale : kv.k_scale);
 }
 
-// The first n tokens of sequence s's K or V for KV head h, dequantised as the kernels do (fp8
-// times its scale in fp32): [n, D].
+// The first n tokens of sequence s's K or V for KV head h as floats: [n, D]; fp8 times its scale
+// in fp32 (prefill dequantises on load) or, with scaled = false, the raw fp8 values (decode folds
+// the scales into the queries and the output).
 inline std::vector<float> gather(const PagedKv& kv, int num_kv_heads, int D, int s, int h, int n,
-                                 bool value) {
+                                 bool value, bool scaled = true) {
   std::vector<float> out(static_cast<std::size_t>(std::max(n, 0)) * D);
   for (int t = 0; t < n; ++t) {
-    for (int d = 0; d < D; ++d) out[static_cast<std::size_t>(t) * D + d] = kv_at(kv, num_kv_heads, D, s, t, h, d, value);
+    for (int d = 0; d < D; ++d)
+      out[static_cast<std::size_t>(t) * D + d] =
+          kv_at(kv, num_kv_heads, D, s, t, h, d, value, scaled);
   }
   return out;
 }
@@ -102,8 +105,9 @@ struct OnlineRow {
   std::vector<float> acc, p;
   explicit OnlineRow(int D) : acc(D, 0.0f) {}
   // Keys first .. first + n − 1 of K and V ([tokens, D]) for the query q (already scaled).
+  // Tokens whose entry in `dropped` is set are left out (an injected bug).
   void chunk(const float* q, const std::vector<float>& K, const std::vector<float>& V, int first,
-             int n) {
+             int n, const std::vector<char>* dropped = nullptr) {
     const int D = static_cast<int>(acc.size());
     p.assign(std::max(n, 0), 0.0f);
     float mx = -std::numeric_limits<float>::infinity();
@@ -112,10 +116,12 @@ struct OnlineRow {
       for (int d = 0; d < D; ++d) {
         dot = std::fma(q[d], K[static_cast<std::size_t>(first + j) * D + d], dot);
       }
-      p[j] = dot;
-      mx = std::max(mx, dot);
+      p[j] = dropped != nullptr && (*dropped)[first + j] ? -std::numeric_limits<float>::infinity()
+                                                         : dot;
+      mx = std::max(mx, p[j]);
     }
     const float m_new = std::max(m, mx);
+    if (m_new == -std::numeric_limits<float>::infinity()) return;  // nothing to add
     float sum = 0;
     for (int j = 0; j < n; ++j) sum += (p[j] = std::exp2(p[j] - m_new));
     const float al = std::exp2(m - m_new);
@@ -133,14 +139,26 @@ struct OnlineRow {
 
 }  // namespace detail
 
-// Decode as the kernel computes it; out: act-dtype bits [num_seqs, num_q_heads, head_dim].
+// Decode as the kernel computes it (kernels/cuda/decode.cuh): each (KV head, sequence, split)
+// range of partitions is cut into chunks of 4 KB of K and V; warp w takes chunks w, w + 4, ... and
+// keeps its own online softmax, updated every `sub` tokens; the warps then meet, weighted by
+// 2^(m_w − max). The queries carry sm_scale·log2(e) and, for fp8, k_scale; fp8 K and V stay raw and
+// v_scale multiplies the output. Splits are combined as split_reduce_kernel does.
 inline std::vector<std::uint16_t> emulate_decode(const DecodeArgs& a, int splits, Bug bug) {
   constexpr int P = kDecodePartitionTokens;
+  constexpr int kWarps = 4;
   const int D = a.head_dim;
   const int group = a.num_q_heads / a.num_kv_heads;
+  const bool fp8 = a.kv.dtype == KvDtype::kFP8E4M3;
   const ActDtype act = act_dtype(a.kv.dtype);
+  // The kernel's shape (DecodeShape): 8 elements per lane, D/8 lanes per token.
+  const int tokens_per_step = 32 / (D / 8);
+  const int chunk = 4096 / (2 * D * static_cast<int>(kv_bytes(a.kv.dtype)));
+  const int width = group <= 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
+  const int sub = std::min(chunk / tokens_per_step, width >= 8 ? 2 : 4) * tokens_per_step;
   const float scale = bug == Bug::kSoftmaxScale ? a.sm_scale * 1.01f : a.sm_scale;
-  const float scale_log2 = scale * 1.4426950408889634f;
+  const float q_scale = scale * 1.4426950408889634f * (fp8 ? a.kv.k_scale : 1.0f);
+  const float v_scale = fp8 ? a.kv.v_scale : 1.0f;
   std::vector<std::uint16_t> out(static_cast<std::size_t>(a.num_seqs) * a.num_q_heads * D);
   std::vector<float> qs, part_out, part_ml;
   std::vector<int> kv_of;
@@ -148,33 +166,48 @@ inline std::vector<std::uint16_t> emulate_decode(const DecodeArgs& a, int splits
     const int ctx = a.context_lens[s];
     const int parts = (ctx + P - 1) / P;
     const int per = (parts + splits - 1) / splits;
+    std::vector<char> dropped(std::max(ctx, 1), 0);
+    if (bug == Bug::kPartitionBoundary) {
+      for (int t = P - 1; t < ctx && t / P < parts - 1; t += P) dropped[t] = 1;
+    }
     for (int kvh = 0; kvh < a.num_kv_heads; ++kvh) {
-      detail::load_group_q(a.q, s, a.num_q_heads, a.num_kv_heads, kvh, group, D, act, scale_log2,
-                           bug, &qs, &kv_of);
+      detail::load_group_q(a.q, s, a.num_q_heads, a.num_kv_heads, kvh, group, D, act, q_scale, bug,
+                           &qs, &kv_of);
       part_out.assign(static_cast<std::size_t>(group) * splits * D, 0);
       part_ml.assign(static_cast<std::size_t>(group) * splits * 2, 0);
       for (int g = 0; g < group; ++g) {
         const int h = kv_of[g];
-        const auto K = detail::gather(a.kv, a.num_kv_heads, D, s, h, ctx, false);
-        const auto V = detail::gather(a.kv, a.num_kv_heads, D, s, h, ctx, true);
+        const auto K = detail::gather(a.kv, a.num_kv_heads, D, s, h, ctx, false, false);
+        const auto V = detail::gather(a.kv, a.num_kv_heads, D, s, h, ctx, true, false);
         for (int split = 0; split < splits; ++split) {
-          const int p0 = split * per;
-          const int p1 = std::min(parts, p0 + per);
-          detail::OnlineRow row(D);
-          for (int part = p0; part < p1; ++part) {
-            const int t0 = part * P;
-            int plen = std::min(P, ctx - t0);
-            if (bug == Bug::kPartitionBoundary && part < parts - 1) --plen;
-            row.chunk(&qs[g * D], K, V, t0, plen);
+          const int t_begin = std::min(ctx, split * per * P);
+          const int t_end = std::min(ctx, t_begin + per * P);
+          std::vector<detail::OnlineRow> warps(kWarps, detail::OnlineRow(D));
+          for (int t0 = t_begin, c = 0; t0 < t_end; t0 += chunk, ++c) {
+            for (int t = t0; t < std::min(t0 + chunk, t_end); t += sub) {
+              warps[c % kWarps].chunk(&qs[g * D], K, V, t, std::min(sub, t_end - t), &dropped);
+            }
+          }
+          float mx = -std::numeric_limits<float>::infinity();
+          for (const auto& w : warps) mx = std::max(mx, w.m);
+          float den = 0;
+          std::vector<float> num(D, 0.0f);
+          if (mx != -std::numeric_limits<float>::infinity()) {
+            for (const auto& w : warps) {
+              const float f =
+                  w.m == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp2(w.m - mx);
+              for (int d = 0; d < D; ++d) num[d] = std::fma(f, w.acc[d], num[d]);
+              den = std::fma(f, w.l, den);
+            }
           }
           for (int d = 0; d < D; ++d) {
-            part_out[(static_cast<std::size_t>(g) * splits + split) * D + d] = row.out(d);
+            part_out[(static_cast<std::size_t>(g) * splits + split) * D + d] =
+                den > 0 ? num[d] / den * v_scale : 0.0f;
           }
-          const float m = row.m, l = row.l;
-          part_ml[(static_cast<std::size_t>(g) * splits + split) * 2] = m;
-          part_ml[(static_cast<std::size_t>(g) * splits + split) * 2 + 1] = l;
+          part_ml[(static_cast<std::size_t>(g) * splits + split) * 2] = mx;
+          part_ml[(static_cast<std::size_t>(g) * splits + split) * 2 + 1] = den;
         }
-        // Split reduction (a no-op weight of 1 for one split).
+        // Split reduction (a weight of 1 for one split).
         const float* ml = &part_ml[static_cast<std::size_t>(g) * splits * 2];
         float mmax = -std::numeric_limits<float>::infinity();
         for (int i = 0; i < splits; ++i) {
@@ -231,7 +264,8 @@ inline std::vector<std::uint16_t> emulate_prefill(const PrefillArgs& a, Bug bug)
           const std::vector<float>& K = Ks[kv_of[g]];
           const std::vector<float>& V = Vs[kv_of[g]];
           detail::OnlineRow r(D);
-          for (int k0 = 0; k0 <= last; k0 += T) r.chunk(&qs[g * D], K, V, k0, std::min(T, last + 1 - k0));
+          for (int k0 = 0; k0 <= last; k0 += T)
+            r.chunk(&qs[g * D], K, V, k0, std::min(T, last + 1 - k0));
           const std::size_t row = token * a.num_q_heads + kvh * group + g;
           for (int d = 0; d < D; ++d) out[row * D + d] = ref::to_act(r.out(d), act);
         }

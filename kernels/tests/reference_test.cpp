@@ -284,14 +284,32 @@ TEST(Validation, MessagesNameTheField) {
 }
 
 TEST(SplitKv, AutomaticChoiceFillsTheGpuOnlyWhenIdle) {
-  // Batch 64 × 8 KV heads already gives 512 CTAs for 132 SMs: no split.
-  EXPECT_EQ(decode_splits(0, 64, 8, 4096, 132), 1);
-  // Batch 1 × 8 heads × 32k: 264 / 8 = 33 splits of ~4 partitions each.
-  EXPECT_EQ(decode_splits(0, 1, 8, 32768, 132), 33);
+  // Batch 64 × 8 KV heads already gives 512 CTAs for 132 SMs × 3 CTAs: no split.
+  EXPECT_EQ(decode_splits(0, 64, 8, 4096, 132, 3), 1);
+  // Batch 32 × 8 heads = 256 CTAs leave 396 slots a third idle: 3 splits (768 CTAs, 97% of two
+  // waves) fill them where 2 would not (512 CTAs: 65%).
+  EXPECT_EQ(decode_splits(0, 32, 8, 4096, 132, 3), 3);
+  // Batch 1 × 8 heads × 32k (128 partitions) on 396 slots: 43 splits of 3 partitions (344 CTAs,
+  // one wave, 87%) rather than 64 of 2 (512 CTAs: two waves, 65%); none is empty.
+  EXPECT_EQ(decode_splits(0, 1, 8, 32768, 132, 3), 43);
+  // With one CTA per SM, 16 splits of 8 partitions fill 128 of 132 slots; more gain < 5%.
+  EXPECT_EQ(decode_splits(0, 1, 8, 32768, 132), 16);
   // Never more splits than partitions: 300 tokens are 2 partitions.
-  EXPECT_EQ(decode_splits(0, 1, 1, 300, 132), 2);
+  EXPECT_EQ(decode_splits(0, 1, 1, 300, 132, 4), 2);
   EXPECT_EQ(decode_splits(7, 1, 1, 300, 132), 2);
   EXPECT_EQ(decode_splits(1, 1, 1, 32768, 132), 1);
+  EXPECT_EQ(decode_splits(0, 5, 2, 700, 4), 1);  // 10 CTAs already fill 4 slots
+  // Every automatic choice over a grid: within the cap, and no split left empty.
+  for (int ctx : {1, 256, 257, 1000, 4096, 32768, 200000}) {
+    for (int units : {1, 3, 8, 40, 200}) {
+      const int n = decode_splits(0, units, 1, ctx, 132, 2);
+      const int parts = (ctx + kDecodePartitionTokens - 1) / kDecodePartitionTokens;
+      ASSERT_GE(n, 1);
+      ASSERT_LE(n, std::min(parts, kMaxSplits));
+      const int per = (parts + n - 1) / n;
+      EXPECT_LT((n - 1) * per, parts) << "an empty split at ctx " << ctx << ", " << n;
+    }
+  }
   EXPECT_EQ(decode_workspace_bytes(1, 4, 32, 128), 0u);
   EXPECT_EQ(decode_workspace_bytes(3, 4, 32, 128), 4u * 32 * 3 * 130 * sizeof(float));
 }

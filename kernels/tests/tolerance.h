@@ -80,7 +80,8 @@ struct Comparison {
 
 // got, want: [rows, heads, head_dim]; keys[r]: how many keys row r attends to.
 inline Comparison compare_rows(const std::vector<double>& got, const std::vector<double>& want,
-                               int heads, int head_dim, ActDtype act, const std::vector<int>& keys) {
+                               int heads, int head_dim, ActDtype act,
+                               const std::vector<int>& keys) {
   Comparison c;
   const std::size_t rows = keys.size();
   for (std::size_t r = 0; r < rows; ++r) {

@@ -48,8 +48,9 @@ TEST_P(Tolerance, DecodeComparisonPassesTheKernelAndRejectsEachBug) {
   const Shape p = GetParam();
   // The GPU test's paged-decode case: a one-token context, a ragged one past three blocks, and
   // 700 tokens (three partitions, two boundaries).
-  CaseSpec spec{p.dtype, p.head_dim, p.block_size, p.num_kv_heads, p.group,
-                {1, 3 * p.block_size + 5, 700}, {}};
+  CaseSpec spec{
+      p.dtype, p.head_dim, p.block_size, p.num_kv_heads, p.group, {1, 3 * p.block_size + 5, 700},
+      {}};
   spec.seed = 100 + p.head_dim * 7 + p.block_size * 3 + p.group;
   HostCase c = make_case(spec);
   const ActDtype act = act_dtype(p.dtype);
@@ -62,8 +63,8 @@ TEST_P(Tolerance, DecodeComparisonPassesTheKernelAndRejectsEachBug) {
     const auto good = testing::compare_rows(ok, want, c.num_q_heads, p.head_dim, act, keys);
     std::printf("decode %-7s splits %d  correct kernel       score %8.2f\n",
                 shape_name({p, 0}).c_str(), splits, good.score);
-    EXPECT_TRUE(good.ok()) << "splits " << splits << ": the correct kernel fails: "
-                           << good.describe();
+    EXPECT_TRUE(good.ok()) << "splits " << splits
+                           << ": the correct kernel fails: " << good.describe();
     std::vector<Bug> bugs = {Bug::kPartitionBoundary, Bug::kSoftmaxScale};
     if (p.group > 1) bugs.insert(bugs.end(), {Bug::kGqaMapping, Bug::kDroppedGqaHead});
     if (splits > 1) bugs.push_back(Bug::kSplitWeights);
@@ -71,9 +72,10 @@ TEST_P(Tolerance, DecodeComparisonPassesTheKernelAndRejectsEachBug) {
       const auto bad = testing::act_to_double(testing::emulate_decode(a, splits, bug), act);
       const auto cmp = testing::compare_rows(bad, want, c.num_q_heads, p.head_dim, act, keys);
       const double old = testing::rel_error(bad, want);
-      std::printf("decode %-7s splits %d  %-20s score %8.2f  per-(row, head) %.2e  normwise %.2e%s\n",
-                  shape_name({p, 0}).c_str(), splits, testing::bug_name(bug), cmp.score, cmp.row_rel,
-                  old, old < old_limit(p.dtype) ? "  (passed the old limit)" : "");
+      std::printf(
+          "decode %-7s splits %d  %-20s score %8.2f  per-(row, head) %.2e  normwise %.2e%s\n",
+          shape_name({p, 0}).c_str(), splits, testing::bug_name(bug), cmp.score, cmp.row_rel, old,
+          old < old_limit(p.dtype) ? "  (passed the old limit)" : "");
       EXPECT_FALSE(cmp.ok()) << "splits " << splits << ": bug " << testing::bug_name(bug)
                              << " passes: " << cmp.describe();
     }
@@ -84,8 +86,13 @@ TEST_P(Tolerance, PrefillComparisonPassesTheKernelAndRejectsEachBug) {
   const Shape p = GetParam();
   // The GPU test's prefill case: a whole prompt, a chunk after a ragged prefix, a one-token
   // chunk, a long chunk, and a sequence with no new tokens this step.
-  CaseSpec spec{p.dtype, p.head_dim, p.block_size, p.num_kv_heads, p.group,
-                {23, 59, 70, 300, 40}, {23, 19, 1, 130, 0}};
+  CaseSpec spec{p.dtype,
+                p.head_dim,
+                p.block_size,
+                p.num_kv_heads,
+                p.group,
+                {23, 59, 70, 300, 40},
+                {23, 19, 1, 130, 0}};
   spec.seed = 300 + p.head_dim + p.block_size + p.group;
   HostCase c = make_case(spec);
   const ActDtype act = act_dtype(p.dtype);
