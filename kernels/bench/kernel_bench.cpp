@@ -8,6 +8,8 @@
 // TFLOPs. `--benchmark_out=FILE --benchmark_out_format=json` gives the JSON that calibration
 // reads; the context carries the device, its copy bandwidths and the versions.
 //
+// --grid=targets|trimmed|full (default full) chooses the points (register_grid below).
+//
 // Argument order (names appear in each point's name):
 //   decode    batch, context, block, q_heads, kv_heads, head_dim, dtype (0 fp16, 1 bf16, 2 fp8),
 //             splits (0 automatic, 1 none)
@@ -380,42 +382,87 @@ void BM_Copy(benchmark::State& state) {
 
 // The grids. Llama-3-8B's attention shape (32 query heads, 8 KV heads, head dim 128) is the
 // centre; other axes vary one at a time around batch 64 × context 4096.
-void register_all() {
+//   targets  the five points the H200 targets are read from (docs/kernels.md), first and alone
+//            so that a device run reports them even if it is cut short;
+//   trimmed  about 50 points over every axis, sized for the device script's time budget;
+//   full     every point below (calibration runs this one).
+enum class Grid { kTargets, kTrimmed, kFull };
+
+benchmark::internal::Benchmark* decode_bench() {
+  auto* b = benchmark::RegisterBenchmark("decode", BM_PagedDecode);
+  b->ArgNames({"batch", "ctx", "block", "qh", "kvh", "hd", "dtype", "splits"});
+  return b;
+}
+benchmark::internal::Benchmark* contiguous_bench() {
+  auto* b = benchmark::RegisterBenchmark("decode_contiguous", BM_ContiguousDecode);
+  b->ArgNames({"batch", "ctx", "qh", "kvh", "hd", "dtype"});
+  return b;
+}
+
+void register_grid(Grid grid) {
   using B = benchmark::internal::Benchmark;
-  auto decode = benchmark::RegisterBenchmark("decode", BM_PagedDecode);
-  decode->ArgNames({"batch", "ctx", "block", "qh", "kvh", "hd", "dtype", "splits"});
-  decode->ArgsProduct({{1, 8, 32, 64, 128, 256},
-                       {512, 1024, 2048, 4096, 8192, 16384, 32768},
-                       {16},
-                       {32},
-                       {8},
-                       {128},
-                       {0, 1, 2},
-                       {0}});
-  decode->ArgsProduct({{64}, {4096}, {8, 16, 32, 64}, {32}, {8}, {64, 128, 256}, {1, 2}, {0}});
-  decode->ArgsProduct({{64}, {4096}, {16}, {8, 16, 32, 64}, {8}, {128}, {1}, {0}});
-  decode->ArgsProduct({{1, 4}, {32768}, {16}, {32}, {8}, {128}, {1, 2}, {1}});  // split-KV off
-  auto contiguous = benchmark::RegisterBenchmark("decode_contiguous", BM_ContiguousDecode);
-  contiguous->ArgNames({"batch", "ctx", "qh", "kvh", "hd", "dtype"});
-  contiguous->ArgsProduct({{1, 64}, {4096, 32768}, {32}, {8}, {128}, {1, 2}});
+  std::vector<B*> timed, once;
+  if (grid == Grid::kTargets) {
+    auto* decode = decode_bench();
+    decode->Args({64, 4096, 16, 32, 8, 128, 1, 0});  // ≥ 80% of copy bandwidth
+    decode->Args({64, 4096, 16, 32, 8, 128, 2, 0});  // fp8 ≥ 1.6× bf16
+    decode->Args({1, 32768, 16, 32, 8, 128, 1, 0});  // split-KV ≥ 60%
+    decode->Args({1, 32768, 16, 32, 8, 128, 1, 1});  // … and without split-KV
+    auto* contiguous = contiguous_bench();
+    contiguous->Args({64, 4096, 32, 8, 128, 1});  // paging costs ≤ 5%
+    for (B* b : {decode, contiguous})
+      b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.1);
+    return;
+  }
+  auto* decode = decode_bench();
+  auto* contiguous = contiguous_bench();
   auto prefill = benchmark::RegisterBenchmark("prefill", BM_PagedPrefill);
   prefill->ArgNames({"chunk", "prefix", "block", "qh", "kvh", "hd", "dtype"});
-  prefill->ArgsProduct({{128, 512, 2048}, {0, 2048, 8192}, {16}, {32}, {8}, {128}, {1, 2}});
   auto write = benchmark::RegisterBenchmark("kv_write", BM_KvWrite);
   write->ArgNames({"tokens", "kvh", "hd", "dtype"});
-  write->ArgsProduct({{1, 64, 512, 4096}, {8}, {128}, {1, 2}});
   auto gemm = benchmark::RegisterBenchmark("gemm", BM_Gemm);
   gemm->ArgNames({"m", "n", "k", "dtype"});
-  // Llama-3-8B at tensor parallelism 1: QKV, O, gate+up, down, lm_head.
-  for (auto nk : std::vector<std::pair<int, int>>{
-           {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}}) {
-    gemm->ArgsProduct({{16, 64, 256, 1024, 4096}, {nk.first}, {nk.second}, {1, 2}});
-  }
   auto copy = benchmark::RegisterBenchmark("copy", BM_Copy);
   copy->ArgNames({"MiB", "kind"});
-  copy->ArgsProduct({{64, 1024}, {0, 1, 2}});
+  // Llama-3-8B at tensor parallelism 1: QKV, O, gate+up, down, lm_head.
+  const std::vector<std::pair<int, int>> layers = {
+      {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}};
+  if (grid == Grid::kTrimmed) {
+    decode->ArgsProduct(
+        {{1, 8, 64, 256}, {1024, 4096, 32768}, {16}, {32}, {8}, {128}, {1, 2}, {0}});
+    decode->ArgsProduct({{64}, {4096}, {8, 32, 64}, {32}, {8}, {128}, {1}, {0}});  // block size
+    decode->ArgsProduct({{64}, {4096}, {16}, {32}, {8}, {64, 256}, {1}, {0}});     // head dim
+    decode->ArgsProduct({{64}, {4096}, {16}, {8, 16, 64}, {8}, {128}, {1}, {0}});  // group 1, 2, 8
+    decode->ArgsProduct({{64}, {4096}, {16}, {32}, {8}, {128}, {0}, {0}});         // fp16
+    contiguous->ArgsProduct({{1, 64}, {32768}, {32}, {8}, {128}, {1}});
+    prefill->ArgsProduct({{512, 2048}, {0, 8192}, {16}, {32}, {8}, {128}, {1}});
+    prefill->ArgsProduct({{2048}, {8192}, {16}, {32}, {8}, {128}, {2}});
+    write->ArgsProduct({{64, 4096}, {8}, {128}, {1}});
+    gemm->ArgsProduct({{64, 4096}, {layers[0].first}, {layers[0].second}, {1, 2}});
+    copy->ArgsProduct({{1024}, {0, 1}});
+  } else {
+    decode->ArgsProduct({{1, 8, 32, 64, 128, 256},
+                         {512, 1024, 2048, 4096, 8192, 16384, 32768},
+                         {16},
+                         {32},
+                         {8},
+                         {128},
+                         {0, 1, 2},
+                         {0}});
+    decode->ArgsProduct({{64}, {4096}, {8, 16, 32, 64}, {32}, {8}, {64, 128, 256}, {1, 2}, {0}});
+    decode->ArgsProduct({{64}, {4096}, {16}, {8, 16, 32, 64}, {8}, {128}, {1}, {0}});
+    decode->ArgsProduct({{1, 4}, {32768}, {16}, {32}, {8}, {128}, {1, 2}, {1}});  // split-KV off
+    contiguous->ArgsProduct({{1, 64}, {4096, 32768}, {32}, {8}, {128}, {1, 2}});
+    prefill->ArgsProduct({{128, 512, 2048}, {0, 2048, 8192}, {16}, {32}, {8}, {128}, {1, 2}});
+    write->ArgsProduct({{1, 64, 512, 4096}, {8}, {128}, {1, 2}});
+    for (auto nk : layers) {
+      gemm->ArgsProduct({{16, 64, 256, 1024, 4096}, {nk.first}, {nk.second}, {1, 2}});
+    }
+    copy->ArgsProduct({{64, 1024}, {0, 1, 2}});
+  }
+  const double min_time = grid == Grid::kTrimmed ? 0.05 : 0.2;
   for (B* b : {decode, contiguous, prefill, write}) {
-    b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   }
   for (B* b : {gemm, copy}) {  // each iteration is already a median of 20 (10) timed runs
     b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
@@ -428,9 +475,29 @@ void register_all() {
 int main(int argc, char** argv) {
   using namespace kvfleet::kernels;
   bool listing = false;
-  for (int i = 1; i < argc; ++i)
+  Grid grid = Grid::kFull;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
     listing |= std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0;
-  register_all();
+    if (std::strncmp(argv[i], "--grid=", 7) == 0) {
+      const std::string g = argv[i] + 7;
+      if (g == "targets") {
+        grid = Grid::kTargets;
+      } else if (g == "trimmed") {
+        grid = Grid::kTrimmed;
+      } else if (g == "full") {
+        grid = Grid::kFull;
+      } else {
+        std::fprintf(stderr, "kvfleet-kernel-bench: --grid=%s: expected targets, trimmed or full\n",
+                     g.c_str());
+        return 2;
+      }
+      continue;
+    }
+    argv[kept++] = argv[i];
+  }
+  argc = kept;
+  register_grid(grid);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   if (!listing) {
