@@ -154,6 +154,10 @@ Status validate(const PrefillArgs& a) {
   if (a.num_seqs < 0 || a.num_q_tokens < 0 || a.max_q_len < 0) {
     return fail("paged prefill: num_seqs, num_q_tokens and max_q_len must not be negative");
   }
+  if (a.path != PrefillPath::kTensorCores && a.path != PrefillPath::kCudaCores) {
+    return fail("paged prefill: path ", static_cast<int>(a.path),
+                " is not tensor cores (0) or CUDA cores (1)");
+  }
   if (Status s = check_heads("paged prefill", a.num_q_heads, a.num_kv_heads); !s) return s;
   if (Status s = check_paged("paged prefill", a.kv, a.head_dim, true); !s) return s;
   return check_aligned("paged prefill",

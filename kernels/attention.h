@@ -109,6 +109,10 @@ struct ContiguousDecodeArgs {
   std::size_t workspace_bytes = 0;
 };
 
+// Which prefill kernel runs: tensor cores (mma, FlashAttention-2 style; the default) or the
+// CUDA-core kernel kept as a reference path (fp32 throughout, several times slower).
+enum class PrefillPath : int { kTensorCores = 0, kCudaCores = 1 };
+
 // Chunked prefill: sequence s brings q_len = q_indptr[s+1] − q_indptr[s] new query tokens whose
 // K and V are already in the cache as the last q_len of its context_lens[s] tokens. Query token i
 // of the chunk sits at position context_lens[s] − q_len + i and attends causally to positions
@@ -126,6 +130,7 @@ struct PrefillArgs {
   float sm_scale = 0;
   int max_q_len = 0;  // an upper bound of the chunks' q_len, known on the host
   PagedKv kv;
+  PrefillPath path = PrefillPath::kTensorCores;
 };
 
 // KV write (vLLM's reshape_and_cache): token i's K and V go to slot slot_mapping[i] =

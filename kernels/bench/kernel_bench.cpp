@@ -13,7 +13,8 @@
 // Argument order (names appear in each point's name):
 //   decode    batch, context, block, q_heads, kv_heads, head_dim, dtype (0 fp16, 1 bf16, 2 fp8),
 //             splits (0 automatic, 1 none)
-//   prefill   chunk, prefix, block, q_heads, kv_heads, head_dim, dtype
+//   prefill   chunk, prefix, block, q_heads, kv_heads, head_dim, dtype, path (0 tensor cores,
+//             1 CUDA cores)
 //   kv_write  tokens, kv_heads, head_dim, dtype
 //   gemm      m (tokens), n, k, dtype (0 fp16, 1 bf16, 2 fp8)
 //   copy      MiB, kind (0 device-to-device, 1 host-to-device, 2 device-to-host)
@@ -297,6 +298,7 @@ void BM_PagedPrefill(benchmark::State& state) {
   const int chunk = state.range(0), prefix = state.range(1), bs = state.range(2);
   const int qh = state.range(3), kvh = state.range(4), D = state.range(5);
   const KvDtype dt = dtype_arg(state.range(6));
+  const PrefillPath path = static_cast<PrefillPath>(state.range(7));
   const int ctx = prefix + chunk;
   PagedPool pool;
   if (!make_pool(state, &pool, 1, ctx, bs, kvh, D, dt)) return;
@@ -315,6 +317,7 @@ void BM_PagedPrefill(benchmark::State& state) {
   a.head_dim = D;
   a.sm_scale = 1.0f / std::sqrt(static_cast<float>(D));
   a.max_q_len = chunk;
+  a.path = path;
   const double t = time_launches(state, [&](int i) {
     use_pool(pool, i, bs, dt, &a.kv);
     return paged_prefill(a, nullptr);
@@ -417,7 +420,7 @@ void register_grid(Grid grid) {
   auto* decode = decode_bench();
   auto* contiguous = contiguous_bench();
   auto prefill = benchmark::RegisterBenchmark("prefill", BM_PagedPrefill);
-  prefill->ArgNames({"chunk", "prefix", "block", "qh", "kvh", "hd", "dtype"});
+  prefill->ArgNames({"chunk", "prefix", "block", "qh", "kvh", "hd", "dtype", "path"});
   auto write = benchmark::RegisterBenchmark("kv_write", BM_KvWrite);
   write->ArgNames({"tokens", "kvh", "hd", "dtype"});
   auto gemm = benchmark::RegisterBenchmark("gemm", BM_Gemm);
@@ -435,8 +438,9 @@ void register_grid(Grid grid) {
     decode->ArgsProduct({{64}, {4096}, {16}, {8, 16, 64}, {8}, {128}, {1}, {0}});  // group 1, 2, 8
     decode->ArgsProduct({{64}, {4096}, {16}, {32}, {8}, {128}, {0}, {0}});         // fp16
     contiguous->ArgsProduct({{1, 64}, {32768}, {32}, {8}, {128}, {1}});
-    prefill->ArgsProduct({{512, 2048}, {0, 8192}, {16}, {32}, {8}, {128}, {1}});
-    prefill->ArgsProduct({{2048}, {8192}, {16}, {32}, {8}, {128}, {2}});
+    prefill->ArgsProduct({{512, 2048}, {0, 8192}, {16}, {32}, {8}, {128}, {1}, {0}});
+    prefill->ArgsProduct({{2048}, {8192}, {16}, {32}, {8}, {128}, {2}, {0}});
+    prefill->ArgsProduct({{2048}, {8192}, {16}, {32}, {8}, {128}, {1}, {1}});  // CUDA cores
     write->ArgsProduct({{64, 4096}, {8}, {128}, {1}});
     gemm->ArgsProduct({{64, 4096}, {layers[0].first}, {layers[0].second}, {1, 2}});
     copy->ArgsProduct({{1024}, {0, 1}});
@@ -453,7 +457,8 @@ void register_grid(Grid grid) {
     decode->ArgsProduct({{64}, {4096}, {16}, {8, 16, 32, 64}, {8}, {128}, {1}, {0}});
     decode->ArgsProduct({{1, 4}, {32768}, {16}, {32}, {8}, {128}, {1, 2}, {1}});  // split-KV off
     contiguous->ArgsProduct({{1, 64}, {4096, 32768}, {32}, {8}, {128}, {1, 2}});
-    prefill->ArgsProduct({{128, 512, 2048}, {0, 2048, 8192}, {16}, {32}, {8}, {128}, {1, 2}});
+    prefill->ArgsProduct({{128, 512, 2048}, {0, 2048, 8192}, {16}, {32}, {8}, {128}, {1, 2}, {0}});
+    prefill->ArgsProduct({{512, 2048}, {8192}, {16}, {32}, {8}, {128}, {1}, {1}});  // CUDA cores
     write->ArgsProduct({{1, 64, 512, 4096}, {8}, {128}, {1, 2}});
     for (auto nk : layers) {
       gemm->ArgsProduct({{16, 64, 256, 1024, 4096}, {nk.first}, {nk.second}, {1, 2}});

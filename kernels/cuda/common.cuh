@@ -79,6 +79,44 @@ __device__ __forceinline__ float warp_sum(float x) {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "the kernels use cp.async, ldmatrix and bf16 mma: sm_80 or later"
+#endif
+
+// 16 bytes from global to shared memory without passing through registers (sm_80+); `valid`
+// false zero-fills the destination and reads nothing.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Two floats as a packed pair of 16-bit values (the first in the low half), rounded to nearest.
+template <typename T>
+__device__ unsigned pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned pack2<f16>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+template <>
+__device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// Two fp8 e4m3 values (the first in the low byte) as floats, exactly (through half2).
+__device__ __forceinline__ float2 fp8x2_to_float2(unsigned pair) {
+  const __half2 h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  return __half22float2(h);
+}
+
 // Row addressing for the attention kernels: the element offset of (sequence s, token t, KV
 // head h, dim 0) in the K and V caches.
 template <int BS>

@@ -24,10 +24,6 @@
 
 #include "kernels/cuda/common.cuh"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "the decode kernel uses cp.async and needs sm_80 or later"
-#endif
-
 namespace kvfleet::kernels::cuda {
 
 inline constexpr int kDecodeThreads = 128;
@@ -73,17 +69,6 @@ struct DecodeKernelArgs {
   float* part_ml;   // [num_seqs, num_q_heads, num_splits, 2]: max (log2 units), sum
 };
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 16 : 0;  // 0 zero-fills the destination and reads nothing
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 // 8 consecutive cache elements from shared memory as floats (fp8 unscaled: the scales are folded).
 template <typename KV>
 __device__ __forceinline__ void smem_floats8(const KV* p, float (&f)[8]) {
@@ -92,9 +77,7 @@ __device__ __forceinline__ void smem_floats8(const KV* p, float (&f)[8]) {
     const unsigned w[2] = {raw.x, raw.y};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
-      const __half2 h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-      const float2 x = __half22float2(h);
+      const float2 x = fp8x2_to_float2(w[i / 2] >> (16 * (i % 2)));
       f[2 * i] = x.x;
       f[2 * i + 1] = x.y;
     }
@@ -225,7 +208,9 @@ __global__ void __launch_bounds__(kDecodeThreads, G <= 4 ? 4 : 2)
       const KV* kb = my_buf + buf * (kDecodeStageBytes / sizeof(KV));
       const KV* vb = kb + C * D;
       const int t0 = w0 + c * C;
-#pragma unroll
+      // Not unrolled: each pass holds kSub × G logits, and unrolling the passes of an fp8 chunk
+      // at group width 8 made the compiler keep them all (and spill).
+#pragma unroll 1
       for (int u0 = 0; u0 < S::kSteps; u0 += SUB) {
         float lg[SUB][G];
 #pragma unroll

@@ -137,7 +137,9 @@ Status contiguous_decode(const ContiguousDecodeArgs& a, Stream stream) {
 Status paged_prefill(const PrefillArgs& a, Stream stream) {
   if (Status s = validate(a); !s) return s;
   if (Status s = cuda::check_grid("paged prefill", a.num_seqs); !s) return s;
-  return cuda::prefill_table(a.kv.dtype).paged[cuda::head_index(a.head_dim)](a, stream);
+  const auto& t = cuda::prefill_table(a.kv.dtype);
+  const int hi = cuda::head_index(a.head_dim);
+  return (a.path == PrefillPath::kCudaCores ? t.paged[hi] : t.paged_mma[hi])(a, stream);
 }
 
 Status kv_write(const KvWriteArgs& a, Stream stream) {

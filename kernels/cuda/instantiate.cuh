@@ -1,6 +1,7 @@
 #pragma once
 #include "kernels/cuda/decode.cuh"
 #include "kernels/cuda/prefill.cuh"
+#include "kernels/cuda/prefill_mma.cuh"
 #include "kernels/cuda/tables.h"
 
 namespace kvfleet::kernels::cuda {
@@ -37,7 +38,9 @@ constexpr DecodeTable make_decode_table() {
 
 template <typename T, typename KV>
 constexpr PrefillTable make_prefill_table() {
-  return PrefillTable{{&paged_prefill_impl<T, KV, 64>, &paged_prefill_impl<T, KV, 128>,
+  return PrefillTable{{&paged_prefill_mma_impl<T, KV, 64>, &paged_prefill_mma_impl<T, KV, 128>,
+                       &paged_prefill_mma_impl<T, KV, 256>},
+                      {&paged_prefill_impl<T, KV, 64>, &paged_prefill_impl<T, KV, 128>,
                        &paged_prefill_impl<T, KV, 256>}};
 }
 

@@ -201,9 +201,9 @@ __device__ __forceinline__ void prefill_tile(const PrefillKernelArgs<T>& a, floa
   }
 }
 
-template <typename T, typename KV, int D>
-Status paged_prefill_impl(const PrefillArgs& x, cudaStream_t stream) {
-  if (x.num_seqs == 0 || x.max_q_len == 0) return Status::Ok();
+// The kernel arguments of a validated PrefillArgs (both prefill paths take them).
+template <typename T>
+PrefillKernelArgs<T> prefill_kernel_args(const PrefillArgs& x) {
   PrefillKernelArgs<T> a{};
   a.q = static_cast<const T*>(x.q);
   a.out = static_cast<T*>(x.out);
@@ -220,6 +220,13 @@ Status paged_prefill_impl(const PrefillArgs& x, cudaStream_t stream) {
   a.scale_log2 = x.sm_scale * kLog2e;
   a.k_scale = x.kv.k_scale;
   a.v_scale = x.kv.v_scale;
+  return a;
+}
+
+template <typename T, typename KV, int D>
+Status paged_prefill_impl(const PrefillArgs& x, cudaStream_t stream) {
+  if (x.num_seqs == 0 || x.max_q_len == 0) return Status::Ok();
+  const PrefillKernelArgs<T> a = prefill_kernel_args<T>(x);
   const int bq = kPrefillRows / a.group;
   const dim3 grid(x.num_kv_heads, x.num_seqs, prefill_grid_z(x.max_q_len, bq));
   constexpr std::size_t smem = prefill_smem_bytes<D>();

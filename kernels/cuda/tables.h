@@ -31,7 +31,8 @@ struct DecodeTable {
   ContiguousDecodeEntry contiguous[3][4];
 };
 struct PrefillTable {
-  PrefillFn paged[3];  // [head dim index]
+  PrefillFn paged_mma[3];  // [head dim index]: tensor cores
+  PrefillFn paged[3];      // [head dim index]: CUDA cores (the reference path)
 };
 
 extern const DecodeTable kDecodeF16;

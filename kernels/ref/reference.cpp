@@ -24,11 +24,15 @@ std::size_t paged_row(const PagedKv& kv, int num_kv_heads, int head_dim, int s, 
 template <typename RowOf>
 void attend(const std::vector<double>& q, int group, int n, int head_dim, double scale,
             const void* k, const void* v, KvDtype dtype, double k_scale, double v_scale,
-            RowOf row_of, double* out, std::size_t out_stride) {
+            RowOf row_of, double* out, std::size_t out_stride, double* spread = nullptr) {
   std::vector<double> logits;
   for (int g = 0; g < group; ++g) {
     double* o = out + g * out_stride;
+    double* sp = spread == nullptr ? nullptr : spread + g * out_stride;
     for (int d = 0; d < head_dim; ++d) o[d] = 0;
+    if (sp != nullptr) {
+      for (int d = 0; d < head_dim; ++d) sp[d] = 0;
+    }
     if (n <= 0) continue;
     logits.assign(n, 0.0);
     double mx = -std::numeric_limits<double>::infinity();
@@ -47,10 +51,15 @@ void attend(const std::vector<double>& q, int group, int n, int head_dim, double
       sum += p;
       std::size_t r = row_of(t);
       for (int d = 0; d < head_dim; ++d) {
-        o[d] += p * (static_cast<double>(load_kv(v, r + d, dtype)) * v_scale);
+        const double pv = p * (static_cast<double>(load_kv(v, r + d, dtype)) * v_scale);
+        o[d] += pv;
+        if (sp != nullptr) sp[d] += pv * pv;
       }
     }
     for (int d = 0; d < head_dim; ++d) o[d] /= sum;
+    if (sp != nullptr) {
+      for (int d = 0; d < head_dim; ++d) sp[d] = std::sqrt(sp[d]) / sum;
+    }
   }
 }
 
@@ -96,7 +105,7 @@ void contiguous_decode(const ContiguousDecodeArgs& a, double* out) {
          });
 }
 
-void paged_prefill(const PrefillArgs& a, double* out) {
+void paged_prefill(const PrefillArgs& a, double* out, double* spread) {
   const int group = a.num_q_heads / a.num_kv_heads;
   const int D = a.head_dim;
   const ActDtype act = act_dtype(a.kv.dtype);
@@ -112,7 +121,8 @@ void paged_prefill(const PrefillArgs& a, double* out) {
         attend(
             q, group, pos + 1, D, a.sm_scale, a.kv.k_cache, a.kv.v_cache, a.kv.dtype,
             kscale(a.kv.dtype, a.kv.k_scale), kscale(a.kv.dtype, a.kv.v_scale),
-            [&](int t) { return paged_row(a.kv, a.num_kv_heads, D, s, t, h); }, out + row0, D);
+            [&](int t) { return paged_row(a.kv, a.num_kv_heads, D, s, t, h); }, out + row0, D,
+            spread == nullptr ? nullptr : spread + row0);
       }
     }
   }

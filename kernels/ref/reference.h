@@ -14,8 +14,10 @@ namespace kvfleet::kernels::ref {
 void paged_decode(const DecodeArgs& a, double* out);
 // out: [num_seqs, num_q_heads, head_dim]
 void contiguous_decode(const ContiguousDecodeArgs& a, double* out);
-// out: [num_q_tokens, num_q_heads, head_dim]
-void paged_prefill(const PrefillArgs& a, double* out);
+// out: [num_q_tokens, num_q_heads, head_dim]. spread (optional, same shape): for each output
+// element √(Σ_t (w_t · v_td)²) over its softmax weights w_t, the scale of the error that rounding
+// the weights to a low-precision dtype before the weighted sum adds (tolerance.h).
+void paged_prefill(const PrefillArgs& a, double* out, double* spread = nullptr);
 // Writes the host caches a.k_cache and a.v_cache.
 void kv_write(const KvWriteArgs& a);
 

@@ -105,9 +105,11 @@ struct OnlineRow {
   std::vector<float> acc, p;
   explicit OnlineRow(int D) : acc(D, 0.0f) {}
   // Keys first .. first + n − 1 of K and V ([tokens, D]) for the query q (already scaled).
-  // Tokens whose entry in `dropped` is set are left out (an injected bug).
+  // Tokens whose entry in `dropped` is set are left out (an injected bug). round_weights:
+  // the weights go into the weighted sum rounded to `act` (tensor cores), the sum l stays fp32.
   void chunk(const float* q, const std::vector<float>& K, const std::vector<float>& V, int first,
-             int n, const std::vector<char>* dropped = nullptr) {
+             int n, const std::vector<char>* dropped = nullptr, bool round_weights = false,
+             ActDtype act = ActDtype::kBF16) {
     const int D = static_cast<int>(acc.size());
     p.assign(std::max(n, 0), 0.0f);
     float mx = -std::numeric_limits<float>::infinity();
@@ -127,6 +129,12 @@ struct OnlineRow {
     const float al = std::exp2(m - m_new);
     l = l * al + sum;
     m = m_new;
+    if (round_weights) {
+      for (int j = 0; j < n; ++j) {
+        const std::uint16_t b = ref::to_act(p[j], act);
+        p[j] = ref::load_act(&b, 0, act);
+      }
+    }
     for (int d = 0; d < D; ++d) {
       acc[d] *= al;
       for (int j = 0; j < n; ++j) {
@@ -233,8 +241,11 @@ inline std::vector<std::uint16_t> emulate_decode(const DecodeArgs& a, int splits
 }
 
 // Chunked prefill as the kernel computes it; out: act-dtype bits [num_q_tokens, num_q_heads, D].
-inline std::vector<std::uint16_t> emulate_prefill(const PrefillArgs& a, Bug bug) {
-  constexpr int T = 32;  // keys per tile
+// The CUDA-core kernel walks keys in tiles of 32 in fp32; the tensor-core kernel (tensor_cores)
+// in tiles of 64, with the weights rounded to the activation dtype for the weighted sum.
+inline std::vector<std::uint16_t> emulate_prefill(const PrefillArgs& a, Bug bug,
+                                                  bool tensor_cores = false) {
+  const int T = tensor_cores ? 64 : 32;  // keys per tile
   const int D = a.head_dim;
   const int group = a.num_q_heads / a.num_kv_heads;
   const ActDtype act = act_dtype(a.kv.dtype);
@@ -264,8 +275,9 @@ inline std::vector<std::uint16_t> emulate_prefill(const PrefillArgs& a, Bug bug)
           const std::vector<float>& K = Ks[kv_of[g]];
           const std::vector<float>& V = Vs[kv_of[g]];
           detail::OnlineRow r(D);
-          for (int k0 = 0; k0 <= last; k0 += T)
-            r.chunk(&qs[g * D], K, V, k0, std::min(T, last + 1 - k0));
+          for (int k0 = 0; k0 <= last; k0 += T) {
+            r.chunk(&qs[g * D], K, V, k0, std::min(T, last + 1 - k0), nullptr, tensor_cores, act);
+          }
           const std::size_t row = token * a.num_q_heads + kvh * group + g;
           for (int d = 0; d < D; ++d) out[row * D + d] = ref::to_act(r.out(d), act);
         }

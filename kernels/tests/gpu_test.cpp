@@ -64,12 +64,13 @@ void download_act(const Dev& d, std::size_t n, ActDtype act, std::vector<double>
 
 // Waits for the launch, downloads its output and holds it to the reference (tolerance.h).
 void expect_matches(const Dev& out, const HostCase& c, const std::vector<double>& want,
-                    const std::vector<int>& keys, const std::string& what) {
+                    const std::vector<int>& keys, const std::string& what,
+                    const std::vector<double>* spread = nullptr) {
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<double> got;
   download_act(out, c.q.size(), act_dtype(c.spec.dtype), &got);
-  const auto cmp =
-      compare_rows(got, want, c.num_q_heads, c.spec.head_dim, act_dtype(c.spec.dtype), keys);
+  const auto cmp = compare_rows(got, want, c.num_q_heads, c.spec.head_dim, act_dtype(c.spec.dtype),
+                                keys, spread);
   EXPECT_TRUE(cmp.ok()) << what << cmp.describe();
 }
 
@@ -208,19 +209,26 @@ TEST_P(GpuKernels, PagedPrefillMatchesReference) {
                 {23, 19, 1, 130, 0}};
   spec.seed = 300 + p.head_dim + p.block_size + p.group;
   HostCase c = make_case(spec);
-  std::vector<double> want(c.q.size());
-  ref::paged_prefill(c.prefill_args(nullptr), want.data());
+  std::vector<double> want(c.q.size()), spread(c.q.size());
+  ref::paged_prefill(c.prefill_args(nullptr), want.data(), spread.data());
   DeviceCase d;
   d.load(c);
-  PrefillArgs a = c.prefill_args(d.out.p);
-  a.q = d.q.p;
-  a.q_indptr = static_cast<const std::int32_t*>(d.indptr.p);
-  a.context_lens = static_cast<const std::int32_t*>(d.ctx.p);
-  a.kv = d.kv(c);
-  d.poison_out(c.q.size());
-  Status s = paged_prefill(a, nullptr);
-  ASSERT_TRUE(s.ok) << s.message;
-  expect_matches(d.out, c, want, testing::prefill_keys(c.context_lens, c.q_indptr), "");
+  // Both paths: tensor cores (the default; its weights are rounded to the activation dtype for
+  // the weighted sum, which the limit allows for) and the CUDA-core reference path.
+  for (PrefillPath path : {PrefillPath::kTensorCores, PrefillPath::kCudaCores}) {
+    PrefillArgs a = c.prefill_args(d.out.p);
+    a.q = d.q.p;
+    a.q_indptr = static_cast<const std::int32_t*>(d.indptr.p);
+    a.context_lens = static_cast<const std::int32_t*>(d.ctx.p);
+    a.kv = d.kv(c);
+    a.path = path;
+    d.poison_out(c.q.size());
+    Status s = paged_prefill(a, nullptr);
+    ASSERT_TRUE(s.ok) << s.message;
+    const bool tc = path == PrefillPath::kTensorCores;
+    expect_matches(d.out, c, want, testing::prefill_keys(c.context_lens, c.q_indptr),
+                   tc ? "tensor cores: " : "CUDA cores: ", tc ? &spread : nullptr);
+  }
 }
 
 std::vector<Shape> all_shapes() {

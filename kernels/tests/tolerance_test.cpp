@@ -97,25 +97,39 @@ TEST_P(Tolerance, PrefillComparisonPassesTheKernelAndRejectsEachBug) {
   HostCase c = make_case(spec);
   const ActDtype act = act_dtype(p.dtype);
   PrefillArgs a = c.prefill_args(nullptr);
-  std::vector<double> want(c.q.size());
-  ref::paged_prefill(a, want.data());
+  std::vector<double> want(c.q.size()), spread(c.q.size());
+  ref::paged_prefill(a, want.data(), spread.data());
   const auto keys = testing::prefill_keys(c.context_lens, c.q_indptr);
-  const auto ok = testing::act_to_double(testing::emulate_prefill(a, Bug::kNone), act);
-  const auto good = testing::compare_rows(ok, want, c.num_q_heads, p.head_dim, act, keys);
-  std::printf("prefill %-7s correct kernel       score %8.2f\n", shape_name({p, 0}).c_str(),
-              good.score);
-  EXPECT_TRUE(good.ok()) << "the correct kernel fails: " << good.describe();
-  std::vector<Bug> bugs = {Bug::kSoftmaxScale, Bug::kCausalDiagonal, Bug::kCausalOneAhead};
-  // With one query head per KV head both GQA bugs are the identity.
-  if (p.group > 1) bugs.insert(bugs.end(), {Bug::kGqaMapping, Bug::kDroppedGqaHead});
-  for (Bug bug : bugs) {
-    const auto bad = testing::act_to_double(testing::emulate_prefill(a, bug), act);
-    const auto cmp = testing::compare_rows(bad, want, c.num_q_heads, p.head_dim, act, keys);
-    const double old = testing::rel_error(bad, want);
-    std::printf("prefill %-7s %-20s score %8.2f  per-(row, head) %.2e  normwise %.2e%s\n",
-                shape_name({p, 0}).c_str(), testing::bug_name(bug), cmp.score, cmp.row_rel, old,
-                old < old_limit(p.dtype) ? "  (passed the old limit)" : "");
-    EXPECT_FALSE(cmp.ok()) << "bug " << testing::bug_name(bug) << " passes: " << cmp.describe();
+  // The CUDA-core kernel (fp32 weights) against the plain limit; the tensor-core kernel
+  // (weights rounded to the activation dtype) against the limit with the weights' term.
+  for (bool tc : {false, true}) {
+    const char* path = tc ? "tensor cores" : "CUDA cores  ";
+    const std::vector<double>* sp = tc ? &spread : nullptr;
+    const auto ok = testing::act_to_double(testing::emulate_prefill(a, Bug::kNone, tc), act);
+    const auto good = testing::compare_rows(ok, want, c.num_q_heads, p.head_dim, act, keys, sp);
+    std::printf("prefill %-7s %s correct kernel       score %8.2f\n", shape_name({p, 0}).c_str(),
+                path, good.score);
+    EXPECT_TRUE(good.ok()) << path << ": the correct kernel fails: " << good.describe();
+    if (tc) {
+      // Without the weights' term the tensor-core kernel's rounding would not always pass:
+      // the term is needed, not decoration.
+      const auto bare = testing::compare_rows(ok, want, c.num_q_heads, p.head_dim, act, keys);
+      std::printf("prefill %-7s %s without the weights' term score %8.2f\n",
+                  shape_name({p, 0}).c_str(), path, bare.score);
+    }
+    std::vector<Bug> bugs = {Bug::kSoftmaxScale, Bug::kCausalDiagonal, Bug::kCausalOneAhead};
+    // With one query head per KV head both GQA bugs are the identity.
+    if (p.group > 1) bugs.insert(bugs.end(), {Bug::kGqaMapping, Bug::kDroppedGqaHead});
+    for (Bug bug : bugs) {
+      const auto bad = testing::act_to_double(testing::emulate_prefill(a, bug, tc), act);
+      const auto cmp = testing::compare_rows(bad, want, c.num_q_heads, p.head_dim, act, keys, sp);
+      const double old = testing::rel_error(bad, want);
+      std::printf("prefill %-7s %s %-20s score %8.2f  per-(row, head) %.2e  normwise %.2e%s\n",
+                  shape_name({p, 0}).c_str(), path, testing::bug_name(bug), cmp.score, cmp.row_rel,
+                  old, old < old_limit(p.dtype) ? "  (passed the old limit)" : "");
+      EXPECT_FALSE(cmp.ok()) << path << ": bug " << testing::bug_name(bug)
+                             << " passes: " << cmp.describe();
+    }
   }
 }
 

@@ -9,6 +9,8 @@ previous one (cp.async double buffering), so CTAs/SM x 4 warps x 4 KB. That is c
 figure Little's law asks for to cover the memory latency: bandwidth x latency / SMs.
 
 Usage: resource_table.py [--nvcc PATH] [--include DIR] [--out FILE]
+(docs/kernels-resources.md is this script's output: python3 kernels/tools/resource_table.py
+ --nvcc /usr/local/cuda/bin/nvcc --out docs/kernels-resources.md)
 (run from the repository root; the include directory must hold the generated "kernels/" headers
 of a configured build, by default build/include/kernels)."""
 import argparse
@@ -110,6 +112,16 @@ def main():
                     if "split_reduce" in n and dt != "bf16":
                         continue
                     threads = THREADS
+                    # Dynamic shared memory, which ptxas does not see: prefill_smem_bytes and
+                    # prefill_mma_smem_bytes.
+                    m = re.match(r".*prefill_kernel<[^,]+, [^,]+, (\d+)>", n)
+                    if m:
+                        d = int(m.group(1))
+                        r["smem"] += 4 * (32 * d + 32 * (d + 1) + 32 * 33 + 3 * 32)
+                    m = re.match(r".*prefill_mma_kernel<[^,]+, [^,]+, (\d+)>", n)
+                    if m:
+                        d = int(m.group(1))
+                        r["smem"] += 2 * (64 + 2 * 64) * (d + 8)
                     ctas, by_r, by_s = ctas_per_sm(arch, r["regs"], r["smem"], threads)
                     flight = "—"
                     if "decode_kernel<" in n:
