@@ -115,16 +115,18 @@ Status validate(const DecodeArgs& a) {
   if (a.num_seqs < 0) return fail("paged decode: num_seqs must not be negative, got ", a.num_seqs);
   if (Status s = check_heads("paged decode", a.num_q_heads, a.num_kv_heads); !s) return s;
   if (Status s = check_paged("paged decode", a.kv, a.head_dim, true); !s) return s;
-  if (a.max_context_len < 0 || a.max_context_len > a.kv.max_blocks_per_seq * a.kv.block_size) {
+  const long table_tokens = static_cast<long>(a.kv.max_blocks_per_seq) * a.kv.block_size;
+  if (a.max_context_len < 0 || a.max_context_len > table_tokens) {
     return fail("paged decode: max_context_len ", a.max_context_len,
-                " must lie in 0..max_blocks_per_seq × block_size = ",
-                a.kv.max_blocks_per_seq * a.kv.block_size);
+                " must lie in 0..max_blocks_per_seq × block_size = ", table_tokens);
   }
   if (a.num_splits < 0 || a.num_splits > kMaxSplits) {
     return fail("paged decode: num_splits ", a.num_splits, " must lie in 0..", kMaxSplits);
   }
-  return check_aligned("paged decode",
-                       {{"q", a.q}, {"kv.k_cache", a.kv.k_cache}, {"kv.v_cache", a.kv.v_cache}});
+  return check_aligned("paged decode", {{"q", a.q},
+                                        {"kv.k_cache", a.kv.k_cache},
+                                        {"kv.v_cache", a.kv.v_cache},
+                                        {"workspace", a.workspace}});
 }
 
 Status validate(const ContiguousDecodeArgs& a) {
@@ -144,7 +146,8 @@ Status validate(const ContiguousDecodeArgs& a) {
   if (a.num_splits < 0 || a.num_splits > kMaxSplits) {
     return fail("contiguous decode: num_splits ", a.num_splits, " must lie in 0..", kMaxSplits);
   }
-  return check_aligned("contiguous decode", {{"q", a.q}, {"k", a.k}, {"v", a.v}});
+  return check_aligned("contiguous decode",
+                       {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"workspace", a.workspace}});
 }
 
 Status validate(const PrefillArgs& a) {

@@ -177,10 +177,10 @@ inline KvWriteArgs kv_write_args(const void* k, const void* v, const std::int64_
   return a;
 }
 
-// Alignment: q, k and v (the caches, or contiguous K and V) must start on 16 bytes, since the
-// kernels read them in 16-byte vectors (a misaligned vector load faults and leaves the CUDA
-// context unusable); validate() names the pointer otherwise. A slice into a fused QKV buffer
-// qualifies only when its byte offset is a multiple of 16.
+// Alignment: q, k and v (the caches, or contiguous K and V) and the split-KV workspace (when
+// given) must start on 16 bytes, since the kernels read them in 16-byte vectors (a misaligned
+// vector load faults and leaves the CUDA context unusable); validate() names the pointer otherwise.
+// A slice into a fused QKV buffer qualifies only when its byte offset is a multiple of 16.
 inline constexpr std::size_t kPointerAlignment = 16;
 
 // The dispatch table: which (dtype, head_dim, block_size) have compiled kernels. Every launcher

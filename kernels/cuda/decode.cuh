@@ -20,6 +20,7 @@
 // the fourth head masked), so a model with 4 query heads per KV head holds 4 accumulators, not 8.
 // fp8 K and V are converted two at a time (fp8x2 → half2 → float2); the K scale is folded into
 // the queries and the V scale into the final normalisation. fp32 throughout.
+#include <atomic>
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
@@ -30,6 +31,9 @@ inline constexpr int kDecodeThreads = 128;
 inline constexpr int kDecodeWarps = kDecodeThreads / 32;
 inline constexpr int kDecodeStageBytes = 4096;  // K and V of one chunk, per warp and buffer
 inline constexpr int kDecodeTableWindow = 256;  // block-table entries staged at a time
+// A split's first token is a multiple of the partition, so a window starts on a block boundary
+// for every supported block size (8 to 64) and its entries fit the staged table.
+static_assert(kDecodePartitionTokens % 64 == 0, "partitions must be whole blocks");
 
 // The compile-time shape of one decode kernel.
 template <typename KV, int D, int G>
@@ -345,19 +349,28 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-// CTAs of this kernel that fit on one SM (registers, shared memory), asked once per process.
+// CTAs of this kernel that fit on one SM of the current device (registers, shared memory),
+// asked once per device.
 template <typename T, typename KV, int D, int G, bool kPaged>
 int decode_ctas_per_sm() {
-  static const int n = [] {
-    int ctas = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, decode_kernel<T, KV, D, G, kPaged>,
-                                                      kDecodeThreads, 0) != cudaSuccess) {
-      cudaGetLastError();  // clear it; the split choice falls back to one CTA per SM
-      return 1;
-    }
-    return ctas > 0 ? ctas : 1;
-  }();
-  return n;
+  static std::atomic<int> cache[16] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    dev = -1;
+  }
+  if (dev >= 0 && dev < 16) {
+    if (const int n = cache[dev].load(std::memory_order_relaxed); n > 0) return n;
+  }
+  int ctas = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, decode_kernel<T, KV, D, G, kPaged>,
+                                                    kDecodeThreads, 0) != cudaSuccess) {
+    cudaGetLastError();  // clear it; the split choice falls back to one CTA per SM
+    return 1;
+  }
+  ctas = ctas > 0 ? ctas : 1;
+  if (dev >= 0 && dev < 16) cache[dev].store(ctas, std::memory_order_relaxed);
+  return ctas;
 }
 
 // Validated arguments and a resolved split count in, kernel (and split reduction) launched.

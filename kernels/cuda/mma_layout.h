@@ -54,7 +54,7 @@ KVF_HD Coord c_element(int lane, int i) { return {lane / 4 + 8 * (i / 2), 2 * (l
 // the k-step kk of P·V as four registers of two values each: {c0, c1} of the first tile, {c2, c3}
 // of the first, {c0, c1} of the second, {c2, c3} of the second. (A's a0a1 are row l/4, keys
 // 2·(l%4) + {0, 1}: the first tile's c0, c1; and so on.)
-KVF_HD int p_source_tile(int reg) { return reg / 2; }        // 0: tile 2·kk, 1: tile 2·kk + 1
+KVF_HD int p_source_tile(int reg) { return reg / 2; }           // 0: tile 2·kk, 1: tile 2·kk + 1
 KVF_HD int p_source_element(int reg) { return 2 * (reg % 2); }  // c0 (with c1) or c2 (with c3)
 
 }  // namespace kvfleet::kernels::mma

@@ -17,6 +17,7 @@
 //
 // Fragment addressing (which row each lane hands ldmatrix, where each accumulator element
 // sits) is in mma_layout.h, checked on the CPU against the PTX ISA's definitions.
+#include <atomic>
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
@@ -35,9 +36,11 @@ template <int D>
 constexpr int mma_ld() {
   return D + 8;
 }
+// Q, K and V tiles in the activation dtype, then the key tile's row offsets.
 template <int D>
 constexpr std::size_t prefill_mma_smem_bytes() {
-  return sizeof(std::uint16_t) * (kMmaRows + 2 * kMmaKeys) * mma_ld<D>();
+  return sizeof(std::uint16_t) * (kMmaRows + 2 * kMmaKeys) * mma_ld<D>() +
+         sizeof(std::int64_t) * kMmaKeys;
 }
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
@@ -75,7 +78,7 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 // One tile of query rows (tile · ⌊64 / group⌋ tokens onward) of sequence blockIdx.y.
 template <typename T, typename KV, int D>
 __device__ __forceinline__ void prefill_mma_tile(const PrefillKernelArgs<T>& a, T* q_s, T* k_s,
-                                                 T* v_s, int tile) {
+                                                 T* v_s, std::int64_t* row_s, int tile) {
   constexpr int LD = mma_ld<D>();
   constexpr int kPieces = D / 8;  // 16-byte pieces of a row in the activation dtype
   const int kvh = blockIdx.x;
@@ -88,7 +91,7 @@ __device__ __forceinline__ void prefill_mma_tile(const PrefillKernelArgs<T>& a, 
   const int nq = min(tokens, q_len - qt0);
   const int rows = nq * group;  // valid rows; the rest are padding (zero queries, not written)
   const int ctx = a.context_lens[s];
-  const int prefix = ctx - q_len;  // position of the chunk's first token
+  const int prefix = ctx - q_len;                // position of the chunk's first token
   const int kend = min(ctx, prefix + qt0 + nq);  // keys needed: 0 .. kend − 1
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -112,20 +115,29 @@ __device__ __forceinline__ void prefill_mma_tile(const PrefillKernelArgs<T>& a, 
   }
   cp_async_commit();
 
+  // The element offsets of keys k0 .. k0 + 63 (KV head kvh, dim 0) in the caches, −1 past
+  // kend: one block-table read per key, not one per 16-byte piece.
+  auto offsets = [&](int k0) {
+    if (threadIdx.x < kMmaKeys) {
+      const int pos = k0 + threadIdx.x;
+      std::int64_t off = -1;
+      if (pos < kend) {
+        const std::int32_t b =
+            a.block_table[static_cast<std::size_t>(s) * a.max_blocks + (pos >> a.block_shift)];
+        const std::int64_t slot = (static_cast<std::int64_t>(b) << a.block_shift) + (pos & bmask);
+        off = (slot * a.num_kv_heads + kvh) * D;
+      }
+      row_s[threadIdx.x] = off;
+    }
+  };
   // Keys k0 .. k0 + 63 of one cache into dst [64][LD] (zeros past kend).
-  auto stage = [&](const KV* cache, T* dst, int k0) {
+  auto stage = [&](const KV* cache, T* dst) {
     for (int i = threadIdx.x; i < kMmaKeys * kPieces; i += kMmaThreads) {
       const int j = i / kPieces;
       const int c = (i % kPieces) * 8;
-      const int pos = k0 + j;
-      const bool valid = pos < kend;
-      std::size_t off = 0;
-      if (valid) {
-        const std::int32_t b =
-            a.block_table[static_cast<std::size_t>(s) * a.max_blocks + (pos >> a.block_shift)];
-        const std::size_t slot = (static_cast<std::size_t>(b) << a.block_shift) + (pos & bmask);
-        off = (slot * a.num_kv_heads + kvh) * D + c;
-      }
+      const std::int64_t row = row_s[j];
+      const bool valid = row >= 0;
+      const std::size_t off = valid ? static_cast<std::size_t>(row) + c : 0;
       if constexpr (kIsFp8<KV>) {
         // 8 fp8 values → 8 activation-dtype values, exactly (e4m3 fits bf16 and fp16).
         uint2 raw = make_uint2(0, 0);
@@ -166,99 +178,108 @@ __device__ __forceinline__ void prefill_mma_tile(const PrefillKernelArgs<T>& a, 
   const KV* kc = static_cast<const KV*>(a.k);
   const KV* vc = static_cast<const KV*>(a.v);
 
+  // A warp whose 16 rows are all padding (a short chunk) skips the arithmetic but keeps to the
+  // barriers.
+  const bool active = warp * 16 < rows;
   for (int k0 = 0; k0 < kend; k0 += kMmaKeys) {
-    stage(kc, k_s, k0);
+    offsets(k0);
+    __syncthreads();
+    stage(kc, k_s);
     cp_async_commit();
-    stage(vc, v_s, k0);
+    stage(vc, v_s);
     cp_async_commit();
     cp_async_wait<1>();  // Q and K are in; V may still be on its way
     __syncthreads();
 
     // S = Q·Kᵀ: 8 tiles of 16 rows × 8 keys.
     float sc[kMmaKeys / 8][4];
+    if (active) {
 #pragma unroll
-    for (int j = 0; j < kMmaKeys / 8; ++j) {
+      for (int j = 0; j < kMmaKeys / 8; ++j) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) sc[j][i] = 0;
-    }
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      unsigned qa[4];
-      const mma::Coord qc = mma::q_ldmatrix(lane, ks);
-      ldmatrix_x4(qa, q_s + (warp * 16 + qc.row) * LD + qc.col);
-#pragma unroll
-      for (int kp = 0; kp < kMmaKeys / 16; ++kp) {
-        unsigned kb[4];
-        const mma::Coord kcrd = mma::k_ldmatrix(lane, kp, ks);
-        ldmatrix_x4(kb, k_s + kcrd.row * LD + kcrd.col);
-        mma16816<T>(sc[2 * kp], qa, kb[0], kb[1]);
-        mma16816<T>(sc[2 * kp + 1], qa, kb[2], kb[3]);
+        for (int i = 0; i < 4; ++i) sc[j][i] = 0;
       }
-    }
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        unsigned qa[4];
+        const mma::Coord qc = mma::q_ldmatrix(lane, ks);
+        ldmatrix_x4(qa, q_s + (warp * 16 + qc.row) * LD + qc.col);
+#pragma unroll
+        for (int kp = 0; kp < kMmaKeys / 16; ++kp) {
+          unsigned kb[4];
+          const mma::Coord kcrd = mma::k_ldmatrix(lane, kp, ks);
+          ldmatrix_x4(kb, k_s + kcrd.row * LD + kcrd.col);
+          mma16816<T>(sc[2 * kp], qa, kb[0], kb[1]);
+          mma16816<T>(sc[2 * kp + 1], qa, kb[2], kb[3]);
+        }
+      }
 
-    // Mask and scale; the rows' running max and sum; rescale the output.
-    float mx[2] = {-INFINITY, -INFINITY};
+      // Mask and scale; the rows' running max and sum; rescale the output.
+      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int j = 0; j < kMmaKeys / 8; ++j) {
+      for (int j = 0; j < kMmaKeys / 8; ++j) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const mma::Coord e = mma::c_element(lane, i);
-        const int h = i / 2;
-        const int key = k0 + 8 * j + e.col;
-        const bool ok = row_ok[h] && key < kend && key <= row_pos[h];
-        sc[j][i] = ok ? sc[j][i] * s_scale : -INFINITY;
-        mx[h] = fmaxf(mx[h], sc[j][i]);
+        for (int i = 0; i < 4; ++i) {
+          const mma::Coord e = mma::c_element(lane, i);
+          const int h = i / 2;
+          const int key = k0 + 8 * j + e.col;
+          const bool ok = row_ok[h] && key < kend && key <= row_pos[h];
+          sc[j][i] = ok ? sc[j][i] * s_scale : -INFINITY;
+          mx[h] = fmaxf(mx[h], sc[j][i]);
+        }
       }
-    }
-    float alpha[2];
+      float alpha[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // The four lanes of a quad hold the same two rows.
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      const float m_new = fmaxf(m[h], mx[h]);
-      alpha[h] = m_new == -INFINITY ? 1.0f : exp2f(m[h] - m_new);
-      m[h] = m_new;
-      l[h] *= alpha[h];
-    }
+      for (int h = 0; h < 2; ++h) {
+        // The four lanes of a quad hold the same two rows.
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float m_new = fmaxf(m[h], mx[h]);
+        alpha[h] = m_new == -INFINITY ? 1.0f : exp2f(m[h] - m_new);
+        m[h] = m_new;
+        l[h] *= alpha[h];
+      }
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
 #pragma unroll
-    for (int j = 0; j < kMmaKeys / 8; ++j) {
+      for (int j = 0; j < kMmaKeys / 8; ++j) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i / 2;
-        const float p = sc[j][i] == -INFINITY ? 0.0f : exp2f(sc[j][i] - m[h]);
-        sc[j][i] = p;
-        l[h] += p;  // this lane's share; the quad's shares meet at the end
+        for (int i = 0; i < 4; ++i) {
+          const int h = i / 2;
+          const float p = sc[j][i] == -INFINITY ? 0.0f : exp2f(sc[j][i] - m[h]);
+          sc[j][i] = p;
+          l[h] += p;  // this lane's share; the quad's shares meet at the end
+        }
       }
     }
 
     cp_async_wait<0>();  // V is in
     __syncthreads();
 
-    // O += P·V: the score tiles 2·kk and 2·kk + 1 are the A operand of key step kk.
+    if (active) {
+      // O += P·V: the score tiles 2·kk and 2·kk + 1 are the A operand of key step kk.
 #pragma unroll
-    for (int kk = 0; kk < kMmaKeys / 16; ++kk) {
-      unsigned pa[4];
+      for (int kk = 0; kk < kMmaKeys / 16; ++kk) {
+        unsigned pa[4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float* src = sc[2 * kk + mma::p_source_tile(r)];
-        const int e0 = mma::p_source_element(r);
-        pa[r] = pack2<T>(src[e0], src[e0 + 1]);
-      }
+        for (int r = 0; r < 4; ++r) {
+          const float* src = sc[2 * kk + mma::p_source_tile(r)];
+          const int e0 = mma::p_source_element(r);
+          pa[r] = pack2<T>(src[e0], src[e0 + 1]);
+        }
 #pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        unsigned vb[4];
-        const mma::Coord vcrd = mma::v_ldmatrix_trans(lane, kk, dp);
-        ldmatrix_x4_trans(vb, v_s + vcrd.row * LD + vcrd.col);
-        mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-        mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned vb[4];
+          const mma::Coord vcrd = mma::v_ldmatrix_trans(lane, kk, dp);
+          ldmatrix_x4_trans(vb, v_s + vcrd.row * LD + vcrd.col);
+          mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+          mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with K and V before the next tile restages them
@@ -279,7 +300,8 @@ __device__ __forceinline__ void prefill_mma_tile(const PrefillKernelArgs<T>& a, 
       const int r = warp * 16 + e.row;
       if (r < rows) {
         const std::size_t token = static_cast<std::size_t>(q_begin) + qt0 + r / group;
-        const std::size_t idx = (token * a.num_q_heads + kvh * group + r % group) * D + 8 * n + e.col;
+        const std::size_t idx =
+            (token * a.num_q_heads + kvh * group + r % group) * D + 8 * n + e.col;
         a.out[idx] = from_float<T>(l[h] > 0 ? o[n][i] / l[h] * v_scale : 0.0f);
       }
     }
@@ -290,15 +312,16 @@ template <typename T, typename KV, int D>
 __global__ void __launch_bounds__(kMmaThreads) prefill_mma_kernel(PrefillKernelArgs<T> a) {
   extern __shared__ __align__(16) unsigned char mma_smem[];
   constexpr int LD = mma_ld<D>();
-  T* q_s = reinterpret_cast<T*>(mma_smem);  // [64][LD]
-  T* k_s = q_s + kMmaRows * LD;             // [64][LD]
-  T* v_s = k_s + kMmaKeys * LD;             // [64][LD]
+  T* q_s = reinterpret_cast<T*>(mma_smem);                             // [64][LD]
+  T* k_s = q_s + kMmaRows * LD;                                        // [64][LD]
+  T* v_s = k_s + kMmaKeys * LD;                                        // [64][LD]
+  auto* row_s = reinterpret_cast<std::int64_t*>(v_s + kMmaKeys * LD);  // [64]
   const int s = blockIdx.y;
   const int q_len = a.q_indptr[s + 1] - a.q_indptr[s];
   const int tokens = kMmaRows / a.group;
   // Tiles past grid.z's limit are taken in strides of gridDim.z.
   for (int tile = blockIdx.z; tile * tokens < q_len; tile += gridDim.z) {
-    prefill_mma_tile<T, KV, D>(a, q_s, k_s, v_s, tile);
+    prefill_mma_tile<T, KV, D>(a, q_s, k_s, v_s, row_s, tile);
     __syncthreads();  // the next tile restages Q
   }
 }
@@ -311,9 +334,17 @@ Status paged_prefill_mma_impl(const PrefillArgs& x, cudaStream_t stream) {
   const dim3 grid(x.num_kv_heads, x.num_seqs, prefill_grid_z(x.max_q_len, tokens));
   constexpr std::size_t smem = prefill_mma_smem_bytes<D>();
   if constexpr (smem > 48 * 1024) {
-    KVF_CUDA_TRY(cudaFuncSetAttribute(prefill_mma_kernel<T, KV, D>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(smem)));
+    // The opt-in above 48 KB, once per device.
+    static std::atomic<unsigned> set_on{0};  // bit d: done on device d
+    int dev = 0;
+    KVF_CUDA_TRY(cudaGetDevice(&dev));
+    const unsigned bit = dev < 32 ? 1u << dev : 0u;
+    if (bit == 0 || !(set_on.load(std::memory_order_relaxed) & bit)) {
+      KVF_CUDA_TRY(cudaFuncSetAttribute(prefill_mma_kernel<T, KV, D>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem)));
+      set_on.fetch_or(bit, std::memory_order_relaxed);
+    }
   }
   prefill_mma_kernel<T, KV, D><<<grid, kMmaThreads, smem, stream>>>(a);
   KVF_CUDA_TRY(cudaGetLastError());

@@ -24,7 +24,8 @@ struct Tile {
   std::vector<double> v;
   Tile(int r, int c) : rows(r), cols(c), v(static_cast<std::size_t>(r) * c) {}
   double at(int r, int c) const {
-    EXPECT_TRUE(r >= 0 && r < rows && c >= 0 && c < cols) << "read outside the tile: " << r << ", " << c;
+    EXPECT_TRUE(r >= 0 && r < rows && c >= 0 && c < cols)
+        << "read outside the tile: " << r << ", " << c;
     if (r < 0 || r >= rows || c < 0 || c >= cols) return 0;
     return v[static_cast<std::size_t>(r) * cols + c];
   }
@@ -121,8 +122,8 @@ TEST_P(MmaLayout, ScoresAndWeightedSumsThroughTheKernelsAddressesEqualDirectProd
         const int key = 8 * j + e.col;
         double want = 0;
         for (int d = 0; d < D; ++d) want += q.at(e.row, d) * k.at(key, d);
-        ASSERT_EQ(s[j][l][i], want) << "S row " << e.row << " key " << key << " (lane " << l
-                                    << ", c" << i << ")";
+        ASSERT_EQ(s[j][l][i], want)
+            << "S row " << e.row << " key " << key << " (lane " << l << ", c" << i << ")";
       }
     }
   }

@@ -273,6 +273,10 @@ TEST(Validation, MessagesNameTheField) {
   a = c.decode_args(&out);
   a.kv.v_cache = reinterpret_cast<const char*>(c.v_cache.data()) + 8;
   EXPECT_NE(validate(a).message.find("kv.v_cache"), std::string::npos) << validate(a).message;
+  a = c.decode_args(&out);
+  std::vector<float> ws(64);
+  a.workspace = reinterpret_cast<char*>(ws.data()) + 4;
+  EXPECT_NE(validate(a).message.find("workspace"), std::string::npos) << validate(a).message;
   PrefillArgs pa = c.prefill_args(&out);
   EXPECT_TRUE(validate(pa).ok);
   pa.kv.k_cache = reinterpret_cast<const char*>(c.k_cache.data()) + 4;

@@ -121,7 +121,7 @@ def main():
                     m = re.match(r".*prefill_mma_kernel<[^,]+, [^,]+, (\d+)>", n)
                     if m:
                         d = int(m.group(1))
-                        r["smem"] += 2 * (64 + 2 * 64) * (d + 8)
+                        r["smem"] += 2 * (64 + 2 * 64) * (d + 8) + 8 * 64
                     ctas, by_r, by_s = ctas_per_sm(arch, r["regs"], r["smem"], threads)
                     flight = "—"
                     if "decode_kernel<" in n:
