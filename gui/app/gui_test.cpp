@@ -124,6 +124,25 @@ class GuiTest : public QObject {
     }
   }
 
+  void switchingTheContextPolicyImplementationWorksBothWays() {
+    // context-policies.yaml names `window` with `turns: 4`: full and summarize must be chosen
+    // without "turns: unknown key", and back, each taking its own defaults.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    QCOMPARE(w.fieldValue("workload.context_policy.turns"), QString("4"));
+    QVERIFY(w.setField("workload.context_policy.impl", "full"));
+    QCoreApplication::processEvents();
+    QCOMPARE(w.fieldValue("workload.context_policy.impl"), QString("full"));
+    QVERIFY(w.setField("workload.context_policy.impl", "summarize"));
+    QCoreApplication::processEvents();
+    QCOMPARE(w.fieldValue("workload.context_policy.keep_turns"), QString("2"));  // its default
+    QVERIFY(w.setField("workload.context_policy.keep_turns", "3"));
+    QVERIFY(w.setField("workload.context_policy.impl", "window"));
+    QCoreApplication::processEvents();
+    QCOMPARE(w.fieldValue("workload.context_policy.impl"), QString("window"));
+    QCOMPARE(w.fieldValue("workload.context_policy.keep_turns"), QString(""));
+  }
+
   void contextPolicyAndLimitsOnAConversationScenario() {
     MainWindow w;
     const QString path = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";

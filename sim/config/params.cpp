@@ -723,6 +723,32 @@ std::string canonical_key(const std::string& path, const std::string& where) {
   return canon;
 }
 
+namespace {
+
+// `--set section.impl=NEW` where the section names another implementation: the old one's
+// parameters go (the new one takes its defaults) except those that --set itself put there.
+void clear_for_new_impl(YAML::Node& section, const std::string& section_path,
+                        const YAML::Node& new_impl, const Source& src) {
+  if (!section.IsMap() || !section["impl"].IsDefined() || !section["impl"].IsScalar()) return;
+  if (!new_impl.IsScalar() || section["impl"].Scalar() == new_impl.Scalar()) return;
+  std::vector<std::string> drop;
+  for (const auto& kv : section) {
+    const std::string k = kv.first.Scalar();
+    if (k == "impl") continue;
+    const std::string path = section_path + "." + k;
+    const bool set_here =
+        std::any_of(src.overrides.begin(), src.overrides.end(), [&](const auto& o) {
+          const std::string& p = o.first;
+          return p == path || (p.size() > path.size() && p.compare(0, path.size(), path) == 0 &&
+                               (p[path.size()] == '.' || p[path.size()] == '['));
+        });
+    if (!set_here) drop.push_back(k);
+  }
+  for (const auto& k : drop) section.remove(k);
+}
+
+}  // namespace
+
 void apply_override(YAML::Node& root, const std::string& assignment, Source& src) {
   const std::string text = "--set " + assignment;
   const auto eq = assignment.find('=');
@@ -770,6 +796,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, Source& src
       if (cur.IsDefined() && !cur.IsMap() && !cur.IsNull())
         throw InputError(text, so_far, "cannot set a key inside a value that is not a map");
       if (last) {
+        if (tk.key == "impl" && t > 0) {
+          clear_for_new_impl(cur, so_far.substr(0, so_far.size() - std::string(".impl").size()),
+                             parsed, src);
+        }
         cur[tk.key] = parsed;
       } else {
         if (!cur[tk.key].IsDefined() || cur[tk.key].IsNull())

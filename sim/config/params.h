@@ -410,6 +410,10 @@ std::string canonical_key(const std::string& path, const std::string& where);
 
 // Applies one "--set key.path=value" override to a YAML tree. Key paths use dots and either
 // `name[2]` or `name.2` for list elements. Records the canonical path in `src.overrides`.
+// Setting a component's `impl` to another implementation than the one its section names drops
+// the section's other parameters (they belong to the old implementation; the new one takes its
+// defaults), except those set by earlier --set overrides: `--set a.impl=window --set a.turns=4`
+// and `--set a.turns=4 --set a.impl=window` both give a window of 4 turns.
 void apply_override(YAML::Node& root, const std::string& assignment, Source& src);
 
 }  // namespace kvfleet::sim::config

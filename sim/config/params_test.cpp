@@ -10,6 +10,7 @@ namespace kvfleet::sim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char* kMinimal = R"(name: t
 workload:
@@ -94,6 +95,43 @@ TEST(Params, OverridesChangeValues) {
   EXPECT_EQ(s.config.pools[0].engine.max_num_seqs, 8);
   EXPECT_EQ(s.config.seed, 99);
   EXPECT_THAT(s.resolved_yaml, HasSubstr("cv: 4"));
+}
+
+TEST(Params, ANewImplReplacesTheOldOnesParameters) {
+  // The section names `window` with its `turns`; switching to `full` drops `turns` (an unknown
+  // key for full), switching to `summarize` takes summarize's defaults plus what --set gives,
+  // before or after the impl.
+  const std::string yaml = R"(name: t
+workload:
+  impl: conversations
+  users: 2
+  num_sessions: 2
+  turns: {impl: fixed, value: 3}
+  user_tokens: {impl: fixed, value: 20}
+  reply_tokens: {impl: fixed, value: 20}
+  context_policy: {impl: window, turns: 4}
+pools:
+  - model: Llama-3-8B
+    gpu: H100-SXM
+)";
+  Scenario full = load_scenario_text(yaml, "s.yaml", ".", {"workload.context_policy.impl=full"});
+  EXPECT_THAT(full.resolved_yaml, HasSubstr("impl: full"));
+  EXPECT_THAT(full.resolved_yaml, Not(HasSubstr("turns: 4")));
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"workload.context_policy.impl=summarize", "workload.context_policy.keep_turns=3"},
+           {"workload.context_policy.keep_turns=3", "workload.context_policy.impl=summarize"}}) {
+    Scenario s = load_scenario_text(yaml, "s.yaml", ".", sets);
+    EXPECT_THAT(s.resolved_yaml, HasSubstr("impl: summarize"));
+    EXPECT_THAT(s.resolved_yaml, HasSubstr("keep_turns: 3"));
+  }
+  // The same implementation again keeps the section as it is.
+  Scenario same = load_scenario_text(yaml, "s.yaml", ".", {"workload.context_policy.impl=window"});
+  EXPECT_THAT(same.resolved_yaml, HasSubstr("turns: 4"));
+  // A parameter the new implementation does not take is still an error when --set gives it.
+  auto e =
+      load_error(yaml, {"workload.context_policy.turns=6", "workload.context_policy.impl=full"});
+  EXPECT_EQ(e.key(), "workload.context_policy.turns");
+  EXPECT_THAT(e.problem(), HasSubstr("unknown key"));
 }
 
 TEST(Params, BadOverrideSyntax) {

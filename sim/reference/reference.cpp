@@ -25,7 +25,12 @@ std::string scenario_reference_markdown() {
        "`pools.0.engine.max_num_seqs`). Unknown keys, values of the wrong type and values out of "
        "range are errors that name the file, the line and the key. Relative paths are resolved "
        "from the scenario file's folder. Components chosen by name take `impl:` plus the "
-       "parameters listed in their own section.\n\n"
+       "parameters listed in their own section. Setting a component's `impl` to another "
+       "implementation (`--set workload.context_policy.impl=full`, or the GUI's box) replaces "
+       "that section's parameters with the new implementation's defaults, keeping those given "
+       "by other `--set` options before or after it (`--set workload.context_policy.impl=window "
+       "--set workload.context_policy.turns=4`); setting the implementation the section already "
+       "names changes nothing.\n\n"
        "## Top level\n\n";
   config::Documenter d;
   ScenarioConfig def;
