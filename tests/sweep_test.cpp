@@ -255,6 +255,47 @@ TEST(Capacity, SloParsing) {
   for (const char* bad : {"ttft_p99=2", "ttft_p99", "ttft_p42=1s", "nope=1s", "ttft_p99=-1s", ""}) {
     EXPECT_THROW(parse_slo(bad), InputError) << bad;
   }
+  // Shares of the requests: a percentage or a fraction.
+  const auto r = parse_slo("ttft_p99=2s,reject_rate=1%,goodput=0.99");
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[1].kind, Slo::Kind::kRejectRate);
+  EXPECT_DOUBLE_EQ(r[1].fraction, 0.01);
+  EXPECT_EQ(r[1].describe(), "reject_rate <= 1%");
+  EXPECT_EQ(r[2].kind, Slo::Kind::kGoodput);
+  EXPECT_DOUBLE_EQ(r[2].fraction, 0.99);
+  EXPECT_EQ(r[2].describe(), "goodput >= 99%");
+  for (const char* bad : {"reject_rate=1s", "reject_rate=100%", "goodput=0%", "goodput=150%",
+                          "reject_rate=-1%", "reject_rate=", "goodput=x"}) {
+    EXPECT_THROW(parse_slo(bad), InputError) << bad;
+  }
+  // holds(): rejected / arrived at most the limit; completed / arrived at least it.
+  Summary sum;
+  sum.requests = 200;
+  sum.ok = 197;
+  sum.rejected = 3;
+  EXPECT_FALSE(r[1].holds(sum));  // 1.5% > 1%
+  EXPECT_FALSE(r[2].holds(sum));  // 98.5% < 99%
+  sum.ok = 199;
+  sum.rejected = 1;
+  EXPECT_TRUE(r[1].holds(sum));
+  EXPECT_TRUE(r[2].holds(sum));
+}
+
+TEST(Capacity, ARejectRateTargetLowersTheCapacityOfAScenarioThatRefusesTurns) {
+  // context-policies.yaml with full history refuses the longest conversations' turns (context
+  // overflow): a latency-only SLO ignores them; reject_rate=0% cannot hold at any load where
+  // turns are refused.
+  CapacityOptions o;
+  o.load = "users";
+  o.replicates = 1;
+  o.tolerance = 0.2;
+  o.sets = {"workload.context_policy.impl=full", "workload.num_sessions=60",
+            "workload.max_context_tokens=2048"};
+  const std::string path = KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml";
+  const CapacityResult latency = find_capacity(path, parse_slo("e2e_p99=60s"), o);
+  const CapacityResult strict = find_capacity(path, parse_slo("e2e_p99=60s,reject_rate=0%"), o);
+  EXPECT_GT(latency.mean, 0);
+  EXPECT_LT(strict.mean, latency.mean);
 }
 
 TEST(Capacity, BracketsTheLoadWhereTheSloTurns) {

@@ -440,7 +440,9 @@ int cmd_merge(const std::vector<std::string>& args) {
 int cmd_capacity(const std::vector<std::string>& args) {
   po::options_description opts("Options of 'kvfleet capacity [SCENARIO]'");
   opts.add_options()("help,h", "show this help")(
-      "slo", po::value<std::string>(), "latency targets: ttft_p99=2s,tpot_p99=100ms (required)")(
+      "slo", po::value<std::string>(),
+      "targets: latencies (ttft_p99=2s,tpot_p99=100ms) and shares of the requests "
+      "(reject_rate=1%, goodput=99%) (required)")(
       "metric", po::value<std::string>()->default_value("arrival_rate"),
       "the load to raise: arrival_rate or users")(
       "key", po::value<std::string>(), "the scenario key to raise instead (e.g. a pool's rate)")(
@@ -450,10 +452,11 @@ int cmd_capacity(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
   const po::variables_map vm = parse_command(args, opts, "scenario", "capacity");
   if (vm.count("help")) {
-    std::cout << "Usage: kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms\n\n"
-                 "Finds the highest load at which every SLO target holds, by bracketing and\n"
-                 "bisection for each replicate seed (docs/sweeps.md).\n\n"
-              << opts;
+    std::cout
+        << "Usage: kvfleet capacity [SCENARIO] --slo ttft_p99=2s,tpot_p99=100ms,reject_rate=1%\n\n"
+           "Finds the highest load at which every SLO target holds, by bracketing and\n"
+           "bisection for each replicate seed (docs/sweeps.md).\n\n"
+        << opts;
     return 0;
   }
   if (!vm.count("slo")) throw UsageError("kvfleet capacity: --slo is required");
@@ -485,9 +488,7 @@ int cmd_capacity(const std::vector<std::string>& args) {
   const CapacityResult c = find_capacity(path, slo, opt);
   if (tty) std::fputc('\n', stderr);
   std::string targets;
-  for (const auto& s : slo)
-    targets +=
-        (targets.empty() ? "" : ", ") + s.name + " <= " + config::format_double(s.limit_s) + " s";
+  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
   std::printf("Capacity of %s under %s\n", path.empty() ? "<built-in default.yaml>" : path.c_str(),
               targets.c_str());
   std::printf("  %s = %.4g (95%% interval %.4g to %.4g over %zu seeds; %d runs)\n", c.key.c_str(),

@@ -38,6 +38,34 @@ double t95(int dof) {
 
 }  // namespace
 
+bool Slo::holds(const Summary& s) const {
+  const double offered = static_cast<double>(s.requests);
+  switch (kind) {
+    case Kind::kRejectRate:
+      return (offered > 0 ? static_cast<double>(s.rejected) / offered : 0.0) <= fraction;
+    case Kind::kGoodput:
+      return offered > 0 && static_cast<double>(s.ok) / offered >= fraction;
+    case Kind::kLatency:
+      for (const auto& [k, v] : s.flatten()) {
+        if (k == metric) return v <= limit_s;  // NaN (no request completed) does not hold
+      }
+      return false;
+  }
+  return false;
+}
+
+std::string Slo::describe() const {
+  switch (kind) {
+    case Kind::kRejectRate:
+      return name + " <= " + config::format_double(fraction * 100) + "%";
+    case Kind::kGoodput:
+      return name + " >= " + config::format_double(fraction * 100) + "%";
+    case Kind::kLatency:
+      break;
+  }
+  return name + " <= " + config::format_double(limit_s) + " s";
+}
+
 std::vector<Slo> parse_slo(const std::string& text) {
   static const std::map<std::string, std::string> kShort = {{"ttft", "time_to_first_token"},
                                                             {"tpot", "inter_token_latency"},
@@ -59,6 +87,25 @@ std::vector<Slo> parse_slo(const std::string& text) {
     Slo s;
     s.name = part.substr(0, eq);
     const std::string lim = part.substr(eq + 1);
+    if (s.name == "reject_rate" || s.name == "goodput") {
+      s.kind = s.name == "goodput" ? Slo::Kind::kGoodput : Slo::Kind::kRejectRate;
+      double v = 0;
+      const auto r =
+          std::from_chars(lim.data(), lim.data() + lim.size(), v, std::chars_format::fixed);
+      const std::string unit(r.ptr, lim.data() + lim.size());
+      if (unit == "%") v /= 100;
+      const bool in_range = s.kind == Slo::Kind::kGoodput ? v > 0 && v <= 1 : v >= 0 && v < 1;
+      if (r.ec != std::errc() || (unit != "%" && !unit.empty()) || !in_range) {
+        throw InputError("--slo", s.name,
+                         "limit '" + lim + "' is not a share of the requests: a percentage (" +
+                             (s.kind == Slo::Kind::kGoodput ? "99%" : "1%") + ") or a fraction (" +
+                             (s.kind == Slo::Kind::kGoodput ? "0.99" : "0.01") + ")" +
+                             (s.kind == Slo::Kind::kGoodput ? " above 0" : " below 1"));
+      }
+      s.fraction = v;
+      out.push_back(s);
+      continue;
+    }
     std::string metric = s.name;
     if (const auto us = s.name.find('_');
         us != std::string::npos && kShort.count(s.name.substr(0, us))) {
@@ -67,7 +114,7 @@ std::vector<Slo> parse_slo(const std::string& text) {
     if (std::find(known.begin(), known.end(), metric) == known.end()) {
       throw InputError("--slo", s.name,
                        "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
-                       "or _max, e.g. ttft_p99)");
+                       "or _max, e.g. ttft_p99) or share (reject_rate, goodput)");
     }
     s.metric = metric;
     // A decimal number (no hex, inf or nan) and its unit.
@@ -171,13 +218,8 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
     const RunResult rr = sim.run();
     if (rr.cancelled) throw Stopped{};
     const Summary s = summarize(rr);
-    const auto flat = s.flatten();
     bool ok = s.ok > 0;
-    for (const auto& q : slo) {
-      for (const auto& [k, v] : flat) {
-        if (k == q.metric && !(v <= q.limit_s)) ok = false;
-      }
-    }
+    for (const auto& q : slo) ok = ok && q.holds(s);
     ++runs;
     if (opt.on_run) {
       std::lock_guard<std::mutex> lock(mu);

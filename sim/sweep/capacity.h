@@ -9,15 +9,28 @@
 
 namespace kvfleet::sim {
 
+struct Summary;
+
+// One target of an SLO: a latency at most limit_s, or a share of the requests that arrived:
+// reject_rate (rejected: by the engine, the gateway, or the application for a context
+// overflow) at most `fraction`, goodput (completed) at least `fraction`.
 struct Slo {
-  std::string name;    // as written: ttft_p99
-  std::string metric;  // /summary name: time_to_first_token_p99_s
-  double limit_s = 0;
+  enum class Kind { kLatency, kRejectRate, kGoodput };
+  Kind kind = Kind::kLatency;
+  std::string name;     // as written: ttft_p99
+  std::string metric;   // /summary name: time_to_first_token_p99_s ("" for the shares)
+  double limit_s = 0;   // latency
+  double fraction = 0;  // reject_rate, goodput
+  // Whether a run's summary meets this target.
+  bool holds(const Summary& s) const;
+  // "ttft_p99 <= 2 s", "reject_rate <= 1%", "goodput >= 99%".
+  std::string describe() const;
 };
 
-// "ttft_p99=2s,tpot_p99=100ms": names ttft, tpot, e2e, queue with _mean, _p50, _p90, _p99,
-// _max (or any /summary name ending in _s); limits with unit s, ms or us. Throws InputError
-// naming the part that is wrong.
+// "ttft_p99=2s,tpot_p99=100ms,reject_rate=1%": latencies named ttft, tpot, e2e, queue with
+// _mean, _p50, _p90, _p99, _max (or any /summary name ending in _s) with a unit s, ms or us;
+// reject_rate and goodput with a percentage (1%) or a fraction (0.01). Throws InputError naming
+// the part that is wrong.
 std::vector<Slo> parse_slo(const std::string& text);
 
 struct CapacityOptions {
