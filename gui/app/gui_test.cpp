@@ -41,6 +41,13 @@ double seconds(const std::string& v, const std::string& unit) {
   return unit == "ms" ? x / 1000 : unit == "us" ? x / 1e6 : x;
 }
 
+// The column of a table whose header is `name`, or -1.
+int column(QTableWidget* t, const QString& name) {
+  for (int c = 0; c < t->columnCount(); ++c)
+    if (t->horizontalHeaderItem(c) && t->horizontalHeaderItem(c)->text() == name) return c;
+  return -1;
+}
+
 bool wait_finished(MainWindow& w, int timeout_ms) {
   QSignalSpy spy(&w.sweep(), &kvfleet::gui::LoadSweep::finished);
   if (!w.sweep().running()) return true;
@@ -143,6 +150,56 @@ class GuiTest : public QObject {
     QCOMPARE(w.fieldValue("workload.context_policy.keep_turns"), QString(""));
   }
 
+  void refusedWorkIsShownStaleCurvesSaySoAndOpenClearsTheViews() {
+    // Full history refuses the longest conversations' turns (context overflow): the Points
+    // table shows them, as many as `kvfleet run` reports at the same load.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    QVERIFY(w.setField("workload.context_policy.impl", "full"));
+    QCoreApplication::processEvents();
+    QVERIFY(w.setField("workload.num_sessions", "60"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    QTableWidget* t = w.pointsTable()->table();
+    const int refused = column(t, "refused turns (context)");
+    const int rejected = column(t, "rejected");
+    QVERIFY(refused >= 0 && rejected >= 0 && column(t, "goodput (%)") >= 0);
+    QCOMPARE(t->item(3, 0)->text(), QString("150"));  // factor 1: the scenario's own load
+    const std::string out =
+        run_cli(std::string("run ") + KVFLEET_SOURCE_DIR +
+                "/scenarios/conversations/context-policies.yaml --set "
+                "workload.context_policy.impl=full --set workload.num_sessions=60");
+    std::smatch m;
+    QVERIFY2(std::regex_search(out, m, std::regex(R"((\d+) rejected\b)")), out.c_str());
+    QCOMPARE(t->item(3, rejected)->text(), QString::fromStdString(m[1]));
+    QVERIFY2(std::regex_search(out, m, std::regex(R"(context_overflow (\d+))")), out.c_str());
+    QCOMPARE(t->item(3, refused)->text(), QString::fromStdString(m[1]));
+    QVERIFY(t->item(3, refused)->text().toInt() > 0);
+    QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
+    QVERIFY(QString::fromStdString(w.latencySpec().title).contains("Llama-3-8B on L40S"));
+    QCOMPARE(QString::fromStdString(w.latencySpec().x_label), QString("Users"));
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1400, 860);
+      w.show();
+      for (int tab : {0, 4}) {
+        w.tabs()->setCurrentIndex(tab);
+        QTest::qWait(200);
+        QVERIFY(w.grab().save(QString(shots) + QString("/gui_refused_tab%1.png").arg(tab)));
+      }
+    }
+
+    // A field changes: the curves say they are stale until the next run.
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    QVERIFY(QString::fromStdString(w.latencySpec().title).contains("stale"));
+
+    // Open: nothing of the previous scenario stays.
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/default.yaml"));
+    QCOMPARE(t->rowCount(), 0);
+    for (const auto& s : w.latencySpec().series) QVERIFY(s.x.empty());
+    QCOMPARE(QString::fromStdString(w.latencySpec().x_label), QString("Arrival rate (requests/s)"));
+    QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
+  }
+
   void contextPolicyAndLimitsOnAConversationScenario() {
     MainWindow w;
     const QString path = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";
@@ -180,8 +237,8 @@ class GuiTest : public QObject {
     QCOMPARE(w.pointsTable()->table()->rowCount(), 8);
     {  // each point names what limits it, as the run report does
       QTableWidget* t = w.pointsTable()->table();
-      const int col = t->columnCount() - 1;
-      QCOMPARE(t->horizontalHeaderItem(col)->text(), QString("binding resource"));
+      const int col = column(t, "binding resource");
+      QVERIFY(col >= 0);
       const QStringList known = {"unsaturated", "memory-bound", "compute-bound", "queue-bound"};
       for (int r = 0; r < t->rowCount(); ++r)
         QVERIFY2(t->item(r, col) && known.contains(t->item(r, col)->text()),

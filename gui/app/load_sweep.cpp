@@ -83,6 +83,14 @@ void LoadSweep::cancel() {
   if (cancel_) cancel_->cancel();
 }
 
+void LoadSweep::reset() {
+  cancel();
+  join();  // the runs stop at their next event check
+  std::lock_guard<std::mutex> lock(mu_);
+  points_.clear();
+  key_.clear();
+}
+
 std::vector<LoadPoint> LoadSweep::points() const {
   std::lock_guard<std::mutex> lock(mu_);
   return points_;

@@ -40,6 +40,8 @@ class LoadSweep : public QObject {
              const std::vector<std::string>& overrides, const std::string& key, double base_load,
              const std::vector<double>& factors, int threads = 0);
   void cancel();
+  // Cancels a run in progress, waits for it, and forgets every point (a new scenario).
+  void reset();
   bool running() const { return running_.load(); }
   std::vector<LoadPoint> points() const;  // a copy, safe from any thread
   const std::string& key() const { return key_; }

@@ -381,6 +381,10 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     return false;
   }
   last_error_.clear();
+  if (!sweep_.points().empty()) {
+    stale_ = true;
+    redrawLatency();
+  }
   if (impl)
     std::erase_if(edits_, [&](const auto& e) {
       return e.first.rfind(key.substr(0, key.size() - 4), 0) == 0;
@@ -424,12 +428,18 @@ bool MainWindow::openScenario(const QString& path) {
     return false;
   }
   last_error_.clear();
+  // Nothing of the previous scenario stays on screen: its runs, pins and tables go.
+  sweep_.reset();
   pinned_.clear();
   edits_.clear();
+  stale_ = false;
   pool_ = 0;
   buildPanel();
-  redrawLatency();
+  updateViews();
   redrawMemory();
+  run_->setEnabled(true);
+  cancel_->setEnabled(false);
+  progress_->setValue(0);
   setWindowTitle("kvfleet — " + path);
   return true;
 }
@@ -445,6 +455,26 @@ bool MainWindow::saveScenario(const QString& path) {
   }
   status_->setText("saved " + path);
   return true;
+}
+
+QString MainWindow::loadLabel() const {
+  const std::string key = loadKey();
+  if (key == "workload.users") return "Users";
+  if (key == "workload.session_arrival.rate_per_s") return "Session arrival rate (sessions/s)";
+  if (key.empty()) return "Load";
+  return "Arrival rate (requests/s)";
+}
+
+std::string MainWindow::scenarioTitle() const {
+  const auto& c = scenario_.config;
+  std::string t = c.name;
+  if (!scenario_.pools.empty()) {
+    const std::size_t i = std::min(pool_, scenario_.pools.size() - 1);
+    const auto& p = scenario_.pools[i];
+    t += " — " + p.model.name + " on " + p.gpu.name;
+    if (scenario_.pools.size() > 1) t += ", pool " + c.pools.at(i).name;
+  }
+  return t;
 }
 
 std::string MainWindow::loadKey() const {
@@ -463,7 +493,7 @@ void MainWindow::updateViews() {
   redrawLatency();
   timeline_->setPoints(pts);
   fleet_->setPoints(pts);
-  points_table_->setPoints(loadKey(), pts);
+  points_table_->setPoints(loadLabel().toStdString(), pts);
 }
 
 void MainWindow::setSlo(double seconds) {
@@ -517,6 +547,7 @@ void MainWindow::runSweep() {
   run_->setEnabled(false);
   cancel_->setEnabled(true);
   status_->setText("Running 8 loads on background threads…");
+  stale_ = false;
   std::vector<double> factors = kFactors;
   if (key == "workload.users") {
     // Whole users: factors that land on integers for this base.
@@ -542,9 +573,10 @@ void MainWindow::pinRun() {
 
 void MainWindow::redrawLatency() {
   charts::LineChartSpec spec;
-  spec.title = "Latency against load";
-  spec.x_label = loadKey() + (loadKey() == "workload.users" ? " (users)" : " (1/s)");
-  spec.y_label = "latency (s)";
+  spec.title = "Latency against load: " + scenarioTitle();
+  if (stale_) spec.title += " (stale: settings changed since this run; Run to update)";
+  spec.x_label = loadLabel().toStdString();
+  spec.y_label = "Latency (s)";
   spec.log_y = true;
   spec.y_limit = slo_s_;
   spec.y_limit_label = "SLO";

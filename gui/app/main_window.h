@@ -105,6 +105,12 @@ class MainWindow : public QMainWindow {
   std::vector<charts::Series> pinned_;
   double slo_s_ = 2.0;
   QString last_error_;
+  // A field changed since the curves were computed: they no longer describe the panel.
+  bool stale_ = false;
+  // "Arrival rate (requests/s)" or "Users": the load axis as the declarations name it.
+  QString loadLabel() const;
+  // "scenario — model on GPU, pool NAME": what every chart title names.
+  std::string scenarioTitle() const;
 };
 
 }  // namespace kvfleet::gui

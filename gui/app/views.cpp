@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "gui/charts/line_chart.h"
@@ -209,23 +210,43 @@ PointsTable::PointsTable(QWidget* parent) : QWidget(parent) {
   l->addWidget(table_);
 }
 
-void PointsTable::setPoints(const std::string& load_key, const std::vector<LoadPoint>& points) {
-  const QStringList cols = {QString::fromStdString(load_key),
-                            "status",
-                            "TTFT p50 (s)",
-                            "TTFT p99 (s)",
-                            "TPOT p50 (s)",
-                            "TPOT p99 (s)",
-                            "E2E p99 (s)",
-                            "requests/s",
-                            "KV usage mean",
-                            "preemptions",
-                            "compute util.",
-                            "bandwidth util.",
-                            "binding resource"};
+void PointsTable::setPoints(const std::string& load_label, const std::vector<LoadPoint>& points) {
+  // One column per quantity: its header (with the unit) and its text for a finished point.
+  // Refused work comes right after the status, so that a policy that refuses the longest
+  // conversations cannot look fast unnoticed.
+  using S = sim::Summary;
+  auto num = [](double x, int digits = 4) { return QString::number(x, 'g', digits); };
+  auto pct = [](std::int64_t part, std::int64_t whole) {
+    return QString::number(whole > 0 ? 100.0 * static_cast<double>(part) / whole : 0.0, 'g', 4);
+  };
+  struct Col {
+    QString header;
+    std::function<QString(const S&)> text;
+  };
+  const std::vector<Col> cols = {
+      {"goodput (%)", [&](const S& s) { return pct(s.ok, s.requests); }},
+      {"rejected (%)", [&](const S& s) { return pct(s.rejected, s.requests); }},
+      {"rejected", [](const S& s) { return QString::number(s.rejected); }},
+      {"refused turns (context)", [](const S& s) { return QString::number(s.context_overflows); }},
+      {"timed out", [](const S& s) { return QString::number(s.timed_out); }},
+      {"TTFT p50 (s)", [&](const S& s) { return num(s.ttft.p50); }},
+      {"TTFT p99 (s)", [&](const S& s) { return num(s.ttft.p99); }},
+      {"TPOT p50 (s)", [&](const S& s) { return num(s.tpot.p50); }},
+      {"TPOT p99 (s)", [&](const S& s) { return num(s.tpot.p99); }},
+      {"E2E p99 (s)", [&](const S& s) { return num(s.e2e.p99); }},
+      {"requests/s", [&](const S& s) { return num(s.requests_per_s); }},
+      {"KV usage mean (%)", [&](const S& s) { return num(100 * s.kv_usage_mean, 3); }},
+      {"preemptions", [](const S& s) { return QString::number(s.num_preemptions); }},
+      {"compute util. (%)", [&](const S& s) { return num(100 * s.compute_utilization, 3); }},
+      {"bandwidth util. (%)",
+       [&](const S& s) { return num(100 * s.memory_bandwidth_utilization, 3); }},
+  };
+  QStringList headers = {QString::fromStdString(load_label), "status"};
+  for (const auto& c : cols) headers << c.header;
+  headers << "binding resource";
   table_->clear();
-  table_->setColumnCount(cols.size());
-  table_->setHorizontalHeaderLabels(cols);
+  table_->setColumnCount(headers.size());
+  table_->setHorizontalHeaderLabels(headers);
   table_->setRowCount(static_cast<int>(points.size()));
   for (int r = 0; r < static_cast<int>(points.size()); ++r) {
     const auto& p = points[r];
@@ -233,29 +254,16 @@ void PointsTable::setPoints(const std::string& load_key, const std::vector<LoadP
     const QString status = !p.done ? "pending"
                            : p.ok  ? "ok"
                                    : "failed: " + QString::fromStdString(p.error);
-    const double v[] = {s.ttft.p50,
-                        s.ttft.p99,
-                        s.tpot.p50,
-                        s.tpot.p99,
-                        s.e2e.p99,
-                        s.requests_per_s,
-                        s.kv_usage_mean,
-                        static_cast<double>(s.num_preemptions),
-                        s.compute_utilization,
-                        s.memory_bandwidth_utilization};
-    constexpr int kNumbers = static_cast<int>(std::size(v));
-    table_->setItem(r, 0, new QTableWidgetItem(QString::number(p.load, 'g', 6)));
+    table_->setItem(r, 0, new QTableWidgetItem(num(p.load, 6)));
     table_->setItem(r, 1, new QTableWidgetItem(status));
-    for (int c = 0; c < kNumbers; ++c) {
-      table_->setItem(r, c + 2,
-                      new QTableWidgetItem(p.done && p.ok ? QString::number(v[c], 'g', 6) : ""));
+    if (!(p.done && p.ok)) continue;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      table_->setItem(r, static_cast<int>(c) + 2, new QTableWidgetItem(cols[c].text(s)));
     }
-    if (p.done && p.ok) {
-      const sim::Binding b = sim::binding_resource(s);
-      auto* item = new QTableWidgetItem(QString::fromStdString(b.resource));
-      item->setToolTip(QString::fromStdString(b.evidence));
-      table_->setItem(r, kNumbers + 2, item);
-    }
+    const sim::Binding b = sim::binding_resource(s);
+    auto* item = new QTableWidgetItem(QString::fromStdString(b.resource));
+    item->setToolTip(QString::fromStdString(b.evidence));
+    table_->setItem(r, static_cast<int>(cols.size()) + 2, item);
   }
   table_->resizeColumnsToContents();
 }

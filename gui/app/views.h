@@ -66,7 +66,8 @@ class PointsTable : public QWidget {
   Q_OBJECT
  public:
   explicit PointsTable(QWidget* parent = nullptr);
-  void setPoints(const std::string& load_key, const std::vector<LoadPoint>& points);
+  // load_label heads the first column ("Users", "Arrival rate (requests/s)").
+  void setPoints(const std::string& load_label, const std::vector<LoadPoint>& points);
   QTableWidget* table() const { return table_; }
 
  private:
