@@ -200,6 +200,100 @@ class GuiTest : public QObject {
     QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
   }
 
+  void capacityIsInterpolatedBetweenThePointsAroundTheSlo() {
+    using kvfleet::gui::LoadPoint;
+    auto point = [](double load, double ttft_p99, std::int64_t rejected) {
+      LoadPoint p;
+      p.load = load;
+      p.done = p.ok = true;
+      p.summary.requests = 100;
+      p.summary.ok = 100 - rejected;
+      p.summary.rejected = rejected;
+      p.summary.ttft.p99 = ttft_p99;
+      return p;
+    };
+    const auto* ttft = kvfleet::gui::find_compare_metric("TTFT p99");
+    QVERIFY(ttft);
+    // Latency crosses 2 s halfway between loads 20 (1 s) and 30 (3 s): 25.
+    auto c = kvfleet::gui::estimate_capacity({point(10, 0.5, 0), point(20, 1, 0), point(30, 3, 0)},
+                                             *ttft, 2.0, 1.0);
+    QCOMPARE(c.value, 25.0);
+    QCOMPARE(c.lo, 20.0);
+    QCOMPARE(c.hi, 30.0);
+    QCOMPARE(QString::fromStdString(c.limited_by), QString("latency"));
+    // Rejections past 1% at load 30 (0% at 20, 4% at 30): a quarter of the way, 22.5.
+    c = kvfleet::gui::estimate_capacity({point(20, 1, 0), point(30, 1, 4)}, *ttft, 2.0, 1.0);
+    QCOMPARE(c.value, 22.5);
+    QCOMPARE(QString::fromStdString(c.limited_by), QString("rejections"));
+    c = kvfleet::gui::estimate_capacity({point(20, 3, 0)}, *ttft, 2.0, 1.0);
+    QVERIFY(c.below);
+    c = kvfleet::gui::estimate_capacity({point(20, 1, 0), point(40, 1, 0)}, *ttft, 2.0, 1.0);
+    QVERIFY(c.beyond);
+    QCOMPARE(c.value, 40.0);
+  }
+
+  void compareModeDrawsOneLabelledCurveFamilyPerValue() {
+    // The architect's question: full, window and summarize side by side. Each curve's TTFT p99
+    // at each load equals kvfleet run's for that policy at that load.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(!w.runCompare("workload.context_policy.impl", {"full"}));  // one value: refused
+    QVERIFY(!w.runCompare("workload.context_policy.impl", {"full", "fancy"}));
+    QVERIFY2(w.lastError().contains("fancy"), qPrintable(w.lastError()));
+    QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    QCoreApplication::processEvents();
+    QVERIFY(w.setMetric("TTFT p99"));
+    const auto& spec = w.latencySpec();
+    QCOMPARE(QString::fromStdString(spec.y_label), QString("TTFT p99 (s)"));
+    QCOMPARE(QString::fromStdString(spec.x_label), QString("Users"));
+    std::vector<std::string> names;
+    for (const auto& s : spec.series) {
+      if (s.name == spec.y_limit_label) continue;
+      names.push_back(s.name);
+      QCOMPARE(s.x.size(), std::size_t{8});
+      for (std::size_t i = 0; i < s.x.size(); ++i) {
+        char users[32];
+        std::snprintf(users, sizeof users, "%g", s.x[i]);
+        const std::string out = run_cli(
+            std::string("run ") + KVFLEET_SOURCE_DIR +
+            "/scenarios/conversations/context-policies.yaml --set workload.context_policy.impl=" +
+            s.name + " --set workload.num_sessions=60 --set workload.users=" + users);
+        std::smatch m;
+        const std::regex row(
+            R"(TTFT \(time to first token\)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+))");
+        QVERIFY2(std::regex_search(out, m, row), out.c_str());
+        const double cli = seconds(m[7], m[8]);
+        QVERIFY2(std::fabs(s.y[i] - cli) <= 0.0006 * cli + 1e-4,
+                 (s.name + " at " + users + " users: " + std::to_string(s.y[i]) + " vs " +
+                  std::to_string(cli))
+                     .c_str());
+      }
+    }
+    QCOMPARE(names, (std::vector<std::string>{"full", "window", "summarize"}));
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1600, 1000);
+      w.show();
+      w.tabs()->setCurrentIndex(0);
+      QTest::qWait(300);
+      QVERIFY(w.grab().save(QString(shots) + "/gui_compare.png"));
+    }
+    // One capacity row per variant, named as the curves.
+    QTableWidget* cap = w.capacityTable();
+    QCOMPARE(cap->rowCount(), 3);
+    QCOMPARE(cap->item(0, 0)->text(), QString("full"));
+    // Goodput: full history refuses the longest conversations' turns, a window does not.
+    QVERIFY(w.setMetric("Goodput"));
+    const auto& g = w.latencySpec();
+    QCOMPARE(QString::fromStdString(g.y_label), QString("Goodput (%)"));
+    QVERIFY(g.series[0].y[3] < g.series[1].y[3]);
+    // Open clears the comparison.
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/default.yaml"));
+    QVERIFY(w.compare().variants().empty());
+    QCOMPARE(cap->rowCount(), 0);
+  }
+
   void contextPolicyAndLimitsOnAConversationScenario() {
     MainWindow w;
     const QString path = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";

@@ -138,6 +138,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->setRange(0, static_cast<int>(kFactors.size()));
   progress_->setValue(0);
   pl->addWidget(progress_);
+  // Compare mode: one key, two to six values, one curve family each.
+  auto* cbox = new QGroupBox("Compare");
+  auto* cform = new QFormLayout(cbox);
+  compare_key_ = new QComboBox;
+  compare_key_->setEditable(true);  // any declared key may be typed
+  compare_key_->setToolTip("the scenario key that differs between the curves (as for --set)");
+  cform->addRow("Parameter", compare_key_);
+  compare_values_ = new QLineEdit;
+  compare_values_->setPlaceholderText("e.g. full, window, summarize  or  32, 128");
+  compare_values_->setToolTip("two to six values, separated by commas");
+  cform->addRow("Values", compare_values_);
+  compare_run_ = new QPushButton("Run comparison");
+  cform->addRow(compare_run_);
+  pl->addWidget(cbox);
   pl->addStretch(1);
   auto* scroll = new QScrollArea;
   scroll->setWidget(panel);
@@ -149,7 +163,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_ = tabs;
   latency_view_ = new QChartView;
   latency_view_->setRenderHint(QPainter::Antialiasing);
-  tabs->addTab(latency_view_, "Latency vs load");
+  auto* lat = new QWidget;
+  auto* latl = new QVBoxLayout(lat);
+  auto* metricrow = new QHBoxLayout;
+  metricrow->addWidget(new QLabel("Compared quantity:"));
+  metric_ = new QComboBox;
+  for (const auto& m : compare_metrics()) metric_->addItem(m.name);
+  metric_->setToolTip(
+      "what every compared curve shows; the capacity table uses it when it is a "
+      "latency (else TTFT p99)");
+  metricrow->addWidget(metric_);
+  metricrow->addStretch(1);
+  latl->addLayout(metricrow);
+  latl->addWidget(latency_view_, 1);
+  capacity_table_ = new QTableWidget;
+  capacity_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  capacity_table_->setMaximumHeight(180);
+  latl->addWidget(capacity_table_);
+  tabs->addTab(lat, "Latency vs load");
   timeline_ = new TimelineView;
   tabs->addTab(timeline_, "Run over time");
   auto* mem = new QWidget;
@@ -180,6 +211,33 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addWidget(status_, 1);
 
   connect(run_, &QPushButton::clicked, this, [this] { runSweep(); });
+  connect(compare_run_, &QPushButton::clicked, this, [this] {
+    std::string key = compare_key_->currentData().toString().toStdString();
+    if (key.empty() ||
+        compare_key_->currentText() != compare_key_->itemText(compare_key_->currentIndex()))
+      key = compare_key_->currentText().toStdString();  // typed
+    std::vector<std::string> values;
+    for (const auto& v : compare_values_->text().split(',', Qt::SkipEmptyParts)) {
+      if (!v.trimmed().isEmpty()) values.push_back(v.trimmed().toStdString());
+    }
+    runCompare(key, values);
+  });
+  connect(metric_, &QComboBox::currentTextChanged, this,
+          [this](const QString&) { redrawLatency(); });
+  connect(&compare_, &CompareRun::changed, this, [this] {
+    int done = 0;
+    for (const auto& v : compare_.variants())
+      for (const auto& p : v.sweep->points()) done += p.done ? 1 : 0;
+    progress_->setValue(done);
+    redrawLatency();
+  });
+  connect(&compare_, &CompareRun::finished, this, [this] {
+    compare_run_->setEnabled(true);
+    run_->setEnabled(true);
+    cancel_->setEnabled(false);
+    redrawLatency();
+    status_->setText("Comparison done");
+  });
   connect(cancel_, &QPushButton::clicked, this, [this] { cancelSweep(); });
   connect(context_len_, qOverload<int>(&QSpinBox::valueChanged), this, [this] { redrawMemory(); });
   connect(&sweep_, &LoadSweep::pointDone, this, [this](int) { updateViews(); });
@@ -307,6 +365,14 @@ void MainWindow::buildPanel() {
     add("workload.turns.mean", "Turns per conversation (mean)", "turns");
   }
   refreshFields();
+  // Compare: every field but the load, by its label; any other key may be typed.
+  const QString previous = compare_key_->currentText();
+  compare_key_->clear();
+  for (const auto& f : fields_) {
+    if (f.key == load) continue;
+    compare_key_->addItem(QString::fromStdString(f.label), QString::fromStdString(f.key));
+  }
+  if (const int i = compare_key_->findText(previous); i >= 0) compare_key_->setCurrentIndex(i);
   for (auto& f : fields_) {
     const std::string key = f.key;
     if (auto* e = qobject_cast<QLineEdit*>(f.editor)) {
@@ -428,8 +494,9 @@ bool MainWindow::openScenario(const QString& path) {
     return false;
   }
   last_error_.clear();
-  // Nothing of the previous scenario stays on screen: its runs, pins and tables go.
+  // Nothing of the previous scenario stays on screen: its runs, comparisons, pins and tables go.
   sweep_.reset();
+  compare_.reset();
   pinned_.clear();
   edits_.clear();
   stale_ = false;
@@ -548,16 +615,171 @@ void MainWindow::runSweep() {
   cancel_->setEnabled(true);
   status_->setText("Running 8 loads on background threads…");
   stale_ = false;
-  std::vector<double> factors = kFactors;
-  if (key == "workload.users") {
-    // Whole users: factors that land on integers for this base.
-    for (double& f : factors) f = std::max(1.0, std::round(f * baseLoad())) / baseLoad();
-  }
+  const std::vector<double> factors = loadFactors();
+  compare_.reset();  // the chart shows this sweep now
+  progress_->setRange(0, static_cast<int>(factors.size()));
   sweep_.start(yaml_, base_dir_, overrides(), key, baseLoad(), factors);
   redrawLatency();
 }
 
-void MainWindow::cancelSweep() { sweep_.cancel(); }
+void MainWindow::cancelSweep() {
+  sweep_.cancel();
+  compare_.cancel();
+}
+
+std::vector<double> MainWindow::loadFactors() const {
+  std::vector<double> factors = kFactors;
+  if (loadKey() == "workload.users") {
+    // Whole users: factors that land on integers for this base.
+    for (double& f : factors) f = std::max(1.0, std::round(f * baseLoad())) / baseLoad();
+  }
+  return factors;
+}
+
+bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::string>& values) {
+  if (sweep_.running() || compare_.running()) return false;
+  const std::string load = loadKey();
+  if (load.empty()) {
+    showError("this workload has no arrival rate or users to sweep");
+    return false;
+  }
+  if (values.size() < 2 || values.size() > 6) {
+    showError("Compare: give two to six values, separated by commas");
+    return false;
+  }
+  std::string key;
+  try {
+    key = sim::config::canonical_key(key_in, "Compare parameter");
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    return false;
+  }
+  if (key == load) {
+    showError("Compare: the load itself is the chart's x axis; choose another parameter");
+    return false;
+  }
+  // Every variant must load before anything runs: a refused value is named now, not as a
+  // failed curve later.
+  for (const auto& v : values) {
+    try {
+      sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_,
+                              variant_overrides(overrides(), key, v));
+    } catch (const std::exception& e) {
+      showError(QString::fromStdString("Compare: " + key + " = " + v + " is refused: " + e.what()));
+      return false;
+    }
+  }
+  sweep_.reset();  // the chart shows the comparison now
+  pinned_.clear();
+  stale_ = false;
+  compare_.start(yaml_, base_dir_, overrides(), key, values, load, baseLoad(), loadFactors());
+  progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));
+  progress_->setValue(0);
+  run_->setEnabled(false);
+  compare_run_->setEnabled(false);
+  cancel_->setEnabled(true);
+  status_->setText(QString("Comparing %1 values of %2 on background threads…")
+                       .arg(values.size())
+                       .arg(QString::fromStdString(key)));
+  last_error_.clear();
+  updateViews();
+  return true;
+}
+
+bool MainWindow::setMetric(const QString& name) {
+  const int i = metric_->findText(name);
+  if (i < 0) return false;
+  metric_->setCurrentIndex(i);
+  redrawLatency();
+  return true;
+}
+
+void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
+  const CompareMetric* m = find_compare_metric(metric_->currentText());
+  if (!m) m = &compare_metrics().front();
+  // "by Context policy" when the key is a field of the panel, else the key itself.
+  std::string by = compare_.key();
+  for (const auto& f : fields_) {
+    if (f.key == compare_.key()) by = f.label;
+  }
+  spec->title = m->name.toStdString() + " against load, by " + by + ": " + scenarioTitle();
+  spec->y_label = m->axis_label().toStdString();
+  spec->log_y = m->latency;
+  spec->y_limit = m->latency ? slo_s_ : 0;
+  spec->series.clear();
+  for (const auto& v : compare_.variants()) {
+    charts::Series s;
+    s.name = v.label;
+    auto pts = v.sweep->points();
+    std::sort(pts.begin(), pts.end(),
+              [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
+    for (const auto& p : pts) {
+      if (!p.done || !p.ok) continue;
+      const double y = m->get(p.summary);
+      if (!std::isfinite(y)) continue;
+      s.x.push_back(p.load);
+      s.y.push_back(y);
+    }
+    spec->series.push_back(std::move(s));
+  }
+}
+
+void MainWindow::updateCapacityTable() {
+  capacity_table_->clear();
+  capacity_table_->setRowCount(0);
+  if (compare_.variants().empty()) {
+    capacity_table_->setVisible(false);
+    return;
+  }
+  capacity_table_->setVisible(true);
+  const CompareMetric* chosen = find_compare_metric(metric_->currentText());
+  const CompareMetric* lat = chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
+  constexpr double kMaxRejectPct = 1.0;
+  const bool users = loadKey() == "workload.users";
+  double gpus = 0;  // the fleet's: replicas × data-parallel ranks × GPUs per rank, every pool
+  for (const auto& pc : scenario_.config.pools)
+    gpus += static_cast<double>(pc.replicas) * pc.data_parallel * pc.gpus_per_replica();
+  gpus = std::max(gpus, 1.0);
+  const QStringList headers = {"variant",
+                               QString("capacity at %1 ≤ %2 s, rejected ≤ %3%")
+                                   .arg(lat->name)
+                                   .arg(slo_s_)
+                                   .arg(kMaxRejectPct),
+                               "between loads",
+                               users ? "users per GPU" : "requests/s per GPU",
+                               "$ per million output tokens",
+                               "limited by"};
+  capacity_table_->setColumnCount(headers.size());
+  capacity_table_->setHorizontalHeaderLabels(headers);
+  capacity_table_->setRowCount(static_cast<int>(compare_.variants().size()));
+  int r = 0;
+  for (const auto& v : compare_.variants()) {
+    const CapacityEstimate c = estimate_capacity(v.sweep->points(), *lat, slo_s_, kMaxRejectPct);
+    auto num = [](double x) { return QString::number(x, 'g', 4); };
+    QString cap = "—", between = "—", per_gpu = "—", cost = "—";
+    if (c.known) {
+      if (c.below) {
+        cap = "below " + num(c.hi);
+      } else if (c.beyond) {
+        cap = "at least " + num(c.value);
+        per_gpu = num(c.value / gpus);
+      } else {
+        cap = num(c.value);
+        between = num(c.lo) + " – " + num(c.hi);
+        per_gpu = num(c.value / gpus);
+      }
+      if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
+        cost = num(c.cost_per_m_tokens);
+    }
+    const QString cells[] = {QString::fromStdString(v.label),     cap, between, per_gpu, cost,
+                             QString::fromStdString(c.limited_by)};
+    for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
+      capacity_table_->setItem(r, col, new QTableWidgetItem(cells[col]));
+    }
+    ++r;
+  }
+  capacity_table_->resizeColumnsToContents();
+}
 
 void MainWindow::pinRun() {
   // The current curves stay, muted, under the next runs.
@@ -601,6 +823,8 @@ void MainWindow::redrawLatency() {
     }
     spec.series.push_back(std::move(s));
   }
+  if (!compare_.variants().empty()) redrawCompare(&spec);
+  updateCapacityTable();
   latency_spec_ = spec;
   QChart* old = latency_view_->chart();
   latency_view_->setChart(charts::make_line_chart(spec));

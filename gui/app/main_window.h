@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "gui/app/compare.h"
 #include "gui/app/load_sweep.h"
 #include "gui/app/views.h"
 #include "gui/charts/line_chart.h"
 #include "sim/simulation/scenario.h"
 
 class QChartView;
+class QComboBox;
+class QLineEdit;
+class QTableWidget;
 class QFormLayout;
 class QLabel;
 class QProgressBar;
@@ -54,6 +58,13 @@ class MainWindow : public QMainWindow {
   QString exportCurrentChart(const QString& path);
   QString exportCurrentTable(const QString& path);
   void setSlo(double seconds);
+  // Compare mode: `key` takes each of `values` (2 to 6), one load sweep each, one curve family
+  // each in the latency chart; false with a message when the values or the key are refused.
+  bool runCompare(const std::string& key, const std::vector<std::string>& values);
+  CompareRun& compare() { return compare_; }
+  // The quantity every compared curve shows ("TTFT p99", "Goodput", ...).
+  bool setMetric(const QString& name);
+  QTableWidget* capacityTable() const { return capacity_table_; }
   QTabWidget* tabs() const { return tabs_; }
   SweepFileView* sweepFileView() const { return sweep_file_; }
   PointsTable* pointsTable() const { return points_table_; }
@@ -71,10 +82,13 @@ class MainWindow : public QMainWindow {
   void refreshFields();
   bool revalidate();
   void redrawLatency();
+  void redrawCompare(charts::LineChartSpec* spec);
+  void updateCapacityTable();
   void redrawMemory();
   void showError(const QString& message);
   std::string loadKey() const;
   double baseLoad() const;
+  std::vector<double> loadFactors() const;
 
   std::string yaml_;      // the scenario as loaded
   std::string base_dir_;  // for its relative paths
@@ -101,6 +115,12 @@ class MainWindow : public QMainWindow {
   QPushButton* run_ = nullptr;
   QPushButton* cancel_ = nullptr;
   LoadSweep sweep_;
+  CompareRun compare_;
+  QComboBox* compare_key_ = nullptr;
+  QLineEdit* compare_values_ = nullptr;
+  QPushButton* compare_run_ = nullptr;
+  QComboBox* metric_ = nullptr;
+  QTableWidget* capacity_table_ = nullptr;
   charts::LineChartSpec latency_spec_;
   std::vector<charts::Series> pinned_;
   double slo_s_ = 2.0;

@@ -1,0 +1,85 @@
+#pragma once
+// Compare mode: the architect's question in one chart. One scenario key takes two to six values
+// (context policy full / window / summarize, max_num_seqs 32 / 128, ...); each value runs its own
+// load sweep on background threads and becomes one curve family, labelled by the value. A metric
+// chooser switches every curve at once, and each variant's capacity at the SLO (latency and
+// rejected share) is estimated from its points.
+#include <QtCore/QObject>
+#include <QtCore/QString>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gui/app/load_sweep.h"
+#include "sim/metrics/summary.h"
+
+namespace kvfleet::gui {
+
+// A quantity of a load point to draw: a latency (seconds) or a share of the requests (%).
+struct CompareMetric {
+  QString name;  // "TTFT p99", "Goodput"
+  bool latency;  // seconds (log axis, SLO line) or percent
+  double (*get)(const sim::Summary&);
+  QString axis_label() const { return name + (latency ? " (s)" : " (%)"); }
+};
+const std::vector<CompareMetric>& compare_metrics();
+const CompareMetric* find_compare_metric(const QString& name);
+
+// The capacity of one variant at the SLO, read from its load points: the highest load at which
+// the latency stays within slo_s and the rejected share within max_reject_pct, interpolated
+// linearly between the last point that meets both and the first that does not. `lo`, `hi`: the
+// two points it lies between. `below` / `beyond`: the lowest load already misses / every load
+// meets it (then `value` is that load).
+struct CapacityEstimate {
+  bool known = false;  // some point finished
+  bool below = false, beyond = false;
+  double value = 0, lo = 0, hi = 0;
+  std::string limited_by;        // "latency", "rejections" or ""
+  double cost_per_m_tokens = 0;  // at the last point that meets the SLO (NaN when none)
+};
+CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
+                                   const CompareMetric& latency, double slo_s,
+                                   double max_reject_pct);
+
+// The label of a variant: the value itself for an implementation ("full", "window"), else the
+// key's last name and the value ("max_num_seqs 32").
+std::string variant_label(const std::string& key, const std::string& value);
+
+// The --set overrides of one variant: the base overrides with `key=value` last; for an `impl`
+// key the base overrides of that section go (they belong to the implementation shown now).
+std::vector<std::string> variant_overrides(const std::vector<std::string>& base,
+                                           const std::string& key, const std::string& value);
+
+// The variants' load sweeps, run together (each on its share of the cores).
+class CompareRun : public QObject {
+  Q_OBJECT
+ public:
+  struct Variant {
+    std::string value, label;
+    std::unique_ptr<LoadSweep> sweep;
+  };
+  explicit CompareRun(QObject* parent = nullptr) : QObject(parent) {}
+  ~CompareRun() override { reset(); }
+  // Starts one sweep per value; false (nothing started) while a comparison runs or when there
+  // are fewer than two or more than six values.
+  bool start(const std::string& yaml, const std::string& base_dir,
+             const std::vector<std::string>& overrides, const std::string& key,
+             const std::vector<std::string>& values, const std::string& load_key, double base_load,
+             const std::vector<double>& factors);
+  void cancel();
+  void reset();  // cancels, waits, forgets every variant
+  bool running() const;
+  const std::string& key() const { return key_; }
+  const std::vector<Variant>& variants() const { return variants_; }
+
+ Q_SIGNALS:
+  void changed();   // a point finished somewhere
+  void finished();  // every variant is done
+
+ private:
+  std::string key_;
+  std::vector<Variant> variants_;
+};
+
+}  // namespace kvfleet::gui
