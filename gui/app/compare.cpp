@@ -115,15 +115,28 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
                        const std::vector<std::string>& overrides, const std::string& key,
                        const std::vector<std::string>& values, const std::string& load_key,
                        double base_load, const std::vector<double>& factors) {
-  if (running() || values.size() < 2 || values.size() > 6) return false;
-  reset();
-  key_ = key;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int each = std::max(1, cores / static_cast<int>(values.size()));
+  std::vector<Spec> specs;
   for (const auto& v : values) {
+    specs.push_back({variant_label(key, v), variant_overrides(overrides, key, v)});
+  }
+  if (!start_variants(yaml, base_dir, key, specs, load_key, base_load, factors)) return false;
+  for (std::size_t i = 0; i < values.size(); ++i) variants_[i].value = values[i];
+  return true;
+}
+
+bool CompareRun::start_variants(const std::string& yaml, const std::string& base_dir,
+                                const std::string& what, const std::vector<Spec>& specs,
+                                const std::string& load_key, double base_load,
+                                const std::vector<double>& factors) {
+  if (running() || specs.size() < 2 || specs.size() > 6) return false;
+  reset();
+  key_ = what;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int each = std::max(1, cores / static_cast<int>(specs.size()));
+  for (const auto& sp : specs) {
     Variant var;
-    var.value = v;
-    var.label = variant_label(key, v);
+    var.value = sp.label;
+    var.label = sp.label;
     var.sweep = std::make_unique<LoadSweep>();
     connect(var.sweep.get(), &LoadSweep::pointDone, this, [this](int) { Q_EMIT changed(); });
     connect(var.sweep.get(), &LoadSweep::finished, this, [this](bool) {
@@ -131,9 +144,9 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
     });
     variants_.push_back(std::move(var));
   }
-  for (auto& var : variants_) {
-    var.sweep->start(yaml, base_dir, variant_overrides(overrides, key, var.value), load_key,
-                     base_load, factors, each);
+  for (std::size_t i = 0; i < variants_.size(); ++i) {
+    variants_[i].sweep->start(yaml, base_dir, specs[i].overrides, load_key, base_load, factors,
+                              each);
   }
   return true;
 }

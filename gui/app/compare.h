@@ -67,6 +67,14 @@ class CompareRun : public QObject {
              const std::vector<std::string>& overrides, const std::string& key,
              const std::vector<std::string>& values, const std::string& load_key, double base_load,
              const std::vector<double>& factors);
+  // The same with arbitrary variants: a label and the --set overrides of each (pinned runs).
+  struct Spec {
+    std::string label;
+    std::vector<std::string> overrides;
+  };
+  bool start_variants(const std::string& yaml, const std::string& base_dir, const std::string& what,
+                      const std::vector<Spec>& specs, const std::string& load_key, double base_load,
+                      const std::vector<double>& factors);
   void cancel();
   void reset();  // cancels, waits, forgets every variant
   bool running() const;

@@ -232,6 +232,56 @@ class GuiTest : public QObject {
     QCOMPARE(c.value, 40.0);
   }
 
+  void pinsAreNamedByWhatDiffersRemovableAndBecomeAComparison() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "300"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    w.pinRun();
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "32"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    w.pinRun();
+    QCOMPARE(w.pins().size(), std::size_t{2});
+    // Named by what differs from the current scenario, in the pin's own values.
+    QCOMPARE(QString::fromStdString(w.pinLabel(0)), QString("max_num_seqs 256"));
+    QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("same settings"));
+    auto dashed = [&] {
+      std::vector<std::string> names;
+      for (const auto& s : w.latencySpec().series)
+        if (s.dashed) names.push_back(s.name);
+      return names;
+    };
+    QCOMPARE(dashed().size(), std::size_t{2});  // one curve per pin, not four
+    QCOMPARE(QString::fromStdString(dashed()[0]), QString("pin: max_num_seqs 256 (TTFT p99)"));
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1600, 1000);
+      w.show();
+      w.tabs()->setCurrentIndex(0);
+      QTest::qWait(300);
+      QVERIFY(w.grab().save(QString(shots) + "/gui_pins.png"));
+    }
+    QVERIFY(w.renamePin(1, "limit 32"));
+    QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("limit 32"));
+    QVERIFY(w.setPinVisible(0, false));
+    QCOMPARE(dashed().size(), std::size_t{1});
+    QVERIFY(w.setPinVisible(0, true));
+    QVERIFY(w.removePin(1));
+    QCOMPARE(w.pins().size(), std::size_t{1});
+    // One click: the pins and the current settings side by side.
+    QVERIFY(w.comparePins());
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    QCOMPARE(w.compare().variants().size(), std::size_t{2});
+    QCOMPARE(QString::fromStdString(w.compare().variants()[0].label), QString("max_num_seqs 256"));
+    QCOMPARE(QString::fromStdString(w.compare().variants()[1].label), QString("current settings"));
+    // The pinned settings reran give the pinned curve again.
+    const auto pinned = w.pins()[0].points;
+    const auto rerun = w.compare().variants()[0].sweep->points();
+    QCOMPARE(rerun.size(), pinned.size());
+    for (std::size_t i = 0; i < rerun.size(); ++i)
+      QCOMPARE(rerun[i].summary.ttft.p99, pinned[i].summary.ttft.p99);
+  }
+
   void compareModeDrawsOneLabelledCurveFamilyPerValue() {
     // The architect's question: full, window and summarize side by side. Each curve's TTFT p99
     // at each load equals kvfleet run's for that policy at that load.

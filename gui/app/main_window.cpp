@@ -12,6 +12,7 @@
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
+#include <QtWidgets/QListWidget>
 #include <QtWidgets/QMessageBox>
 #include <QtWidgets/QProgressBar>
 #include <QtWidgets/QPushButton>
@@ -28,6 +29,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sim/core/error.h"
@@ -179,7 +181,37 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   capacity_table_ = new QTableWidget;
   capacity_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   capacity_table_->setMaximumHeight(180);
-  latl->addWidget(capacity_table_);
+  auto* below = new QHBoxLayout;
+  below->addWidget(capacity_table_, 3);
+  auto* pinbox = new QGroupBox("Pinned runs");
+  auto* pinl = new QVBoxLayout(pinbox);
+  pin_list_ = new QListWidget;
+  pin_list_->setMaximumHeight(120);
+  pinl->addWidget(pin_list_);
+  auto* pinbuttons = new QHBoxLayout;
+  auto* pin_remove = new QPushButton("Remove");
+  auto* pin_compare = new QPushButton("Compare pins");
+  pin_compare->setToolTip("rerun the visible pins' settings and the current ones side by side");
+  pinbuttons->addWidget(pin_remove);
+  pinbuttons->addWidget(pin_compare);
+  pinl->addLayout(pinbuttons);
+  below->addWidget(pinbox, 2);
+  latl->addLayout(below);
+  connect(pin_list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+    const auto i = static_cast<std::size_t>(pin_list_->row(item));
+    if (i >= pins_.size()) return;
+    const bool visible = item->checkState() == Qt::Checked;
+    const std::string text = item->text().toStdString();
+    if (text != pinLabel(i)) pins_[i].name = text;
+    pins_[i].visible = visible;
+    QMetaObject::invokeMethod(
+        this, [this] { redrawLatency(); }, Qt::QueuedConnection);
+  });
+  connect(pin_remove, &QPushButton::clicked, this, [this] {
+    const int r = pin_list_->currentRow();
+    if (r >= 0) removePin(static_cast<std::size_t>(r));
+  });
+  connect(pin_compare, &QPushButton::clicked, this, [this] { comparePins(); });
   tabs->addTab(lat, "Latency vs load");
   timeline_ = new TimelineView;
   tabs->addTab(timeline_, "Run over time");
@@ -497,7 +529,8 @@ bool MainWindow::openScenario(const QString& path) {
   // Nothing of the previous scenario stays on screen: its runs, comparisons, pins and tables go.
   sweep_.reset();
   compare_.reset();
-  pinned_.clear();
+  pins_.clear();
+  refreshPinList();
   edits_.clear();
   stale_ = false;
   pool_ = 0;
@@ -617,6 +650,8 @@ void MainWindow::runSweep() {
   stale_ = false;
   const std::vector<double> factors = loadFactors();
   compare_.reset();  // the chart shows this sweep now
+  run_overrides_ = overrides();
+  run_resolved_ = scenario_.resolved_yaml;
   progress_->setRange(0, static_cast<int>(factors.size()));
   sweep_.start(yaml_, base_dir_, overrides(), key, baseLoad(), factors);
   redrawLatency();
@@ -670,7 +705,8 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     }
   }
   sweep_.reset();  // the chart shows the comparison now
-  pinned_.clear();
+  pins_.clear();
+  refreshPinList();
   stale_ = false;
   compare_.start(yaml_, base_dir_, overrides(), key, values, load, baseLoad(), loadFactors());
   progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));
@@ -705,7 +741,11 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   spec->title = m->name.toStdString() + " against load, by " + by + ": " + scenarioTitle();
   spec->y_label = m->axis_label().toStdString();
   spec->log_y = m->latency;
-  spec->y_limit = m->latency ? slo_s_ : 0;
+  if (m->latency) {
+    spec->y_limit = slo_s_;
+  } else {
+    spec->y_limit.reset();  // no SLO line on a share of the requests
+  }
   spec->series.clear();
   for (const auto& v : compare_.variants()) {
     charts::Series s;
@@ -782,15 +822,126 @@ void MainWindow::updateCapacityTable() {
 }
 
 void MainWindow::pinRun() {
-  // The current curves stay, muted, under the next runs.
-  for (const auto& s : latency_spec_.series) {
-    if (s.muted || s.name == latency_spec_.y_limit_label) continue;
-    charts::Series m = s;
-    m.muted = true;
-    m.name = "pinned: " + s.name;
-    pinned_.push_back(m);
+  // The run on screen stays, as one dashed curve, under the next runs.
+  const auto pts = sweep_.points();
+  if (std::none_of(pts.begin(), pts.end(), [](const LoadPoint& p) { return p.done && p.ok; })) {
+    showError("Pin run: no finished load sweep to pin (run one first)");
+    return;
   }
+  pins_.push_back({"", run_resolved_, run_overrides_, pts, true});
+  refreshPinList();
   redrawLatency();
+}
+
+namespace {
+
+// Every scalar of a YAML tree by its --set path (pools[0].engine.max_num_seqs).
+void flatten_yaml(const YAML::Node& n, const std::string& path,
+                  std::map<std::string, std::string>* out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n)
+      flatten_yaml(kv.second, path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar(),
+                   out);
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i)
+      flatten_yaml(n[i], path + "[" + std::to_string(i) + "]", out);
+  } else if (n.IsScalar()) {
+    (*out)[path] = n.Scalar();
+  }
+}
+
+}  // namespace
+
+std::string MainWindow::pinLabel(std::size_t i) const {
+  const Pin& p = pins_.at(i);
+  if (!p.name.empty()) return p.name;
+  // What differs from the current scenario, in the pin's values: "max_num_seqs 64".
+  std::map<std::string, std::string> a, b;
+  flatten_yaml(YAML::Load(p.resolved_yaml), "", &a);
+  flatten_yaml(YAML::Load(scenario_.resolved_yaml), "", &b);
+  std::vector<std::string> diffs;
+  for (const auto& [k, v] : a) {
+    const auto it = b.find(k);
+    if (it != b.end() && it->second == v) continue;
+    if (k == "name" || k == "description") continue;
+    const auto dot = k.find_last_of('.');
+    std::string tail = dot == std::string::npos ? k : k.substr(dot + 1);
+    if (tail == "impl" && dot != std::string::npos) {  // context_policy full
+      const auto prev = k.find_last_of('.', dot - 1);
+      tail = k.substr(prev == std::string::npos ? 0 : prev + 1, dot - prev - 1);
+    }
+    diffs.push_back(tail + " " + v);
+  }
+  for (const auto& [k, v] : b) {
+    if (!a.count(k)) diffs.push_back(k.substr(k.find_last_of('.') + 1) + " unset");
+  }
+  if (diffs.empty()) return "same settings";
+  std::string label;
+  for (std::size_t d = 0; d < diffs.size() && d < 3; ++d) label += (d ? ", " : "") + diffs[d];
+  if (diffs.size() > 3) label += ", +" + std::to_string(diffs.size() - 3) + " more";
+  return label;
+}
+
+bool MainWindow::renamePin(std::size_t i, const QString& name) {
+  if (i >= pins_.size()) return false;
+  pins_[i].name = name.trimmed().toStdString();
+  refreshPinList();
+  redrawLatency();
+  return true;
+}
+
+bool MainWindow::setPinVisible(std::size_t i, bool visible) {
+  if (i >= pins_.size()) return false;
+  pins_[i].visible = visible;
+  refreshPinList();
+  redrawLatency();
+  return true;
+}
+
+bool MainWindow::removePin(std::size_t i) {
+  if (i >= pins_.size()) return false;
+  pins_.erase(pins_.begin() + static_cast<std::ptrdiff_t>(i));
+  refreshPinList();
+  redrawLatency();
+  return true;
+}
+
+bool MainWindow::comparePins() {
+  std::vector<CompareRun::Spec> specs;
+  for (std::size_t i = 0; i < pins_.size(); ++i) {
+    if (pins_[i].visible) specs.push_back({pinLabel(i), pins_[i].overrides});
+  }
+  specs.push_back({"current settings", overrides()});
+  if (specs.size() < 2 || specs.size() > 6) {
+    showError("Compare pins: pin one to five runs first (the current settings are the last curve)");
+    return false;
+  }
+  if (sweep_.running() || compare_.running()) return false;
+  sweep_.reset();
+  compare_.start_variants(yaml_, base_dir_, "pinned runs", specs, loadKey(), baseLoad(),
+                          loadFactors());
+  run_->setEnabled(false);
+  compare_run_->setEnabled(false);
+  cancel_->setEnabled(true);
+  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()));
+  progress_->setValue(0);
+  status_->setText("Comparing the pinned runs with the current settings…");
+  updateViews();
+  return true;
+}
+
+void MainWindow::refreshPinList() {
+  if (!pin_list_) return;
+  pin_list_->blockSignals(true);
+  pin_list_->clear();
+  for (std::size_t i = 0; i < pins_.size(); ++i) {
+    auto* item = new QListWidgetItem(QString::fromStdString(pinLabel(i)));
+    item->setFlags(item->flags() | Qt::ItemIsEditable | Qt::ItemIsUserCheckable);
+    item->setCheckState(pins_[i].visible ? Qt::Checked : Qt::Unchecked);
+    item->setToolTip("double-click to rename; untick to hide");
+    pin_list_->addItem(item);
+  }
+  pin_list_->blockSignals(false);
 }
 
 void MainWindow::redrawLatency() {
@@ -802,7 +953,6 @@ void MainWindow::redrawLatency() {
   spec.log_y = true;
   spec.y_limit = slo_s_;
   spec.y_limit_label = "SLO";
-  spec.series = pinned_;
   const auto pts = sweep_.points();
   struct Metric {
     const char* name;
@@ -820,6 +970,25 @@ void MainWindow::redrawLatency() {
       if (!p.done || !p.ok) continue;
       s.x.push_back(p.load);
       s.y.push_back((p.summary.*(m.which)).*(m.stat));
+    }
+    spec.series.push_back(std::move(s));
+  }
+  // Pins: one dashed curve each, of the compared quantity when it is a latency (else TTFT p99).
+  const CompareMetric* chosen = find_compare_metric(metric_->currentText());
+  const CompareMetric* pin_metric =
+      chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
+  for (std::size_t i = 0; i < pins_.size(); ++i) {
+    if (!pins_[i].visible) continue;
+    charts::Series s;
+    s.name = "pin: " + pinLabel(i) + " (" + pin_metric->name.toStdString() + ")";
+    s.dashed = true;
+    auto ppts = pins_[i].points;
+    std::sort(ppts.begin(), ppts.end(),
+              [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
+    for (const auto& p : ppts) {
+      if (!p.done || !p.ok) continue;
+      s.x.push_back(p.load);
+      s.y.push_back(pin_metric->get(p.summary));
     }
     spec.series.push_back(std::move(s));
   }

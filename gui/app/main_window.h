@@ -17,6 +17,7 @@
 class QChartView;
 class QComboBox;
 class QLineEdit;
+class QListWidget;
 class QTableWidget;
 class QFormLayout;
 class QLabel;
@@ -65,6 +66,23 @@ class MainWindow : public QMainWindow {
   // The quantity every compared curve shows ("TTFT p99", "Goodput", ...).
   bool setMetric(const QString& name);
   QTableWidget* capacityTable() const { return capacity_table_; }
+  // A pinned run: its points and the settings it ran with. Shown as one dashed curve of the
+  // compared quantity, in its own colour, named by what differs from the current scenario
+  // (unless renamed).
+  struct Pin {
+    std::string name;  // set by renamePin; empty: named by the difference
+    std::string resolved_yaml;
+    std::vector<std::string> overrides;
+    std::vector<LoadPoint> points;
+    bool visible = true;
+  };
+  const std::vector<Pin>& pins() const { return pins_; }
+  std::string pinLabel(std::size_t i) const;
+  bool renamePin(std::size_t i, const QString& name);
+  bool setPinVisible(std::size_t i, bool visible);
+  bool removePin(std::size_t i);
+  // Reruns the visible pins' settings and the current ones as a comparison.
+  bool comparePins();
   QTabWidget* tabs() const { return tabs_; }
   SweepFileView* sweepFileView() const { return sweep_file_; }
   PointsTable* pointsTable() const { return points_table_; }
@@ -122,7 +140,12 @@ class MainWindow : public QMainWindow {
   QComboBox* metric_ = nullptr;
   QTableWidget* capacity_table_ = nullptr;
   charts::LineChartSpec latency_spec_;
-  std::vector<charts::Series> pinned_;
+  std::vector<Pin> pins_;
+  // The settings of the sweep on screen (what a pin keeps).
+  std::vector<std::string> run_overrides_;
+  std::string run_resolved_;
+  QListWidget* pin_list_ = nullptr;
+  void refreshPinList();
   double slo_s_ = 2.0;
   QString last_error_;
   // A field changed since the curves were computed: they no longer describe the panel.

@@ -107,6 +107,7 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     QPen pen = line->pen();
     pen.setWidthF(s.muted ? 1.2 : 2.4);
     pen.setColor(s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)]);
+    if (s.dashed) pen.setStyle(Qt::DashLine);
     line->setPen(pen);
     line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves
   }

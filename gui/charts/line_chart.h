@@ -14,7 +14,8 @@ namespace kvfleet::charts {
 struct Series {
   std::string name;
   std::vector<double> x, y;  // same length, x ascending
-  bool muted = false;        // drawn grey and thin (earlier runs pinned for comparison)
+  bool muted = false;        // drawn grey and thin
+  bool dashed = false;       // drawn dashed in its own colour (a pinned earlier run)
 };
 
 struct LineChartSpec {
