@@ -282,6 +282,34 @@ class GuiTest : public QObject {
       QCOMPARE(rerun[i].summary.ttft.p99, pinned[i].summary.ttft.p99);
   }
 
+  void aChangedFieldRerunsAfterAPauseAndErrorsUseThePanelsWords() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "300"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    const double before = w.sweep().points()[3].summary.ttft.p99;
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "4"));
+    QVERIFY(w.rerunPending());
+    QVERIFY(QString::fromStdString(w.latencySpec().title).contains("stale"));
+    // After the pause the sweep reruns by itself; the curves are current again.
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+          const auto pts = w.sweep().points();
+          return !w.rerunPending() && !w.sweep().running() && !pts.empty() && pts[3].done;
+        },
+        60000));
+    QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
+    QVERIFY(w.sweep().points()[3].summary.ttft.p99 != before);  // 4 sequences at a time: slower
+    // Off for heavy scenarios: nothing reruns.
+    w.setAutoRerun(false);
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "8"));
+    QVERIFY(!w.rerunPending());
+    // A refused value is named in the panel's words, not as a command line.
+    QVERIFY(!w.setField("pools[0].engine.max_num_seqs", "abc"));
+    QVERIFY2(!w.lastError().contains("--set"), qPrintable(w.lastError()));
+    QVERIFY2(w.lastError().startsWith("max_num_seqs:"), qPrintable(w.lastError()));
+  }
+
   void compareModeDrawsOneLabelledCurveFamilyPerValue() {
     // The architect's question: full, window and summarize side by side. Each curve's TTFT p99
     // at each load equals kvfleet run's for that policy at that load.

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCore/QTimer>
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
@@ -85,8 +86,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   auto* toolbar = addToolBar("Scenario");
   toolbar->addAction("Open…", this, [this] {
-    const QString f =
-        QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.yaml *.yml)");
+    const QString f = QFileDialog::getOpenFileName(this, "Open scenario", scenarioFolder(),
+                                                   "Scenarios (*.yaml *.yml)");
     if (!f.isEmpty()) openScenario(f);
   });
   toolbar->addAction("Save as…", this, [this] {
@@ -154,6 +155,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   compare_run_ = new QPushButton("Run comparison");
   cform->addRow(compare_run_);
   pl->addWidget(cbox);
+  auto_rerun_ = new QCheckBox("Rerun after a change");
+  auto_rerun_->setChecked(true);
+  auto_rerun_->setToolTip(
+      "a changed field reruns the sweep (or the comparison) after a short "
+      "pause; untick for heavy scenarios");
+  pl->addWidget(auto_rerun_);
+  rerun_timer_ = new QTimer(this);
+  rerun_timer_->setSingleShot(true);
+  rerun_timer_->setInterval(700);
+  connect(rerun_timer_, &QTimer::timeout, this, [this] { rerunNow(); });
   pl->addStretch(1);
   auto* scroll = new QScrollArea;
   scroll->setWidget(panel);
@@ -473,15 +484,30 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     if (s.rfind(key + "=", 0) == 0) s = key + "=" + value.toStdString();
   try {
     scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, o);
+  } catch (const sim::InputError& e) {
+    // In the panel's words, not the command line's ("--set key=value: ..."): the field's label,
+    // the problem, and the key for the curious.
+    std::string label = e.key();
+    for (const auto& f : fields_) {
+      if (f.key == e.key()) label = f.label;
+    }
+    showError(QString::fromStdString(
+        label + ": " + e.problem() +
+        (label != e.key() && !e.key().empty() ? " (key " + e.key() + ")" : "")));
+    refreshFields();  // back to the last valid values
+    return false;
   } catch (const std::exception& e) {
     showError(QString::fromStdString(e.what()));
-    refreshFields();  // back to the last valid values
+    refreshFields();
     return false;
   }
   last_error_.clear();
   if (!sweep_.points().empty()) {
     stale_ = true;
     redrawLatency();
+  }
+  if (auto_rerun_->isChecked() && (!sweep_.points().empty() || !compare_.variants().empty())) {
+    rerun_timer_->start();  // restarts the pause on every change
   }
   if (impl)
     std::erase_if(edits_, [&](const auto& e) {
@@ -527,6 +553,7 @@ bool MainWindow::openScenario(const QString& path) {
   }
   last_error_.clear();
   // Nothing of the previous scenario stays on screen: its runs, comparisons, pins and tables go.
+  rerun_timer_->stop();
   sweep_.reset();
   compare_.reset();
   pins_.clear();
@@ -649,6 +676,7 @@ void MainWindow::runSweep() {
   status_->setText("Running 8 loads on background threads…");
   stale_ = false;
   const std::vector<double> factors = loadFactors();
+  rerun_timer_->stop();
   compare_.reset();  // the chart shows this sweep now
   run_overrides_ = overrides();
   run_resolved_ = scenario_.resolved_yaml;
@@ -657,7 +685,42 @@ void MainWindow::runSweep() {
   redrawLatency();
 }
 
+void MainWindow::setAutoRerun(bool on) {
+  auto_rerun_->setChecked(on);
+  if (!on) rerun_timer_->stop();
+}
+
+bool MainWindow::rerunPending() const { return rerun_timer_->isActive(); }
+
+void MainWindow::rerunNow() {
+  if (sweep_.running() || compare_.running()) {  // stop the old run, then start again
+    sweep_.cancel();
+    compare_.cancel();
+    rerun_timer_->start();
+    return;
+  }
+  if (!compare_.variants().empty() && !compare_key_used_.empty()) {
+    runCompare(compare_key_used_, compare_values_used_);
+  } else {
+    runSweep();
+  }
+}
+
+QString MainWindow::scenarioFolder() const {
+  const std::filesystem::path opened = std::filesystem::path(file_.toStdString()).parent_path();
+  std::error_code ec;
+  if (!opened.empty() && std::filesystem::is_directory(opened, ec)) {
+    return QString::fromStdString(opened.string());
+  }
+  if (std::filesystem::is_directory("scenarios", ec)) return "scenarios";
+#ifdef KVFLEET_SCENARIOS_DIR
+  if (std::filesystem::is_directory(KVFLEET_SCENARIOS_DIR, ec)) return KVFLEET_SCENARIOS_DIR;
+#endif
+  return {};
+}
+
 void MainWindow::cancelSweep() {
+  rerun_timer_->stop();
   sweep_.cancel();
   compare_.cancel();
 }
@@ -704,9 +767,10 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
       return false;
     }
   }
-  sweep_.reset();  // the chart shows the comparison now
-  pins_.clear();
-  refreshPinList();
+  rerun_timer_->stop();
+  compare_key_used_ = key;
+  compare_values_used_ = values;
+  sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
   compare_.start(yaml_, base_dir_, overrides(), key, values, load, baseLoad(), loadFactors());
   progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));

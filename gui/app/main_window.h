@@ -15,6 +15,8 @@
 #include "sim/simulation/scenario.h"
 
 class QChartView;
+class QCheckBox;
+class QTimer;
 class QComboBox;
 class QLineEdit;
 class QListWidget;
@@ -66,6 +68,10 @@ class MainWindow : public QMainWindow {
   // The quantity every compared curve shows ("TTFT p99", "Goodput", ...).
   bool setMetric(const QString& name);
   QTableWidget* capacityTable() const { return capacity_table_; }
+  // Rerun after a change: a changed field reruns the sweep (or the comparison) after a short
+  // pause; off for heavy scenarios.
+  void setAutoRerun(bool on);
+  bool rerunPending() const;
   // A pinned run: its points and the settings it ran with. Shown as one dashed curve of the
   // compared quantity, in its own colour, named by what differs from the current scenario
   // (unless renamed).
@@ -141,6 +147,13 @@ class MainWindow : public QMainWindow {
   QTableWidget* capacity_table_ = nullptr;
   charts::LineChartSpec latency_spec_;
   std::vector<Pin> pins_;
+  QCheckBox* auto_rerun_ = nullptr;
+  QTimer* rerun_timer_ = nullptr;
+  std::string compare_key_used_;  // the last comparison asked for, rerun after a change
+  std::vector<std::string> compare_values_used_;
+  void rerunNow();
+  // Where Open starts: the open scenario's folder, else ./scenarios, else the source tree's.
+  QString scenarioFolder() const;
   // The settings of the sweep on screen (what a pin keeps).
   std::vector<std::string> run_overrides_;
   std::string run_resolved_;
