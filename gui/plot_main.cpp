@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("x", po::value(&x), "axis key or metric for x")(
       "y", po::value(&y), "metric for y")("series", po::value(&series),
                                           "axis key: one line per value")(
+      "where", po::value<std::vector<std::string>>()->composing(),
+      "AXIS=VALUE: keep only the points where a varied axis has this value (repeatable)")(
+      "mean-over", po::value<std::vector<std::string>>()->composing(),
+      "AXIS: average over a varied axis on purpose (the legend says so)")(
       "slo", po::value<double>(), "draw a horizontal SLO line at this y value")(
       "log-x", "logarithmic x axis")("log-y", "logarithmic y axis")(
       "title", po::value(&title), "chart title")("out,o", po::value(&out), "FILE.png or FILE.svg")(
@@ -54,9 +58,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << "Usage: kvfleet plot RESULTS.h5 --x KEY --y METRIC [--series KEY] --out "
-                 "FILE.png|svg\n\n"
-              << opts;
+    std::cout
+        << "Usage: kvfleet plot RESULTS.h5 --x KEY --y METRIC [--series KEY] "
+           "[--where AXIS=VALUE] [--mean-over AXIS] --out FILE.png|svg\n\n"
+           "Every axis the file varies must be on the chart (x, series), fixed with\n"
+           "--where, or averaged on purpose with --mean-over: nothing is averaged silently.\n\n"
+        << opts;
     return 0;
   }
   for (const char* k : {"results", "x", "y", "out"}) {
@@ -88,7 +95,18 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   try {
     const auto results = kvfleet::sim::read_sweep_h5(vm["results"].as<std::string>());
-    auto spec = kvfleet::charts::sweep_chart(results, x, y, series);
+    kvfleet::charts::SweepChartOptions o;
+    o.series = series;
+    if (vm.count("where")) {
+      for (const auto& w : vm["where"].as<std::vector<std::string>>()) {
+        const auto eq = w.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw kvfleet::sim::InputError("--where", w, "expected AXIS=VALUE");
+        o.where[w.substr(0, eq)] = w.substr(eq + 1);
+      }
+    }
+    if (vm.count("mean-over")) o.mean_over = vm["mean-over"].as<std::vector<std::string>>();
+    auto spec = kvfleet::charts::sweep_chart(results, x, y, o);
     if (!title.empty()) spec.title = title;
     if (vm.count("slo")) spec.y_limit = vm["slo"].as<double>();
     spec.log_x = vm.count("log-x") > 0;

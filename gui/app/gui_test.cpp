@@ -449,6 +449,18 @@ class GuiTest : public QObject {
             "/scenarios/sweeps/load-vs-max-seqs.yaml --quiet --out " + h5);
     QVERIFY(w.openSweepFile(QString::fromStdString(h5)));
     QCOMPARE(w.sweepFileView()->table()->rowCount(), 30);
+    // The file varies max_num_seqs and the rate. Without max_num_seqs as the series, the chart
+    // shows one chosen value of it, never their mean.
+    auto* v = w.sweepFileView();
+    QVERIFY(v->setX("workload.arrival.rate_per_s"));
+    QVERIFY(v->setSeries(""));
+    QVERIFY(v->setAxisFilter("pools[0].engine.max_num_seqs", "256"));
+    QCOMPARE(v->spec().series.size(), std::size_t{1});
+    QVERIFY(QString::fromStdString(v->spec().title).contains("max_num_seqs = 256"));
+    const auto one = v->spec().series[0].y;
+    QVERIFY(v->setAxisFilter("pools[0].engine.max_num_seqs", "(mean over)"));
+    QVERIFY(QString::fromStdString(v->spec().series[0].name).contains("mean over"));
+    QVERIFY(v->spec().series[0].y != one);
     QVERIFY(w.exportCurrentTable(dir + "/sweep.csv").isEmpty());
     // A file that is not a sweep: an error, and the table stays.
     const QString bad = dir + "/bad.h5";

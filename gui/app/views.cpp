@@ -281,6 +281,13 @@ SweepFileView::SweepFileView(QWidget* parent) : QWidget(parent) {
   row->addWidget(new QLabel("series:"));
   row->addWidget(series_, 1);
   l->addLayout(row);
+  // The other axes: each fixed to a value (or averaged on purpose), never averaged silently.
+  filter_row_ = new QHBoxLayout;
+  l->addLayout(filter_row_);
+  problem_label_ = new QLabel;
+  problem_label_->setWordWrap(true);
+  problem_label_->setStyleSheet("color: #a02020");
+  l->addWidget(problem_label_);
   auto* split = new QSplitter(Qt::Vertical);
   chart_ = chart_view();
   table_ = new QTableWidget;
@@ -314,6 +321,23 @@ void SweepFileView::open(const QString& path) {
   if (results_.axis_keys.size() > 1) series_->setCurrentIndex(1);
   if (results_.axis_keys.size() > 1) x_->setCurrentIndex(1);
   for (auto* c : {x_, y_, series_}) c->blockSignals(false);
+  // One chooser per axis: its values (the first chosen) or "(mean over)".
+  while (QLayoutItem* item = filter_row_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  filters_.clear();
+  for (const auto& k : results_.axis_keys) {
+    auto* c = new QComboBox;
+    for (const auto& v : charts::axis_values(results_, k)) c->addItem(QString::fromStdString(v));
+    c->addItem("(mean over)");
+    c->setToolTip(QString::fromStdString("the value of " + k +
+                                         " the chart shows when it is neither x nor the series"));
+    filter_row_->addWidget(new QLabel(QString::fromStdString(k + ":")));
+    filter_row_->addWidget(c, 1);
+    connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+    filters_.emplace_back(k, c);
+  }
   // The table: one row per point, axes then metrics.
   QStringList cols = {"point", "replicate", "status"};
   for (const auto& k : results_.axis_keys) cols << QString::fromStdString(k);
@@ -341,16 +365,56 @@ void SweepFileView::open(const QString& path) {
   redraw();
 }
 
+bool SweepFileView::setAxisFilter(const std::string& axis, const QString& value) {
+  for (auto& [k, c] : filters_) {
+    if (k != axis) continue;
+    const int i = c->findText(value);
+    if (i < 0) return false;
+    c->setCurrentIndex(i);
+    redraw();
+    return true;
+  }
+  return false;
+}
+
+bool SweepFileView::setSeries(const QString& axis) {
+  const int i = axis.isEmpty() ? 0 : series_->findText(axis);
+  if (i < 0) return false;
+  series_->setCurrentIndex(i);
+  redraw();
+  return true;
+}
+
+bool SweepFileView::setX(const QString& key) {
+  const int i = x_->findText(key);
+  if (i < 0) return false;
+  x_->setCurrentIndex(i);
+  redraw();
+  return true;
+}
+
 void SweepFileView::redraw() {
   if (x_->count() == 0 || y_->count() == 0) return;
-  const std::string series =
-      series_->currentIndex() > 0 ? series_->currentText().toStdString() : "";
+  charts::SweepChartOptions o;
+  o.series = series_->currentIndex() > 0 ? series_->currentText().toStdString() : "";
+  const std::string x = x_->currentText().toStdString();
+  for (auto& [k, c] : filters_) {
+    const bool drawn = k == x || k == o.series;
+    c->setEnabled(!drawn);  // an axis on the chart needs no value
+    if (drawn) continue;
+    if (c->currentText() == "(mean over)") {
+      o.mean_over.push_back(k);
+    } else {
+      o.where[k] = c->currentText().toStdString();
+    }
+  }
   try {
-    auto spec = charts::sweep_chart(results_, x_->currentText().toStdString(),
-                                    y_->currentText().toStdString(), series);
-    set_chart(chart_, charts::make_line_chart(spec));
-  } catch (const sim::InputError&) {
-    // x and series both the same axis, say: keep the last chart.
+    spec_ = charts::sweep_chart(results_, x, y_->currentText().toStdString(), o);
+    set_chart(chart_, charts::make_line_chart(spec_));
+    problem_label_->clear();
+  } catch (const sim::InputError& e) {
+    // x and the series the same axis, say: the message, and the last chart stays.
+    problem_label_->setText(QString::fromStdString(e.problem()));
   }
 }
 

@@ -6,11 +6,14 @@
 #include <vector>
 
 #include "gui/app/load_sweep.h"
+#include "gui/charts/line_chart.h"
 #include "sim/sweep/sweep.h"
 
 class QChartView;
 class QComboBox;
 class QTableWidget;
+class QHBoxLayout;
+class QLabel;
 
 namespace kvfleet::gui {
 
@@ -84,11 +87,22 @@ class SweepFileView : public QWidget {
   QTableWidget* table() const { return table_; }
   QChartView* chartView() const { return chart_; }
   const sim::SweepResults& results() const { return results_; }
+  // The chart on screen (for tests); what each axis not drawn is fixed to, or "(mean over)".
+  const charts::LineChartSpec& spec() const { return spec_; }
+  bool setAxisFilter(const std::string& axis, const QString& value);
+  bool setSeries(const QString& axis);
+  bool setX(const QString& key);
 
  private:
   void redraw();
   sim::SweepResults results_;
   QComboBox *x_, *y_, *series_;
+  // One chooser per axis of the file: a value, or "(mean over)"; unused for the axes drawn.
+  std::vector<std::pair<std::string, QComboBox*>> filters_;
+  QHBoxLayout* filter_row_ = nullptr;
+  QLabel* problem_label_ = nullptr;
+  charts::LineChartSpec spec_;
+  QString problem_;
   QTableWidget* table_;
   QChartView* chart_;
 };

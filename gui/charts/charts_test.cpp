@@ -39,8 +39,9 @@ sim::SweepResults results() {
 TEST(SweepChart, SeriesPerAxisValueWithReplicatesAveraged) {
   const LineChartSpec s = sweep_chart(results(), "rate", "ttft_p99_s", "seqs");
   ASSERT_EQ(s.series.size(), 2u);
-  EXPECT_EQ(s.series[0].name, "seqs = 8");  // numeric order
-  EXPECT_EQ(s.series[1].name, "seqs = 64");
+  // Numeric order; the legend says the replicates were averaged.
+  EXPECT_EQ(s.series[0].name, "seqs = 8 (mean of 2 replicates)");
+  EXPECT_EQ(s.series[1].name, "seqs = 64 (mean of 2 replicates)");
   EXPECT_EQ(s.series[0].x, (std::vector<double>{10, 20}));
   // 10/8 + (0 + 1)/2 replicates averaged.
   EXPECT_DOUBLE_EQ(s.series[0].y[0], 10.0 / 8 + 0.5);
@@ -48,6 +49,38 @@ TEST(SweepChart, SeriesPerAxisValueWithReplicatesAveraged) {
   EXPECT_THROW(sweep_chart(results(), "nope", "ttft_p99_s"), sim::InputError);
   EXPECT_THROW(sweep_chart(results(), "rate", "nope"), sim::InputError);
   EXPECT_THROW(sweep_chart(results(), "rate", "ttft_p99_s", "nope"), sim::InputError);
+}
+
+TEST(SweepChart, NeverAveragesAnAxisItDoesNotShow) {
+  // Without a series, the file's other axis (seqs) would be averaged: refused, naming it.
+  try {
+    sweep_chart(results(), "rate", "ttft_p99_s");
+    FAIL() << "averaged seqs silently";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "seqs");
+    EXPECT_NE(e.problem().find("64, 8"), std::string::npos) << e.problem();
+    EXPECT_NE(e.problem().find("--where seqs=64"), std::string::npos) << e.problem();
+  }
+  // --where picks one value: the numbers are that value's, not a mean over seqs.
+  SweepChartOptions o;
+  o.where["seqs"] = "8";
+  LineChartSpec s = sweep_chart(results(), "rate", "ttft_p99_s", o);
+  ASSERT_EQ(s.series.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.series[0].y[0], 10.0 / 8 + 0.5);
+  EXPECT_NE(s.title.find("seqs = 8"), std::string::npos);
+  // --mean-over averages on purpose, and the legend says so.
+  SweepChartOptions m;
+  m.mean_over = {"seqs"};
+  s = sweep_chart(results(), "rate", "ttft_p99_s", m);
+  ASSERT_EQ(s.series.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.series[0].y[0], (10.0 / 8 + 10.0 / 64) / 2 + 0.5);
+  EXPECT_NE(s.series[0].name.find("mean over seqs"), std::string::npos);
+  // A value the axis never takes, or an unknown axis, is named.
+  o.where["seqs"] = "16";
+  EXPECT_THROW(sweep_chart(results(), "rate", "ttft_p99_s", o), sim::InputError);
+  SweepChartOptions bad;
+  bad.where["nope"] = "1";
+  EXPECT_THROW(sweep_chart(results(), "rate", "ttft_p99_s", bad), sim::InputError);
 }
 
 std::pair<int, std::string> run(const std::string& cmd) {
@@ -88,6 +121,21 @@ TEST(KvfleetPlot, RendersPngAndSvgOffscreen) {
   EXPECT_EQ(bad.first, 2);
   EXPECT_NE(bad.second.find("nope"), std::string::npos) << bad.second;
   EXPECT_FALSE(fs::exists(dir / "b.png"));
+  // The sweep varies max_num_seqs: without a series the plot refuses, naming the axis and the
+  // options; --where gives that value's curve.
+  const std::string two = " --x workload.arrival.rate_per_s --y time_to_first_token_p99_s";
+  auto refused = run(bin + " plot " + h5 + two + " --out " + (dir / "r.png").string());
+  EXPECT_EQ(refused.first, 2) << refused.second;
+  EXPECT_NE(refused.second.find("pools[0].engine.max_num_seqs"), std::string::npos)
+      << refused.second;
+  EXPECT_NE(refused.second.find("--where"), std::string::npos) << refused.second;
+  EXPECT_FALSE(fs::exists(dir / "r.png"));
+  auto one = run(bin + " plot " + h5 + two +
+                 " --where \"pools[0].engine.max_num_seqs=256\" --out " + (dir / "w.svg").string());
+  ASSERT_EQ(one.first, 0) << one.second;
+  std::stringstream ws;
+  ws << std::ifstream(dir / "w.svg").rdbuf();
+  EXPECT_NE(ws.str().find("max_num_seqs = 256"), std::string::npos);
 }
 
 }  // namespace

@@ -19,8 +19,20 @@ std::string label(const std::string& key) {
 
 }  // namespace
 
+std::vector<std::string> axis_values(const sim::SweepResults& r, const std::string& axis) {
+  std::vector<std::string> out;
+  const auto it = std::find(r.axis_keys.begin(), r.axis_keys.end(), axis);
+  if (it == r.axis_keys.end()) return out;
+  const std::size_t a = static_cast<std::size_t>(it - r.axis_keys.begin());
+  for (const auto& v : r.axis_values) {
+    if (a < v.size() && std::find(out.begin(), out.end(), v[a]) == out.end()) out.push_back(v[a]);
+  }
+  return out;
+}
+
 LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, const std::string& y,
-                          const std::string& series) {
+                          const SweepChartOptions& options) {
+  const std::string& series = options.series;
   auto axis_index = [&](const std::string& k) -> long {
     auto it = std::find(r.axis_keys.begin(), r.axis_keys.end(), k);
     return it == r.axis_keys.end() ? -1 : it - r.axis_keys.begin();
@@ -28,6 +40,11 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   auto metric_index = [&](const std::string& k) -> long {
     auto it = std::find(r.metric_names.begin(), r.metric_names.end(), k);
     return it == r.metric_names.end() ? -1 : it - r.metric_names.begin();
+  };
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
   };
   std::string known;
   for (const auto& k : r.axis_keys) known += (known.empty() ? "" : ", ") + k;
@@ -40,12 +57,53 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   const long sa = series.empty() ? -1 : axis_index(series);
   if (!series.empty() && sa < 0)
     throw sim::InputError("--series", series, "not an axis (" + known + ")");
+  std::vector<std::pair<long, std::string>> where;  // axis index, value
+  for (const auto& [k, v] : options.where) {
+    const long a = axis_index(k);
+    if (a < 0) throw sim::InputError("--where", k, "not an axis of this file (" + known + ")");
+    const auto values = axis_values(r, k);
+    if (std::find(values.begin(), values.end(), v) == values.end())
+      throw sim::InputError("--where", k, "never '" + v + "' in this file (" + join(values) + ")");
+    where.emplace_back(a, v);
+  }
+  for (const auto& k : options.mean_over) {
+    if (axis_index(k) < 0)
+      throw sim::InputError("--mean-over", k, "not an axis of this file (" + known + ")");
+  }
+  auto kept = [&](std::size_t i) {
+    for (const auto& [a, v] : where)
+      if (r.axis_values[i][a] != v) return false;
+    return true;
+  };
+  // Every other axis must be fixed (one value among the points kept), chosen or averaged.
+  for (std::size_t a = 0; a < r.axis_keys.size(); ++a) {
+    const std::string& k = r.axis_keys[a];
+    if (static_cast<long>(a) == xa || static_cast<long>(a) == sa) continue;
+    if (options.where.count(k) ||
+        std::find(options.mean_over.begin(), options.mean_over.end(), k) != options.mean_over.end())
+      continue;
+    std::vector<std::string> values;
+    for (std::size_t i = 0; i < r.points.size(); ++i) {
+      if (!kept(i)) continue;
+      const auto& v = r.axis_values[i][a];
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    }
+    if (values.size() > 1) {
+      throw sim::InputError("--where", k,
+                            "the file varies this axis (" + join(values) +
+                                ") and the chart does not show it: pick one value (--where " + k +
+                                "=" + values[0] + "), make it the series (--series " + k +
+                                "), or average over it on purpose "
+                                "(--mean-over " +
+                                k + ")");
+    }
+  }
   // series value -> x -> (sum, n)
   std::map<std::string, std::map<double, std::pair<double, int>>> acc;
   std::map<std::string, double> order;  // numeric order of series values where they are numbers
   for (std::size_t i = 0; i < r.points.size(); ++i) {
     const auto& p = r.points[i];
-    if (!p.done || !p.ok) continue;
+    if (!p.done || !p.ok || !kept(i)) continue;
     const double xv = xa >= 0 ? std::strtod(r.axis_values[i][xa].c_str(), nullptr) : p.metrics[xm];
     const double yv = p.metrics[ym];
     if (!std::isfinite(xv) || !std::isfinite(yv)) continue;
@@ -65,13 +123,24 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   spec.x_label = label(x);
   spec.y_label = label(y);
   spec.title = y + " against " + x;
+  std::string fixed;
+  for (const auto& [k, v] : options.where) fixed += (fixed.empty() ? "" : ", ") + k + " = " + v;
+  if (!fixed.empty()) spec.title += " (" + fixed + ")";
   for (const auto& n : names) {
     Series s;
     s.name = series.empty() ? y : series + " = " + n;
+    int most = 1;
     for (const auto& [xv, e] : acc[n]) {
       s.x.push_back(xv);
       s.y.push_back(e.first / e.second);
+      most = std::max(most, e.second);
     }
+    // What each point of the line averages: said, never silent.
+    std::string averaged;
+    if (!options.mean_over.empty()) averaged = "mean over " + join(options.mean_over);
+    if (most > 1 && options.mean_over.empty())
+      averaged = "mean of " + std::to_string(most) + " replicates";
+    if (!averaged.empty()) s.name += " (" + averaged + ")";
     spec.series.push_back(std::move(s));
   }
   return spec;
