@@ -177,6 +177,10 @@ class GuiTest : public QObject {
     QVERIFY(t->item(3, refused)->text().toInt() > 0);
     QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
     QVERIFY(QString::fromStdString(w.latencySpec().title).contains("Llama-3-8B on L40S"));
+    // On the chart too: the loads with refused requests are marked, and the scenario's load.
+    QCOMPARE(w.latencySpec().markers.size(), std::size_t{1});
+    QCOMPARE(w.latencySpec().markers[0].x.size(), std::size_t{8});  // 2.8% refused at every load
+    QCOMPARE(*w.latencySpec().x_mark, 150.0);
     QCOMPARE(QString::fromStdString(w.latencySpec().x_label), QString("Users"));
     if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
       w.resize(1400, 860);

@@ -206,6 +206,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   pinbuttons->addWidget(pin_remove);
   pinbuttons->addWidget(pin_compare);
   pinl->addLayout(pinbuttons);
+  pinbox->setMaximumHeight(190);
   below->addWidget(pinbox, 2);
   latl->addLayout(below);
   connect(pin_list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
@@ -811,6 +812,9 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
     spec->y_limit.reset();  // no SLO line on a share of the requests
   }
   spec->series.clear();
+  spec->markers.clear();
+  charts::Series refused;
+  refused.name = "≥ 1% of requests rejected";
   for (const auto& v : compare_.variants()) {
     charts::Series s;
     s.name = v.label;
@@ -823,9 +827,15 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
       if (!std::isfinite(y)) continue;
       s.x.push_back(p.load);
       s.y.push_back(y);
+      if (p.summary.requests > 0 &&
+          100.0 * static_cast<double>(p.summary.rejected) / p.summary.requests >= 1.0) {
+        refused.x.push_back(p.load);
+        refused.y.push_back(y);
+      }
     }
     spec->series.push_back(std::move(s));
   }
+  if (!refused.x.empty()) spec->markers.push_back(std::move(refused));
 }
 
 void MainWindow::updateCapacityTable() {
@@ -1056,6 +1066,19 @@ void MainWindow::redrawLatency() {
     }
     spec.series.push_back(std::move(s));
   }
+  // Refused work on the chart: loads where at least 1% of the requests were rejected, marked on
+  // the TTFT p99 curve.
+  charts::Series refused;
+  refused.name = "≥ 1% of requests rejected";
+  for (const auto& p : pts) {
+    if (!p.done || !p.ok || p.summary.requests == 0) continue;
+    if (100.0 * static_cast<double>(p.summary.rejected) / p.summary.requests < 1.0) continue;
+    refused.x.push_back(p.load);
+    refused.y.push_back(p.summary.ttft.p99);
+  }
+  if (!refused.x.empty()) spec.markers.push_back(std::move(refused));
+  spec.x_mark = baseLoad();
+  spec.x_mark_label = "scenario's load";
   if (!compare_.variants().empty()) redrawCompare(&spec);
   updateCapacityTable();
   latency_spec_ = spec;

@@ -9,6 +9,7 @@
 #include <QtCharts/QLegend>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
+#include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
 #include <QtCore/QCoreApplication>
 #include <QtGui/QPainter>
@@ -82,6 +83,10 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   if (!(yhi >= ylo)) ylo = 0, yhi = 1;
   if (xhi == xlo) xhi = xlo + 1;
   if (yhi == ylo) yhi = ylo + 1;
+  if (spec.x_mark && std::isfinite(*spec.x_mark)) {
+    xlo = std::min(xlo, *spec.x_mark);
+    xhi = std::max(xhi, *spec.x_mark);
+  }
   QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi);
   // Room above the highest point (and below the lowest on a log scale).
   QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, spec.log_y ? ylo / 1.5 : ylo,
@@ -110,6 +115,37 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     if (s.dashed) pen.setStyle(Qt::DashLine);
     line->setPen(pen);
     line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves
+  }
+  for (const auto& m : spec.markers) {
+    auto* sc = new QScatterSeries;
+    sc->setName(QString::fromStdString(m.name));
+    sc->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    sc->setMarkerSize(11);
+    sc->setColor(QColor(200, 40, 40, 90));
+    sc->setBorderColor(QColor(200, 40, 40));
+    for (std::size_t i = 0; i < m.x.size() && i < m.y.size(); ++i) {
+      if (!std::isfinite(m.x[i]) || !std::isfinite(m.y[i])) continue;
+      if ((spec.log_x && m.x[i] <= 0) || (spec.log_y && m.y[i] <= 0)) continue;
+      sc->append(m.x[i], m.y[i]);
+    }
+    chart->addSeries(sc);
+    sc->attachAxis(ax);
+    sc->attachAxis(ay);
+  }
+  if (spec.x_mark && std::isfinite(*spec.x_mark)) {
+    auto* mark = new QLineSeries;
+    mark->setName(QString::fromStdString(spec.x_mark_label));
+    const double y0 = spec.log_y ? ylo / 1.5 : ylo;
+    const double y1 = spec.log_y ? yhi * 1.5 : yhi * 1.05;
+    mark->append(*spec.x_mark, y0);
+    mark->append(*spec.x_mark, y1);
+    chart->addSeries(mark);
+    mark->attachAxis(ax);
+    mark->attachAxis(ay);
+    QPen pen(QColor(110, 110, 110));
+    pen.setStyle(Qt::DotLine);
+    pen.setWidthF(1.5);
+    mark->setPen(pen);
   }
   if (spec.y_limit) {
     auto* slo = new QLineSeries;

@@ -24,6 +24,11 @@ struct LineChartSpec {
   std::vector<Series> series;
   std::optional<double> y_limit;  // a horizontal line, e.g. the SLO
   std::string y_limit_label = "SLO";
+  std::optional<double> x_mark;  // a vertical line, e.g. the scenario's own load
+  std::string x_mark_label;
+  // Points drawn as red crosses over the lines (e.g. loads where requests were refused), one
+  // legend entry each.
+  std::vector<Series> markers;
   bool log_x = false;
   bool log_y = false;
 };
