@@ -3,8 +3,13 @@
 // `kvfleet run` prints for the same scenario and load, a sweep cancels mid-run, and a bad file
 // or value leaves the previous state. Saves a screenshot when KVFLEET_SCREENSHOT names a file.
 #include <sys/wait.h>
+#include <QtCharts/QAbstractAxis>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
+#include <QtGui/QFontMetrics>
+#include <QtGui/QGuiApplication>
 #include <QtTest/QSignalSpy>
 #include <QtTest/QTest>
 #include <QtWidgets/QApplication>
@@ -314,6 +319,72 @@ class GuiTest : public QObject {
     QVERIFY2(w.lastError().startsWith("max_num_seqs:"), qPrintable(w.lastError()));
   }
 
+  void labelsFitInARealWindowAtTwoSizes() {
+    // The real window (Xvfb, not offscreen rendering): at 1600×1000 and 1280×800, on every tab,
+    // every chart's axis titles fit along their axis and its title fits across the chart.
+    if (QGuiApplication::platformName() == "offscreen")
+      QSKIP("needs a real window: ctest runs this under Xvfb (gui_real_window)");
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    w.setAutoRerun(false);
+    QVERIFY(w.setField("workload.num_sessions", "60"));
+    // First a load sweep (every view full), then a comparison (the latency tab's longest title
+    // and the capacity table).
+    for (const bool compare : {false, true}) {
+      if (compare) {
+        QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
+        QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+      } else {
+        w.runSweep();
+        QVERIFY(wait_finished(w, 120000));
+      }
+      QCoreApplication::processEvents();
+      for (const QSize size : {QSize(1600, 1000), QSize(1280, 800)}) {
+        w.resize(size);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        for (int tab = 0; tab < (compare ? 1 : w.tabs()->count()); ++tab) {
+          w.tabs()->setCurrentIndex(tab);
+          QTest::qWait(150);
+          check_labels(w, size, tab);
+          if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+            const QString name = QString("/gui_real_%1x%2_tab%3%4.png")
+                                     .arg(size.width())
+                                     .arg(size.height())
+                                     .arg(tab)
+                                     .arg(compare ? "_compare" : "");
+            QVERIFY(w.grab().save(QString(shots) + name));
+          }
+        }
+      }
+    }
+  }
+
+  // Every chart on the current tab: its axis titles fit along their axis, its title across it.
+  static void check_labels(MainWindow& w, QSize size, int tab) {
+    for (QChartView* v : w.tabs()->currentWidget()->findChildren<QChartView*>()) {
+      if (!v->isVisible() || !v->chart()) continue;
+      QChart* c = v->chart();
+      const QRectF plot = c->plotArea();
+      const QString where = QString("%1×%2, tab '%3', chart '%4'")
+                                .arg(size.width())
+                                .arg(size.height())
+                                .arg(w.tabs()->tabText(tab))
+                                .arg(c->title());
+      for (QAbstractAxis* a : c->axes()) {
+        const int need = QFontMetrics(a->titleFont()).horizontalAdvance(a->titleText());
+        const double room = a->orientation() == Qt::Vertical ? plot.height() : plot.width();
+        QVERIFY2(need <= room, qPrintable(where + ": axis title '" + a->titleText() +
+                                          QString("' needs %1 px, has %2").arg(need).arg(room)));
+      }
+      // Qt elides a title longer than the chart's width inside its margins.
+      const int title = QFontMetrics(c->titleFont()).horizontalAdvance(c->title());
+      const int room = c->size().width() - c->margins().left() - c->margins().right();
+      QVERIFY2(title <= room,
+               qPrintable(where + QString(": title needs %1 px, has %2").arg(title).arg(room)));
+    }
+  }
+
   void compareModeDrawsOneLabelledCurveFamilyPerValue() {
     // The architect's question: full, window and summarize side by side. Each curve's TTFT p99
     // at each load equals kvfleet run's for that policy at that load.
@@ -517,7 +588,8 @@ class GuiTest : public QObject {
 };
 
 int main(int argc, char** argv) {
-  qputenv("QT_QPA_PLATFORM", "offscreen");
+  // Offscreen unless a real display was asked for (the Xvfb run sets QT_QPA_PLATFORM=xcb).
+  if (qgetenv("QT_QPA_PLATFORM") != "xcb") qputenv("QT_QPA_PLATFORM", "offscreen");
   qputenv("KVFLEET_GUI_NO_DIALOGS", "1");
   QApplication app(argc, argv);
   GuiTest t;

@@ -803,7 +803,7 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   for (const auto& f : fields_) {
     if (f.key == compare_.key()) by = f.label;
   }
-  spec->title = m->name.toStdString() + " against load, by " + by + ": " + scenarioTitle();
+  spec->title = m->name.toStdString() + " by " + by + ": " + scenarioTitle();
   spec->y_label = m->axis_label().toStdString();
   spec->log_y = m->latency;
   if (m->latency) {
@@ -1021,7 +1021,7 @@ void MainWindow::refreshPinList() {
 void MainWindow::redrawLatency() {
   charts::LineChartSpec spec;
   spec.title = "Latency against load: " + scenarioTitle();
-  if (stale_) spec.title += " (stale: settings changed since this run; Run to update)";
+  if (stale_) spec.title += " (stale: rerun to update)";
   spec.x_label = loadLabel().toStdString();
   spec.y_label = "Latency (s)";
   spec.log_y = true;

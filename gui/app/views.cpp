@@ -125,9 +125,10 @@ void TimelineView::draw(const LoadPoint* point, QChartView* top, QChartView* bot
   kv.title = "KV memory against compute over time (mean over replicas)";
   kv.x_label = "time (s)";
   kv.y_label = "fraction";
+  kv.y_max = 1.0;
   q.title = "Requests over time (all replicas)";
   q.x_label = "time (s)";
-  q.y_label = "requests, preemptions";
+  q.y_label = "count";  // short: the two stacked charts leave little height at 1280×800
   if (point != nullptr && !point->timeseries.empty()) {
     const auto& ts = point->timeseries;
     const std::size_t n = ts[0].t_s.size();

@@ -89,8 +89,9 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   }
   QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi);
   // Room above the highest point (and below the lowest on a log scale).
-  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, spec.log_y ? ylo / 1.5 : ylo,
-                                spec.log_y ? yhi * 1.5 : yhi * 1.05);
+  double top = spec.log_y ? yhi * 1.5 : yhi * 1.05;
+  if (spec.y_max && yhi <= *spec.y_max) top = *spec.y_max;  // a fraction's axis ends at 1
+  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, spec.log_y ? ylo / 1.5 : ylo, top);
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
   // Ten distinct colours (Tableau 10; Qt's default theme repeats after five); the SLO's red apart.
