@@ -86,7 +86,15 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
   const double ya = latency_fails ? lat(a) : rej(a);
   const double yb = latency_fails ? lat(b) : rej(b);
   const double limit = latency_fails ? slo_s : max_reject_pct;
-  if (std::isfinite(yb) && yb > ya) t = std::clamp((limit - ya) / (yb - ya), 0.0, 1.0);
+  if (std::isfinite(yb) && yb > ya) {
+    // A latency grows steeply towards saturation: interpolated on a log scale (as the chart
+    // draws it), a share of the requests linearly.
+    if (latency_fails && ya > 0 && limit > 0) {
+      t = std::clamp((std::log(limit) - std::log(ya)) / (std::log(yb) - std::log(ya)), 0.0, 1.0);
+    } else {
+      t = std::clamp((limit - ya) / (yb - ya), 0.0, 1.0);
+    }
+  }
   c.value = a->load + t * (b->load - a->load);
   return c;
 }

@@ -28,7 +28,8 @@ const CompareMetric* find_compare_metric(const QString& name);
 
 // The capacity of one variant at the SLO, read from its load points: the highest load at which
 // the latency stays within slo_s and the rejected share within max_reject_pct, interpolated
-// linearly between the last point that meets both and the first that does not. `lo`, `hi`: the
+// between the last point that meets both and the first that does not (on a log scale for a
+// latency, which grows steeply near saturation; linearly for the rejected share). `lo`, `hi`: the
 // two points it lies between. `below` / `beyond`: the lowest load already misses / every load
 // meets it (then `value` is that load).
 struct CapacityEstimate {

@@ -223,8 +223,8 @@ class GuiTest : public QObject {
     };
     const auto* ttft = kvfleet::gui::find_compare_metric("TTFT p99");
     QVERIFY(ttft);
-    // Latency crosses 2 s halfway between loads 20 (1 s) and 30 (3 s): 25.
-    auto c = kvfleet::gui::estimate_capacity({point(10, 0.5, 0), point(20, 1, 0), point(30, 3, 0)},
+    // Latency crosses 2 s between loads 20 (1 s) and 30 (4 s): halfway on a log scale, 25.
+    auto c = kvfleet::gui::estimate_capacity({point(10, 0.5, 0), point(20, 1, 0), point(30, 4, 0)},
                                              *ttft, 2.0, 1.0);
     QCOMPARE(c.value, 25.0);
     QCOMPARE(c.lo, 20.0);
@@ -382,6 +382,51 @@ class GuiTest : public QObject {
       const int room = c->size().width() - c->margins().left() - c->margins().right();
       QVERIFY2(title <= room,
                qPrintable(where + QString(": title needs %1 px, has %2").arg(title).arg(room)));
+    }
+  }
+
+  void workedExampleCapacitiesAgreeWithKvfleetCapacity() {
+    // docs/gui.md's question: how many users per L40S under full, window and summarize, with
+    // max_num_seqs 32 and 128? The compare table's capacity for each variant brackets what
+    // `kvfleet capacity --slo ttft_p99=2s,reject_rate=1%` finds for it by bisection.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    w.setAutoRerun(false);
+    for (const char* seqs : {"32", "128"}) {
+      QVERIFY(w.setField("pools[0].engine.max_num_seqs", seqs));
+      QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
+      QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+      QCoreApplication::processEvents();
+      if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+        w.resize(1600, 1000);
+        w.show();
+        w.tabs()->setCurrentIndex(0);
+        QTest::qWait(300);
+        QVERIFY(w.grab().save(QString(shots) + "/gui_worked_seqs" + seqs + ".png"));
+      }
+      for (std::size_t v = 0; v < 3; ++v) {
+        const std::string policy = w.compare().variants()[v].value;
+        const std::string out =
+            run_cli(std::string("capacity ") + KVFLEET_SOURCE_DIR +
+                    "/scenarios/conversations/context-policies.yaml --metric users --slo "
+                    "ttft_p99=2s,reject_rate=1% --replicates 1 --tolerance 0.02 --set "
+                    "workload.context_policy.impl=" +
+                    policy + " --set pools[0].engine.max_num_seqs=" + seqs);
+        std::smatch m;
+        QVERIFY2(std::regex_search(out, m, std::regex(R"(workload\.users = (\S+) )")), out.c_str());
+        const double cli = std::stod(m[1]);
+        const auto c = w.variantCapacity(v);
+        const std::string what = policy + ", max_num_seqs " + seqs + ": kvfleet capacity " +
+                                 m[1].str() + ", compare table lo " + std::to_string(c.lo) +
+                                 " hi " + std::to_string(c.hi);
+        if (cli == 0) {
+          QVERIFY2(c.below, what.c_str());  // misses already at the lowest load
+        } else {
+          QVERIFY2(!c.below && !c.beyond, what.c_str());
+          QVERIFY2(c.lo <= cli && cli < c.hi, what.c_str());
+        }
+        std::printf("worked example: %s; interpolated %.4g\n", what.c_str(), c.value);
+      }
     }
   }
 

@@ -838,6 +838,12 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   if (!refused.x.empty()) spec->markers.push_back(std::move(refused));
 }
 
+CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
+  const CompareMetric* chosen = find_compare_metric(metric_->currentText());
+  const CompareMetric* lat = chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
+  return estimate_capacity(compare_.variants().at(i).sweep->points(), *lat, slo_s_, 1.0);
+}
+
 void MainWindow::updateCapacityTable() {
   capacity_table_->clear();
   capacity_table_->setRowCount(0);

@@ -68,6 +68,9 @@ class MainWindow : public QMainWindow {
   // The quantity every compared curve shows ("TTFT p99", "Goodput", ...).
   bool setMetric(const QString& name);
   QTableWidget* capacityTable() const { return capacity_table_; }
+  // Variant i's capacity as the table shows it (the compared latency, the SLO line, ≤ 1%
+  // rejected).
+  CapacityEstimate variantCapacity(std::size_t i) const;
   // Rerun after a change: a changed field reruns the sweep (or the comparison) after a short
   // pause; off for heavy scenarios.
   void setAutoRerun(bool on);
