@@ -34,6 +34,7 @@ const std::vector<CompareMetric>& compare_metrics() {
       {"Queue time p50", true, [](const S& s) { return s.queue.p50; }},
       {"Goodput", false, [](const S& s) { return share(s.ok, s.requests); }},
       {"Rejected", false, [](const S& s) { return share(s.rejected, s.requests); }},
+      {"Timed out", false, [](const S& s) { return share(s.timed_out, s.requests); }},
   };
   return m;
 }

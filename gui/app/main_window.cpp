@@ -814,7 +814,7 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   spec->series.clear();
   spec->markers.clear();
   charts::Series refused;
-  refused.name = "≥ 1% of requests rejected";
+  refused.name = "≥ 1% of requests rejected or timed out";
   for (const auto& v : compare_.variants()) {
     charts::Series s;
     s.name = v.label;
@@ -828,7 +828,9 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
       s.x.push_back(p.load);
       s.y.push_back(y);
       if (p.summary.requests > 0 &&
-          100.0 * static_cast<double>(p.summary.rejected) / p.summary.requests >= 1.0) {
+          100.0 * static_cast<double>(p.summary.rejected + p.summary.timed_out) /
+                  p.summary.requests >=
+              1.0) {
         refused.x.push_back(p.load);
         refused.y.push_back(y);
       }
@@ -1075,10 +1077,12 @@ void MainWindow::redrawLatency() {
   // Refused work on the chart: loads where at least 1% of the requests were rejected, marked on
   // the TTFT p99 curve.
   charts::Series refused;
-  refused.name = "≥ 1% of requests rejected";
+  refused.name = "≥ 1% of requests rejected or timed out";
   for (const auto& p : pts) {
     if (!p.done || !p.ok || p.summary.requests == 0) continue;
-    if (100.0 * static_cast<double>(p.summary.rejected) / p.summary.requests < 1.0) continue;
+    const double refused_pct =
+        100.0 * static_cast<double>(p.summary.rejected + p.summary.timed_out) / p.summary.requests;
+    if (refused_pct < 1.0) continue;
     refused.x.push_back(p.load);
     refused.y.push_back(p.summary.ttft.p99);
   }

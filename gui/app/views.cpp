@@ -126,8 +126,10 @@ void TimelineView::draw(const LoadPoint* point, QChartView* top, QChartView* bot
   kv.x_label = "time (s)";
   kv.y_label = "fraction";
   kv.y_max = 1.0;
+  kv.x_exact = true;
   q.title = "Requests over time (all replicas)";
   q.x_label = "time (s)";
+  q.x_exact = true;
   q.y_label = "count";  // short: the two stacked charts leave little height at 1280×800
   if (point != nullptr && !point->timeseries.empty()) {
     const auto& ts = point->timeseries;

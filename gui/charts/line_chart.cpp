@@ -26,7 +26,8 @@ namespace kvfleet::charts {
 
 namespace {
 
-QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double hi) {
+QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double hi,
+                         bool nice = true) {
   QFont title_font;
   title_font.setPointSize(11);
   if (log) {
@@ -45,7 +46,7 @@ QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double h
   a->setLabelFormat("%g");
   if (hi > lo) {
     a->setRange(lo, hi);
-    a->applyNiceNumbers();
+    if (nice) a->applyNiceNumbers();
   }
   return a;
 }
@@ -87,7 +88,7 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     xlo = std::min(xlo, *spec.x_mark);
     xhi = std::max(xhi, *spec.x_mark);
   }
-  QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi);
+  QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi, !spec.x_exact);
   // Room above the highest point (and below the lowest on a log scale).
   double top = spec.log_y ? yhi * 1.5 : yhi * 1.05;
   if (spec.y_max && yhi <= *spec.y_max) top = *spec.y_max;  // a fraction's axis ends at 1

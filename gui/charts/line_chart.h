@@ -25,6 +25,7 @@ struct LineChartSpec {
   std::optional<double> y_limit;  // a horizontal line, e.g. the SLO
   std::string y_limit_label = "SLO";
   std::optional<double> y_max;   // the axis ends here when the data do (a fraction: 1)
+  bool x_exact = false;          // the x axis spans the data exactly (a time axis), no rounding
   std::optional<double> x_mark;  // a vertical line, e.g. the scenario's own load
   std::string x_mark_label;
   // Points drawn as red crosses over the lines (e.g. loads where requests were refused), one
