@@ -126,11 +126,9 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
                        double base_load, const std::vector<double>& factors) {
   std::vector<Spec> specs;
   for (const auto& v : values) {
-    specs.push_back({variant_label(key, v), variant_overrides(overrides, key, v)});
+    specs.push_back({variant_label(key, v), variant_overrides(overrides, key, v), v});
   }
-  if (!start_variants(yaml, base_dir, key, specs, load_key, base_load, factors)) return false;
-  for (std::size_t i = 0; i < values.size(); ++i) variants_[i].value = values[i];
-  return true;
+  return start_variants(yaml, base_dir, key, specs, load_key, base_load, factors);
 }
 
 bool CompareRun::start_variants(const std::string& yaml, const std::string& base_dir,
@@ -144,7 +142,7 @@ bool CompareRun::start_variants(const std::string& yaml, const std::string& base
   const int each = std::max(1, cores / static_cast<int>(specs.size()));
   for (const auto& sp : specs) {
     Variant var;
-    var.value = sp.label;
+    var.value = sp.value.empty() ? sp.label : sp.value;
     var.label = sp.label;
     var.sweep = std::make_unique<LoadSweep>();
     connect(var.sweep.get(), &LoadSweep::pointDone, this, [this](int) { Q_EMIT changed(); });

@@ -72,6 +72,7 @@ class CompareRun : public QObject {
   struct Spec {
     std::string label;
     std::vector<std::string> overrides;
+    std::string value;  // the compared value ("" for a pinned run)
   };
   bool start_variants(const std::string& yaml, const std::string& base_dir, const std::string& what,
                       const std::vector<Spec>& specs, const std::string& load_key, double base_load,

@@ -426,6 +426,14 @@ class GuiTest : public QObject {
           QVERIFY2(c.lo <= cli && cli < c.hi, what.c_str());
         }
         std::printf("worked example: %s; interpolated %.4g\n", what.c_str(), c.value);
+        if (!c.below && !c.beyond) {  // the crossing is marked on the chart at the capacity
+          bool marked = false;
+          for (const auto& mk : w.latencySpec().markers) {
+            for (std::size_t i = 0; mk.crossing && i < mk.x.size(); ++i)
+              marked |= std::fabs(mk.x[i] - c.value) < 1e-9 && mk.y[i] == 2.0;
+          }
+          QVERIFY2(marked, what.c_str());
+        }
       }
     }
   }
@@ -454,10 +462,11 @@ class GuiTest : public QObject {
       for (std::size_t i = 0; i < s.x.size(); ++i) {
         char users[32];
         std::snprintf(users, sizeof users, "%g", s.x[i]);
+        const std::string policy = s.name.substr(0, s.name.find(' '));  // "window (turns 4)"
         const std::string out = run_cli(
             std::string("run ") + KVFLEET_SOURCE_DIR +
             "/scenarios/conversations/context-policies.yaml --set workload.context_policy.impl=" +
-            s.name + " --set workload.num_sessions=60 --set workload.users=" + users);
+            policy + " --set workload.num_sessions=60 --set workload.users=" + users);
         std::smatch m;
         const std::regex row(
             R"(TTFT \(time to first token\)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+))");
@@ -469,13 +478,21 @@ class GuiTest : public QObject {
                      .c_str());
       }
     }
-    QCOMPARE(names, (std::vector<std::string>{"full", "window", "summarize"}));
+    // Each labelled by its value and that implementation's parameters.
+    QCOMPARE(names, (std::vector<std::string>{"full", "window (turns 4)",
+                                              "summarize (threshold_tokens 4000, keep_turns 2)"}));
     if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
       w.resize(1600, 1000);
       w.show();
       w.tabs()->setCurrentIndex(0);
       QTest::qWait(300);
       QVERIFY(w.grab().save(QString(shots) + "/gui_compare.png"));
+    }
+    // The crossings are marked: window and summarize cross the 2 s line within the loads tried?
+    // Whatever crosses is marked on the SLO line at its capacity.
+    for (const auto& mk : spec.markers) {
+      if (!mk.crossing) continue;
+      for (std::size_t i = 0; i < mk.x.size(); ++i) QCOMPARE(mk.y[i], 2.0);
     }
     // One capacity row per variant, named as the curves.
     QTableWidget* cap = w.capacityTable();

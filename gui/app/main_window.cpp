@@ -758,22 +758,41 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     return false;
   }
   // Every variant must load before anything runs: a refused value is named now, not as a
-  // failed curve later.
+  // failed curve later. An implementation's label carries its parameters: "window (turns 4)".
+  std::vector<CompareRun::Spec> specs;
+  const bool impl = key.size() > 5 && key.compare(key.size() - 5, 5, ".impl") == 0;
   for (const auto& v : values) {
+    CompareRun::Spec spec{variant_label(key, v), variant_overrides(overrides(), key, v), v};
     try {
-      sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_,
-                              variant_overrides(overrides(), key, v));
+      const sim::Scenario sc =
+          sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, spec.overrides);
+      if (impl) {
+        YAML::Node section = YAML::Load(sc.resolved_yaml);
+        std::stringstream parts(key.substr(0, key.size() - 5));
+        for (std::string part; std::getline(parts, part, '.') && section.IsDefined();) {
+          section.reset(section.IsMap() ? section[part] : YAML::Node(YAML::NodeType::Undefined));
+        }
+        std::string params;
+        if (section.IsMap()) {
+          for (const auto& kv : section) {
+            if (kv.first.Scalar() == "impl" || !kv.second.IsScalar()) continue;
+            params += (params.empty() ? "" : ", ") + kv.first.Scalar() + " " + kv.second.Scalar();
+          }
+        }
+        if (!params.empty()) spec.label += " (" + params + ")";
+      }
     } catch (const std::exception& e) {
       showError(QString::fromStdString("Compare: " + key + " = " + v + " is refused: " + e.what()));
       return false;
     }
+    specs.push_back(std::move(spec));
   }
   rerun_timer_->stop();
   compare_key_used_ = key;
   compare_values_used_ = values;
   sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
-  compare_.start(yaml_, base_dir_, overrides(), key, values, load, baseLoad(), loadFactors());
+  compare_.start_variants(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
   progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));
   progress_->setValue(0);
   run_->setEnabled(false);
@@ -838,6 +857,20 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
     spec->series.push_back(std::move(s));
   }
   if (!refused.x.empty()) spec->markers.push_back(std::move(refused));
+  // Where each curve crosses the SLO: its capacity, on the SLO line (when the chart shows the
+  // latency the capacity is judged on).
+  if (m->latency) {
+    charts::Series crossings;
+    crossings.name = "capacity at the SLO";
+    crossings.crossing = true;
+    for (std::size_t i = 0; i < compare_.variants().size(); ++i) {
+      const CapacityEstimate c = variantCapacity(i);
+      if (!c.known || c.below || c.beyond || c.limited_by != "latency") continue;
+      crossings.x.push_back(c.value);
+      crossings.y.push_back(slo_s_);
+    }
+    if (!crossings.x.empty()) spec->markers.push_back(std::move(crossings));
+  }
 }
 
 CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {

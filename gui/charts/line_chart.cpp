@@ -121,10 +121,11 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   for (const auto& m : spec.markers) {
     auto* sc = new QScatterSeries;
     sc->setName(QString::fromStdString(m.name));
-    sc->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
-    sc->setMarkerSize(11);
-    sc->setColor(QColor(200, 40, 40, 90));
-    sc->setBorderColor(QColor(200, 40, 40));
+    sc->setMarkerShape(m.crossing ? QScatterSeries::MarkerShapeCircle
+                                  : QScatterSeries::MarkerShapeRectangle);
+    sc->setMarkerSize(m.crossing ? 14 : 11);
+    sc->setColor(m.crossing ? QColor(0, 0, 0, 0) : QColor(200, 40, 40, 90));
+    sc->setBorderColor(m.crossing ? QColor(20, 20, 20) : QColor(200, 40, 40));
     for (std::size_t i = 0; i < m.x.size() && i < m.y.size(); ++i) {
       if (!std::isfinite(m.x[i]) || !std::isfinite(m.y[i])) continue;
       if ((spec.log_x && m.x[i] <= 0) || (spec.log_y && m.y[i] <= 0)) continue;

@@ -16,6 +16,7 @@ struct Series {
   std::vector<double> x, y;  // same length, x ascending
   bool muted = false;        // drawn grey and thin
   bool dashed = false;       // drawn dashed in its own colour (a pinned earlier run)
+  bool crossing = false;     // as a marker: a black ring (where a curve crosses a limit)
 };
 
 struct LineChartSpec {
