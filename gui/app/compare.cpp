@@ -7,13 +7,13 @@
 
 namespace kvfleet::gui {
 
-namespace {
-
-double share(std::int64_t part, std::int64_t whole) {
+double percent_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-}  // namespace
+double refused_percent(const sim::Summary& s) {
+  return percent_of(s.rejected + s.timed_out, s.requests);
+}
 
 const std::vector<CompareMetric>& compare_metrics() {
   using S = sim::Summary;
@@ -34,9 +34,9 @@ const std::vector<CompareMetric>& compare_metrics() {
       {"Queue time p90", true, [](const S& s) { return s.queue.p90; }},
       {"Queue time p50", true, [](const S& s) { return s.queue.p50; }},
       {"Queue time mean", true, [](const S& s) { return s.queue.mean; }},
-      {"Goodput", false, [](const S& s) { return share(s.ok, s.requests); }},
-      {"Rejected", false, [](const S& s) { return share(s.rejected, s.requests); }},
-      {"Timed out", false, [](const S& s) { return share(s.timed_out, s.requests); }},
+      {"Goodput", false, [](const S& s) { return percent_of(s.ok, s.requests); }},
+      {"Rejected", false, [](const S& s) { return percent_of(s.rejected, s.requests); }},
+      {"Timed out", false, [](const S& s) { return percent_of(s.timed_out, s.requests); }},
   };
   return m;
 }
@@ -60,7 +60,9 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
   if (done.empty()) return c;
   c.known = true;
   auto lat = [&](const LoadPoint* p) { return latency.get(p->summary); };
-  auto rej = [&](const LoadPoint* p) { return share(p->summary.rejected, p->summary.requests); };
+  auto rej = [&](const LoadPoint* p) {
+    return percent_of(p->summary.rejected, p->summary.requests);
+  };
   auto meets = [&](const LoadPoint* p) {
     return p->summary.ok > 0 && lat(p) <= slo_s && rej(p) <= max_reject_pct;
   };
@@ -103,7 +105,7 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
 }
 
 std::string variant_label(const std::string& key, const std::string& value) {
-  if (key.size() > 5 && key.compare(key.size() - 5, 5, ".impl") == 0) return value;
+  if (is_impl_key(key)) return value;
   const auto dot = key.find_last_of('.');
   return (dot == std::string::npos ? key : key.substr(dot + 1)) + " " + value;
 }
@@ -111,7 +113,7 @@ std::string variant_label(const std::string& key, const std::string& value) {
 std::vector<std::string> variant_overrides(const std::vector<std::string>& base,
                                            const std::string& key, const std::string& value) {
   std::vector<std::string> o;
-  const bool impl = key.size() > 5 && key.compare(key.size() - 5, 5, ".impl") == 0;
+  const bool impl = is_impl_key(key);
   const std::string section = impl ? key.substr(0, key.size() - 4) : "";  // "a.b."
   for (const auto& s : base) {
     if (s.rfind(key + "=", 0) == 0) continue;
@@ -123,20 +125,9 @@ std::vector<std::string> variant_overrides(const std::vector<std::string>& base,
 }
 
 bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
-                       const std::vector<std::string>& overrides, const std::string& key,
-                       const std::vector<std::string>& values, const std::string& load_key,
-                       double base_load, const std::vector<double>& factors) {
-  std::vector<Spec> specs;
-  for (const auto& v : values) {
-    specs.push_back({variant_label(key, v), variant_overrides(overrides, key, v), v});
-  }
-  return start_variants(yaml, base_dir, key, specs, load_key, base_load, factors);
-}
-
-bool CompareRun::start_variants(const std::string& yaml, const std::string& base_dir,
-                                const std::string& what, const std::vector<Spec>& specs,
-                                const std::string& load_key, double base_load,
-                                const std::vector<double>& factors) {
+                       const std::string& what, const std::vector<Spec>& specs,
+                       const std::string& load_key, double base_load,
+                       const std::vector<double>& factors) {
   if (running() || specs.size() < 2 || specs.size() > 6) return false;
   reset();
   key_ = what;
@@ -144,7 +135,7 @@ bool CompareRun::start_variants(const std::string& yaml, const std::string& base
   const int each = std::max(1, cores / static_cast<int>(specs.size()));
   for (const auto& sp : specs) {
     Variant var;
-    var.value = sp.value.empty() ? sp.label : sp.value;
+    var.value = sp.value;
     var.label = sp.label;
     var.sweep = std::make_unique<LoadSweep>();
     connect(var.sweep.get(), &LoadSweep::pointDone, this, [this](int) { Q_EMIT changed(); });

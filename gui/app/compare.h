@@ -7,6 +7,7 @@
 #include <QtCore/QObject>
 #include <QtCore/QString>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,15 @@ struct CompareMetric {
 };
 const std::vector<CompareMetric>& compare_metrics();
 const CompareMetric* find_compare_metric(const QString& name);
+
+// part as a percentage of whole (0 when whole is 0): shares of the requests that arrived.
+double percent_of(std::int64_t part, std::int64_t whole);
+// The share of the requests that arrived and were refused: rejected or timed out (%).
+double refused_percent(const sim::Summary& s);
+// The rejected share the capacity table's SLO allows (%).
+inline constexpr double kCapacityMaxRejectPct = 1.0;
+// True for a key that names a component's implementation (workload.context_policy.impl).
+inline bool is_impl_key(const std::string& key) { return key.ends_with(".impl"); }
 
 // The capacity of one variant at the SLO, read from its load points: the highest load at which
 // the latency stays within slo_s and the rejected share within max_reject_pct, interpolated
@@ -49,6 +59,7 @@ std::string variant_label(const std::string& key, const std::string& value);
 
 // The --set overrides of one variant: the base overrides with `key=value` last; for an `impl`
 // key the base overrides of that section go (they belong to the implementation shown now).
+// The panel's own edits go through it too.
 std::vector<std::string> variant_overrides(const std::vector<std::string>& base,
                                            const std::string& key, const std::string& value);
 
@@ -62,21 +73,18 @@ class CompareRun : public QObject {
   };
   explicit CompareRun(QObject* parent = nullptr) : QObject(parent) {}
   ~CompareRun() override { reset(); }
-  // Starts one sweep per value; false (nothing started) while a comparison runs or when there
-  // are fewer than two or more than six values.
-  bool start(const std::string& yaml, const std::string& base_dir,
-             const std::vector<std::string>& overrides, const std::string& key,
-             const std::vector<std::string>& values, const std::string& load_key, double base_load,
-             const std::vector<double>& factors);
-  // The same with arbitrary variants: a label and the --set overrides of each (pinned runs).
+  // One variant: its label and the --set overrides it runs with (variant_overrides for a
+  // compared value, a pin's own settings for a pinned run).
   struct Spec {
     std::string label;
     std::vector<std::string> overrides;
-    std::string value;  // the compared value ("" for a pinned run)
+    std::string value;  // the compared value (a pinned run: its label)
   };
-  bool start_variants(const std::string& yaml, const std::string& base_dir, const std::string& what,
-                      const std::vector<Spec>& specs, const std::string& load_key, double base_load,
-                      const std::vector<double>& factors);
+  // Starts one sweep per variant; false (nothing started) while a comparison runs or when
+  // there are fewer than two or more than six variants. `what` names what differs.
+  bool start(const std::string& yaml, const std::string& base_dir, const std::string& what,
+             const std::vector<Spec>& specs, const std::string& load_key, double base_load,
+             const std::vector<double>& factors);
   void cancel();
   void reset();  // cancels, waits, forgets every variant
   bool running() const;

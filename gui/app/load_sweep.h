@@ -43,7 +43,9 @@ class LoadSweep : public QObject {
   // Cancels a run in progress, waits for it, and forgets every point (a new scenario).
   void reset();
   bool running() const { return running_.load(); }
-  std::vector<LoadPoint> points() const;  // a copy, safe from any thread
+  // A copy, safe from any thread; in the order of the factors given to start() (ascending
+  // loads for the window's sweeps).
+  std::vector<LoadPoint> points() const;
   const std::string& key() const { return key_; }
 
  Q_SIGNALS:

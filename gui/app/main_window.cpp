@@ -44,8 +44,8 @@ namespace {
 
 const std::vector<double> kFactors = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
 
-// The value of a dotted key (pools[0].engine.max_num_seqs) in resolved YAML, as text.
-std::string lookup(const YAML::Node& root, const std::string& key) {
+// The node of a dotted key (pools[0].engine) in resolved YAML; an undefined node if absent.
+YAML::Node lookup_node(const YAML::Node& root, const std::string& key) {
   YAML::Node n = root;
   std::stringstream ss(key);
   for (std::string part; std::getline(ss, part, '.');) {
@@ -53,14 +53,21 @@ std::string lookup(const YAML::Node& root, const std::string& key) {
     if (br != std::string::npos) {
       const int idx = std::stoi(part.substr(br + 1));
       n.reset(n[part.substr(0, br)]);
-      if (!n || !n.IsSequence() || idx >= static_cast<int>(n.size())) return "";
+      if (!n || !n.IsSequence() || idx >= static_cast<int>(n.size()))
+        return YAML::Node(YAML::NodeType::Undefined);
       n.reset(n[idx]);
     } else {
       n.reset(n[part]);
     }
-    if (!n) return "";
+    if (!n) return YAML::Node(YAML::NodeType::Undefined);
   }
-  return n.IsScalar() ? n.Scalar() : "";
+  return n;
+}
+
+// The value of a dotted key (pools[0].engine.max_num_seqs) in resolved YAML, as text.
+std::string lookup(const YAML::Node& root, const std::string& key) {
+  const YAML::Node n = lookup_node(root, key);
+  return n.IsDefined() && n.IsScalar() ? n.Scalar() : "";
 }
 
 // A --set key as the declarations spell it: list indices dropped (pools[1].x -> pools[].x).
@@ -470,19 +477,9 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   const auto it =
       std::find_if(fields_.begin(), fields_.end(), [&](const Field& f) { return f.key == key; });
   if (it == fields_.end()) return false;
-  std::vector<std::string> o = overrides();
-  // A new implementation brings its own parameters: drop the old one's.
-  const bool impl = key.size() > 5 && key.substr(key.size() - 5) == ".impl";
-  if (impl) {
-    const std::string parent = key.substr(0, key.size() - 4);
-    o.erase(std::remove_if(o.begin(), o.end(),
-                           [&](const std::string& x) {
-                             return x.rfind(parent, 0) == 0 && x.rfind(key + "=", 0) != 0;
-                           }),
-            o.end());
-  }
-  for (auto& s : o)
-    if (s.rfind(key + "=", 0) == 0) s = key + "=" + value.toStdString();
+  // A new implementation brings its own parameters: variant_overrides drops the old one's.
+  const bool impl = is_impl_key(key);
+  const std::vector<std::string> o = variant_overrides(overrides(), key, value.toStdString());
   try {
     scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, o);
   } catch (const sim::InputError& e) {
@@ -760,18 +757,15 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   // Every variant must load before anything runs: a refused value is named now, not as a
   // failed curve later. An implementation's label carries its parameters: "window (turns 4)".
   std::vector<CompareRun::Spec> specs;
-  const bool impl = key.size() > 5 && key.compare(key.size() - 5, 5, ".impl") == 0;
+  const bool impl = is_impl_key(key);
   for (const auto& v : values) {
     CompareRun::Spec spec{variant_label(key, v), variant_overrides(overrides(), key, v), v};
     try {
       const sim::Scenario sc =
           sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, spec.overrides);
       if (impl) {
-        YAML::Node section = YAML::Load(sc.resolved_yaml);
-        std::stringstream parts(key.substr(0, key.size() - 5));
-        for (std::string part; std::getline(parts, part, '.') && section.IsDefined();) {
-          section.reset(section.IsMap() ? section[part] : YAML::Node(YAML::NodeType::Undefined));
-        }
+        const YAML::Node section =
+            lookup_node(YAML::Load(sc.resolved_yaml), key.substr(0, key.rfind(".impl")));
         std::string params;
         if (section.IsMap()) {
           for (const auto& kv : section) {
@@ -792,7 +786,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   compare_values_used_ = values;
   sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
-  compare_.start_variants(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
+  compare_.start(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
   progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));
   progress_->setValue(0);
   run_->setEnabled(false);
@@ -837,19 +831,13 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   for (const auto& v : compare_.variants()) {
     charts::Series s;
     s.name = v.label;
-    auto pts = v.sweep->points();
-    std::sort(pts.begin(), pts.end(),
-              [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
-    for (const auto& p : pts) {
+    for (const auto& p : v.sweep->points()) {  // in load order (LoadSweep's factors ascend)
       if (!p.done || !p.ok) continue;
       const double y = m->get(p.summary);
       if (!std::isfinite(y)) continue;
       s.x.push_back(p.load);
       s.y.push_back(y);
-      if (p.summary.requests > 0 &&
-          100.0 * static_cast<double>(p.summary.rejected + p.summary.timed_out) /
-                  p.summary.requests >=
-              1.0) {
+      if (refused_percent(p.summary) >= 1.0) {
         refused.x.push_back(p.load);
         refused.y.push_back(y);
       }
@@ -873,10 +861,14 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   }
 }
 
-CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
+const CompareMetric& MainWindow::latencyMetric() const {
   const CompareMetric* chosen = find_compare_metric(metric_->currentText());
-  const CompareMetric* lat = chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
-  return estimate_capacity(compare_.variants().at(i).sweep->points(), *lat, slo_s_, 1.0);
+  return chosen && chosen->latency ? *chosen : *find_compare_metric("TTFT p99");
+}
+
+CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
+  return estimate_capacity(compare_.variants().at(i).sweep->points(), latencyMetric(), slo_s_,
+                           kCapacityMaxRejectPct);
 }
 
 void MainWindow::updateCapacityTable() {
@@ -887,9 +879,7 @@ void MainWindow::updateCapacityTable() {
     return;
   }
   capacity_table_->setVisible(true);
-  const CompareMetric* chosen = find_compare_metric(metric_->currentText());
-  const CompareMetric* lat = chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
-  constexpr double kMaxRejectPct = 1.0;
+  const CompareMetric& lat = latencyMetric();
   const bool users = loadKey() == "workload.users";
   double gpus = 0;  // the fleet's: replicas × data-parallel ranks × GPUs per rank, every pool
   for (const auto& pc : scenario_.config.pools)
@@ -897,9 +887,9 @@ void MainWindow::updateCapacityTable() {
   gpus = std::max(gpus, 1.0);
   const QStringList headers = {"variant",
                                QString("capacity at %1 ≤ %2 s, rejected ≤ %3%")
-                                   .arg(lat->name)
+                                   .arg(lat.name)
                                    .arg(slo_s_)
-                                   .arg(kMaxRejectPct),
+                                   .arg(kCapacityMaxRejectPct),
                                "between loads",
                                users ? "users per GPU" : "requests/s per GPU",
                                "$ per million output tokens",
@@ -907,9 +897,8 @@ void MainWindow::updateCapacityTable() {
   capacity_table_->setColumnCount(headers.size());
   capacity_table_->setHorizontalHeaderLabels(headers);
   capacity_table_->setRowCount(static_cast<int>(compare_.variants().size()));
-  int r = 0;
-  for (const auto& v : compare_.variants()) {
-    const CapacityEstimate c = estimate_capacity(v.sweep->points(), *lat, slo_s_, kMaxRejectPct);
+  for (std::size_t r = 0; r < compare_.variants().size(); ++r) {
+    const CapacityEstimate c = variantCapacity(r);
     auto num = [](double x) { return QString::number(x, 'g', 4); };
     QString cap = "—", between = "—", per_gpu = "—", cost = "—";
     if (c.known) {
@@ -926,12 +915,15 @@ void MainWindow::updateCapacityTable() {
       if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
         cost = num(c.cost_per_m_tokens);
     }
-    const QString cells[] = {QString::fromStdString(v.label),     cap, between, per_gpu, cost,
+    const QString cells[] = {QString::fromStdString(compare_.variants()[r].label),
+                             cap,
+                             between,
+                             per_gpu,
+                             cost,
                              QString::fromStdString(c.limited_by)};
     for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
-      capacity_table_->setItem(r, col, new QTableWidgetItem(cells[col]));
+      capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
     }
-    ++r;
   }
   capacity_table_->resizeColumnsToContents();
 }
@@ -1024,17 +1016,16 @@ bool MainWindow::removePin(std::size_t i) {
 bool MainWindow::comparePins() {
   std::vector<CompareRun::Spec> specs;
   for (std::size_t i = 0; i < pins_.size(); ++i) {
-    if (pins_[i].visible) specs.push_back({pinLabel(i), pins_[i].overrides});
+    if (pins_[i].visible) specs.push_back({pinLabel(i), pins_[i].overrides, pinLabel(i)});
   }
-  specs.push_back({"current settings", overrides()});
+  specs.push_back({"current settings", overrides(), "current settings"});
   if (specs.size() < 2 || specs.size() > 6) {
     showError("Compare pins: pin one to five runs first (the current settings are the last curve)");
     return false;
   }
   if (sweep_.running() || compare_.running()) return false;
   sweep_.reset();
-  compare_.start_variants(yaml_, base_dir_, "pinned runs", specs, loadKey(), baseLoad(),
-                          loadFactors());
+  compare_.start(yaml_, base_dir_, "pinned runs", specs, loadKey(), baseLoad(), loadFactors());
   run_->setEnabled(false);
   compare_run_->setEnabled(false);
   cancel_->setEnabled(true);
@@ -1089,21 +1080,16 @@ void MainWindow::redrawLatency() {
     spec.series.push_back(std::move(s));
   }
   // Pins: one dashed curve each, of the compared quantity when it is a latency (else TTFT p99).
-  const CompareMetric* chosen = find_compare_metric(metric_->currentText());
-  const CompareMetric* pin_metric =
-      chosen && chosen->latency ? chosen : find_compare_metric("TTFT p99");
+  const CompareMetric& pin_metric = latencyMetric();
   for (std::size_t i = 0; i < pins_.size(); ++i) {
     if (!pins_[i].visible) continue;
     charts::Series s;
-    s.name = "pin: " + pinLabel(i) + " (" + pin_metric->name.toStdString() + ")";
+    s.name = "pin: " + pinLabel(i) + " (" + pin_metric.name.toStdString() + ")";
     s.dashed = true;
-    auto ppts = pins_[i].points;
-    std::sort(ppts.begin(), ppts.end(),
-              [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
-    for (const auto& p : ppts) {
+    for (const auto& p : pins_[i].points) {  // in load order
       if (!p.done || !p.ok) continue;
       s.x.push_back(p.load);
-      s.y.push_back(pin_metric->get(p.summary));
+      s.y.push_back(pin_metric.get(p.summary));
     }
     spec.series.push_back(std::move(s));
   }
@@ -1112,10 +1098,7 @@ void MainWindow::redrawLatency() {
   charts::Series refused;
   refused.name = "≥ 1% of requests rejected or timed out";
   for (const auto& p : pts) {
-    if (!p.done || !p.ok || p.summary.requests == 0) continue;
-    const double refused_pct =
-        100.0 * static_cast<double>(p.summary.rejected + p.summary.timed_out) / p.summary.requests;
-    if (refused_pct < 1.0) continue;
+    if (!p.done || !p.ok || refused_percent(p.summary) < 1.0) continue;
     refused.x.push_back(p.load);
     refused.y.push_back(p.summary.ttft.p99);
   }

@@ -116,6 +116,9 @@ class MainWindow : public QMainWindow {
   std::string loadKey() const;
   double baseLoad() const;
   std::vector<double> loadFactors() const;
+  // The latency the capacity table and the pins use: the compared quantity when it is a
+  // latency, else TTFT p99.
+  const CompareMetric& latencyMetric() const;
 
   std::string yaml_;      // the scenario as loaded
   std::string base_dir_;  // for its relative paths

@@ -18,6 +18,7 @@
 #include <functional>
 #include <iterator>
 
+#include "gui/app/compare.h"
 #include "gui/charts/line_chart.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
@@ -220,7 +221,7 @@ void PointsTable::setPoints(const std::string& load_label, const std::vector<Loa
   using S = sim::Summary;
   auto num = [](double x, int digits = 4) { return QString::number(x, 'g', digits); };
   auto pct = [](std::int64_t part, std::int64_t whole) {
-    return QString::number(whole > 0 ? 100.0 * static_cast<double>(part) / whole : 0.0, 'g', 4);
+    return QString::number(percent_of(part, whole), 'g', 4);
   };
   struct Col {
     QString header;

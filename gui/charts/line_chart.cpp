@@ -90,27 +90,43 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   }
   QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi, !spec.x_exact);
   // Room above the highest point (and below the lowest on a log scale).
+  const double bottom = spec.log_y ? ylo / 1.5 : ylo;
   double top = spec.log_y ? yhi * 1.5 : yhi * 1.05;
   if (spec.y_max && yhi <= *spec.y_max) top = *spec.y_max;  // a fraction's axis ends at 1
-  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, spec.log_y ? ylo / 1.5 : ylo, top);
+  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, bottom, top);
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
   // Ten distinct colours (Tableau 10; Qt's default theme repeats after five); the SLO's red apart.
   static const QColor kPalette[] = {
       {31, 119, 180},  {255, 127, 14},  {44, 160, 44},  {148, 103, 189}, {140, 86, 75},
       {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},  {214, 39, 40}};
+  // A series on both axes with the points of `data` the axes can show (finite; positive on a
+  // log axis).
+  auto attach = [&](QXYSeries* xy, const Series& data) {
+    xy->setName(QString::fromStdString(data.name));
+    for (std::size_t i = 0; i < data.x.size() && i < data.y.size(); ++i) {
+      if (!std::isfinite(data.x[i]) || !std::isfinite(data.y[i])) continue;
+      if ((spec.log_x && data.x[i] <= 0) || (spec.log_y && data.y[i] <= 0)) continue;
+      xy->append(data.x[i], data.y[i]);
+    }
+    chart->addSeries(xy);
+    xy->attachAxis(ax);
+    xy->attachAxis(ay);
+  };
+  // A straight reference line (the SLO, the scenario's load).
+  auto reference = [&](const std::string& name, double x0, double y0, double x1, double y1,
+                       QColor colour, Qt::PenStyle style, double width) {
+    auto* line = new QLineSeries;
+    attach(line, Series{name, {x0, x1}, {y0, y1}});
+    QPen pen(colour);
+    pen.setStyle(style);
+    pen.setWidthF(width);
+    line->setPen(pen);
+  };
   std::size_t colour = 0;
   for (const auto& s : spec.series) {
     auto* line = new QLineSeries;
-    line->setName(QString::fromStdString(s.name));
-    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
-      if ((spec.log_x && s.x[i] <= 0) || (spec.log_y && s.y[i] <= 0)) continue;
-      line->append(s.x[i], s.y[i]);
-    }
-    chart->addSeries(line);
-    line->attachAxis(ax);
-    line->attachAxis(ay);
+    attach(line, s);
     QPen pen = line->pen();
     pen.setWidthF(s.muted ? 1.2 : 2.4);
     pen.setColor(s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)]);
@@ -120,48 +136,20 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   }
   for (const auto& m : spec.markers) {
     auto* sc = new QScatterSeries;
-    sc->setName(QString::fromStdString(m.name));
     sc->setMarkerShape(m.crossing ? QScatterSeries::MarkerShapeCircle
                                   : QScatterSeries::MarkerShapeRectangle);
     sc->setMarkerSize(m.crossing ? 14 : 11);
     sc->setColor(m.crossing ? QColor(0, 0, 0, 0) : QColor(200, 40, 40, 90));
     sc->setBorderColor(m.crossing ? QColor(20, 20, 20) : QColor(200, 40, 40));
-    for (std::size_t i = 0; i < m.x.size() && i < m.y.size(); ++i) {
-      if (!std::isfinite(m.x[i]) || !std::isfinite(m.y[i])) continue;
-      if ((spec.log_x && m.x[i] <= 0) || (spec.log_y && m.y[i] <= 0)) continue;
-      sc->append(m.x[i], m.y[i]);
-    }
-    chart->addSeries(sc);
-    sc->attachAxis(ax);
-    sc->attachAxis(ay);
+    attach(sc, m);
   }
   if (spec.x_mark && std::isfinite(*spec.x_mark)) {
-    auto* mark = new QLineSeries;
-    mark->setName(QString::fromStdString(spec.x_mark_label));
-    const double y0 = spec.log_y ? ylo / 1.5 : ylo;
-    const double y1 = spec.log_y ? yhi * 1.5 : yhi * 1.05;
-    mark->append(*spec.x_mark, y0);
-    mark->append(*spec.x_mark, y1);
-    chart->addSeries(mark);
-    mark->attachAxis(ax);
-    mark->attachAxis(ay);
-    QPen pen(QColor(110, 110, 110));
-    pen.setStyle(Qt::DotLine);
-    pen.setWidthF(1.5);
-    mark->setPen(pen);
+    reference(spec.x_mark_label, *spec.x_mark, bottom, *spec.x_mark, top, QColor(110, 110, 110),
+              Qt::DotLine, 1.5);
   }
   if (spec.y_limit) {
-    auto* slo = new QLineSeries;
-    slo->setName(QString::fromStdString(spec.y_limit_label));
-    slo->append(xlo, *spec.y_limit);
-    slo->append(xhi, *spec.y_limit);
-    chart->addSeries(slo);
-    slo->attachAxis(ax);
-    slo->attachAxis(ay);
-    QPen pen(QColor(200, 40, 40));
-    pen.setStyle(Qt::DashLine);
-    pen.setWidthF(1.8);
-    slo->setPen(pen);
+    reference(spec.y_limit_label, xlo, *spec.y_limit, xhi, *spec.y_limit, QColor(200, 40, 40),
+              Qt::DashLine, 1.8);
   }
   return chart;
 }

@@ -19,15 +19,33 @@ std::string label(const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> axis_values(const sim::SweepResults& r, const std::string& axis) {
+namespace {
+
+// The values axis `a` takes at the points `keep` accepts, in first-seen order.
+template <typename Keep>
+std::vector<std::string> distinct_values(const sim::SweepResults& r, std::size_t a, Keep keep) {
   std::vector<std::string> out;
-  const auto it = std::find(r.axis_keys.begin(), r.axis_keys.end(), axis);
-  if (it == r.axis_keys.end()) return out;
-  const std::size_t a = static_cast<std::size_t>(it - r.axis_keys.begin());
-  for (const auto& v : r.axis_values) {
-    if (a < v.size() && std::find(out.begin(), out.end(), v[a]) == out.end()) out.push_back(v[a]);
+  for (std::size_t i = 0; i < r.axis_values.size(); ++i) {
+    const auto& v = r.axis_values[i];
+    if (a < v.size() && keep(i) && std::find(out.begin(), out.end(), v[a]) == out.end())
+      out.push_back(v[a]);
   }
   return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> axis_values(const sim::SweepResults& r, const std::string& axis) {
+  const auto it = std::find(r.axis_keys.begin(), r.axis_keys.end(), axis);
+  if (it == r.axis_keys.end()) return {};
+  return distinct_values(r, static_cast<std::size_t>(it - r.axis_keys.begin()),
+                         [](std::size_t) { return true; });
 }
 
 LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, const std::string& y,
@@ -41,14 +59,9 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
     auto it = std::find(r.metric_names.begin(), r.metric_names.end(), k);
     return it == r.metric_names.end() ? -1 : it - r.metric_names.begin();
   };
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
-  std::string known;
-  for (const auto& k : r.axis_keys) known += (known.empty() ? "" : ", ") + k;
-  for (const auto& k : r.metric_names) known += ", " + k;
+  std::vector<std::string> names_in_file = r.axis_keys;
+  names_in_file.insert(names_in_file.end(), r.metric_names.begin(), r.metric_names.end());
+  const std::string known = join(names_in_file);
   const long xa = axis_index(x), xm = xa < 0 ? metric_index(x) : -1;
   if (xa < 0 && xm < 0)
     throw sim::InputError("--x", x, "neither an axis nor a metric (" + known + ")");
@@ -82,12 +95,7 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
     if (options.where.count(k) ||
         std::find(options.mean_over.begin(), options.mean_over.end(), k) != options.mean_over.end())
       continue;
-    std::vector<std::string> values;
-    for (std::size_t i = 0; i < r.points.size(); ++i) {
-      if (!kept(i)) continue;
-      const auto& v = r.axis_values[i][a];
-      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
-    }
+    const std::vector<std::string> values = distinct_values(r, a, kept);
     if (values.size() > 1) {
       throw sim::InputError("--where", k,
                             "the file varies this axis (" + join(values) +
