@@ -194,6 +194,11 @@ Status validate(const KvWriteArgs& a);
 inline constexpr int kDecodePartitionTokens = 256;  // tokens per split-KV partition
 inline constexpr int kMaxSplits = 64;
 inline constexpr int kMaxGroup = 8;  // query heads per KV head
+// The group width a decode kernel is compiled for: the narrowest of 1, 2, 4, 8 that holds the
+// group (a group of 3 runs on the 4-wide kernel with one head masked).
+inline int decode_group_width(int group) {
+  return group <= 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
+}
 
 // CUDA's limit on grid.y and grid.z. Decode and prefill put sequences on grid.y (validated);
 // prefill's query tiles go on grid.z, capped here, and the kernel strides over tiles past the cap

@@ -127,14 +127,19 @@ else
   fi
 fi
 
-# targets
-if [ "$dry" = 1 ]; then
-  n=$("$bin/kvfleet-kernel-bench" --grid=targets --benchmark_list_tests=true 2>/dev/null | wc -l)
-  skip targets "dry run: $n points listed"
-else
-  phase targets "$bin/kvfleet-kernel-bench" --grid=targets --benchmark_out="$out/targets.json" \
-    --benchmark_out_format=json --benchmark_format=console
-fi
+# bench PHASE GRID FILE: one benchmark grid into FILE.json (a dry run lists its points).
+bench() {
+  if [ "$dry" = 1 ]; then
+    local n
+    n=$("$bin/kvfleet-kernel-bench" --grid="$2" --benchmark_list_tests=true 2>/dev/null | wc -l)
+    skip "$1" "dry run: $n points listed"
+  else
+    phase "$1" "$bin/kvfleet-kernel-bench" --grid="$2" --benchmark_out="$out/$3.json" \
+      --benchmark_out_format=json --benchmark_format=console
+  fi
+}
+
+bench targets targets targets
 
 export bin
 # tests: the CPU reference tests beside the GPU tests in one shard per core
@@ -178,14 +183,7 @@ else
   phase sanitizers sanitize
 fi
 
-# grid
-if [ "$dry" = 1 ]; then
-  n=$("$bin/kvfleet-kernel-bench" --grid=trimmed --benchmark_list_tests=true 2>/dev/null | wc -l)
-  skip grid "dry run: $n points listed"
-else
-  phase grid "$bin/kvfleet-kernel-bench" --grid=trimmed --benchmark_out="$out/grid.json" \
-    --benchmark_out_format=json --benchmark_format=console
-fi
+bench grid trimmed grid
 
 # sdpa
 if [ "$dry" = 1 ]; then

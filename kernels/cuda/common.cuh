@@ -117,27 +117,4 @@ __device__ __forceinline__ float2 fp8x2_to_float2(unsigned pair) {
   return __half22float2(h);
 }
 
-// Row addressing for the attention kernels: the element offset of (sequence s, token t, KV
-// head h, dim 0) in the K and V caches.
-template <int BS>
-struct PagedRows {
-  const std::int32_t* block_table;  // [num_seqs, max_blocks]
-  int max_blocks;
-  int row_stride;  // num_kv_heads × head_dim
-  __device__ __forceinline__ std::size_t offset(int s, int t, int h, int head_dim) const {
-    const unsigned ut = static_cast<unsigned>(t);
-    const std::int32_t b = block_table[static_cast<std::size_t>(s) * max_blocks + ut / BS];
-    return (static_cast<std::size_t>(b) * BS + ut % BS) * row_stride +
-           static_cast<std::size_t>(h) * head_dim;
-  }
-};
-struct ContiguousRows {
-  int max_context;
-  int row_stride;
-  __device__ __forceinline__ std::size_t offset(int s, int t, int h, int head_dim) const {
-    return (static_cast<std::size_t>(s) * max_context + t) * row_stride +
-           static_cast<std::size_t>(h) * head_dim;
-  }
-};
-
 }  // namespace kvfleet::kernels::cuda

@@ -13,10 +13,10 @@ using CtasPerSmFn = int (*)();
 using PrefillFn = Status (*)(const PrefillArgs&, cudaStream_t);
 
 inline constexpr int kHeadDims[3] = {64, 128, 256};
-inline constexpr int kGroupWidths[4] = {1, 2, 4, 8};  // a group runs on the narrowest that holds it
 
 inline int head_index(int d) { return d == 64 ? 0 : d == 128 ? 1 : 2; }
-inline int group_index(int group) { return group <= 1 ? 0 : group == 2 ? 1 : group <= 4 ? 2 : 3; }
+// decode_group_width() 1, 2, 4, 8 -> 0, 1, 2, 3.
+inline int group_index(int group) { return __builtin_ctz(decode_group_width(group)); }
 
 struct PagedDecodeEntry {
   PagedDecodeFn launch;

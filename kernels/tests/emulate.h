@@ -162,7 +162,7 @@ inline std::vector<std::uint16_t> emulate_decode(const DecodeArgs& a, int splits
   // The kernel's shape (DecodeShape): 8 elements per lane, D/8 lanes per token.
   const int tokens_per_step = 32 / (D / 8);
   const int chunk = 4096 / (2 * D * static_cast<int>(kv_bytes(a.kv.dtype)));
-  const int width = group <= 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
+  const int width = decode_group_width(group);
   const int sub = std::min(chunk / tokens_per_step, width >= 8 ? 2 : 4) * tokens_per_step;
   const float scale = bug == Bug::kSoftmaxScale ? a.sm_scale * 1.01f : a.sm_scale;
   const float q_scale = scale * 1.4426950408889634f * (fp8 ? a.kv.k_scale : 1.0f);

@@ -122,11 +122,19 @@ def phases_section(out):
     print(f"| total | | {total:.0f} | {budget:.0f} | |\n")
 
 
-def tests_section(out):
-    print("## Tests\n")
-    files = sorted(glob.glob(os.path.join(out, "tests-*.txt")))
+def phase_outputs(out, heading, prefix):
+    """Prints the section heading and returns the phase's output files (saying "Not run." when
+    there are none)."""
+    print(f"## {heading}\n")
+    files = sorted(glob.glob(os.path.join(out, prefix + "*.txt")))
     if not files:
         print("Not run.\n")
+    return files
+
+
+def tests_section(out):
+    files = phase_outputs(out, "Tests", "tests-")
+    if not files:
         return
     counts = {"PASSED": 0, "FAILED": 0, "SKIPPED": 0}
     failed = []
@@ -145,10 +153,8 @@ def tests_section(out):
 
 
 def sanitizer_section(out):
-    print("## compute-sanitizer\n")
-    files = sorted(glob.glob(os.path.join(out, "sanitizer-*.txt")))
+    files = phase_outputs(out, "compute-sanitizer", "sanitizer-")
     if not files:
-        print("Not run.\n")
         return
     for path in files:
         text = read(path) or ""
