@@ -55,14 +55,23 @@ std::string format_double(double v) {
   return s;
 }
 
+namespace {
+
+// Whether key path `inner` is `outer` or lies inside it (pools[0].engine covers
+// pools[0].engine.block_size and pools[0].engine.kv_tiers[1]).
+bool covers(const std::string& outer, const std::string& inner) {
+  return inner == outer || inner.rfind(outer + ".", 0) == 0 || inner.rfind(outer + "[", 0) == 0;
+}
+
+}  // namespace
+
 std::string Source::where(const YAML::Node& node, const std::string& path) const {
   // A key set (or inside a map set) from the command line is reported as that --set: the most
   // specific one when several cover it (pools[0].engine={...} and pools[0].engine.block_size=0).
   const std::string* best = nullptr;
   std::size_t best_len = 0;
   for (const auto& [k, text] : overrides) {
-    if ((path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) &&
-        k.size() >= best_len) {
+    if (covers(k, path) && k.size() >= best_len) {
       best = &text;
       best_len = k.size();
     }
@@ -736,12 +745,8 @@ void clear_for_new_impl(YAML::Node& section, const std::string& section_path,
     const std::string k = kv.first.Scalar();
     if (k == "impl") continue;
     const std::string path = section_path + "." + k;
-    const bool set_here =
-        std::any_of(src.overrides.begin(), src.overrides.end(), [&](const auto& o) {
-          const std::string& p = o.first;
-          return p == path || (p.size() > path.size() && p.compare(0, path.size(), path) == 0 &&
-                               (p[path.size()] == '.' || p[path.size()] == '['));
-        });
+    const bool set_here = std::any_of(src.overrides.begin(), src.overrides.end(),
+                                      [&](const auto& o) { return covers(path, o.first); });
     if (!set_here) drop.push_back(k);
   }
   for (const auto& k : drop) section.remove(k);

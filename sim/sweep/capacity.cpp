@@ -46,8 +46,8 @@ bool Slo::holds(const Summary& s) const {
     case Kind::kGoodput:
       return offered > 0 && static_cast<double>(s.ok) / offered >= fraction;
     case Kind::kLatency:
-      for (const auto& [k, v] : s.flatten()) {
-        if (k == metric) return v <= limit_s;  // NaN (no request completed) does not hold
+      for (const auto& m : summary_metrics()) {            // the one metric, not the whole table
+        if (m.name == metric) return m.get(s) <= limit_s;  // NaN (none completed) does not hold
       }
       return false;
   }
