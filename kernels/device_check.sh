@@ -33,7 +33,19 @@ plan_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
-    --prebuilt) prebuilt="$2"; shift ;;
+    --prebuilt)
+      if [ $# -lt 2 ]; then
+        echo "device_check.sh: --prebuilt needs the folder of the built programs" >&2
+        exit 2
+      fi
+      prebuilt="$2"
+      for p in kernels_ref_tests kernels_gpu_tests kvfleet-kernel-bench; do
+        if [ ! -x "$prebuilt/$p" ]; then
+          echo "device_check.sh: --prebuilt $prebuilt: no program $p there" >&2
+          exit 2
+        fi
+      done
+      shift ;;
     --plan) plan_only=1 ;;
     *) echo "device_check.sh: unknown argument '$1' (see the header for usage)" >&2; exit 2 ;;
   esac

@@ -73,7 +73,8 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   std::vector<std::pair<long, std::string>> where;  // axis index, value
   for (const auto& [k, v] : options.where) {
     const long a = axis_index(k);
-    if (a < 0) throw sim::InputError("--where", k, "not an axis of this file (" + known + ")");
+    if (a < 0)
+      throw sim::InputError("--where", k, "not an axis of this file (" + join(r.axis_keys) + ")");
     const auto values = axis_values(r, k);
     if (std::find(values.begin(), values.end(), v) == values.end())
       throw sim::InputError("--where", k, "never '" + v + "' in this file (" + join(values) + ")");
@@ -81,7 +82,8 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   }
   for (const auto& k : options.mean_over) {
     if (axis_index(k) < 0)
-      throw sim::InputError("--mean-over", k, "not an axis of this file (" + known + ")");
+      throw sim::InputError("--mean-over", k,
+                            "not an axis of this file (" + join(r.axis_keys) + ")");
   }
   auto kept = [&](std::size_t i) {
     for (const auto& [a, v] : where)

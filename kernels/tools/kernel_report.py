@@ -263,6 +263,9 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     out = sys.argv[1]
+    if not os.path.isdir(out):
+        print(f"kernel_report.py: {out}: no such folder", file=sys.stderr)
+        return 2
     print("# kvfleet kernels: device run\n")
     smi = read(os.path.join(out, "nvidia-smi.txt"))
     gpu = next((l.strip() for l in (smi or "").splitlines() if "NVIDIA" in l and "|" in l), None)

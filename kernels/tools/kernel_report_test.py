@@ -42,6 +42,11 @@ def main():
             print(text, r.stderr)
             print("failed checks:", [i for i, c in enumerate(checks) if not c])
             return 1
+    missing = subprocess.run([sys.executable, os.path.join(HERE, "kernel_report.py"),
+                              os.path.join(d, "no-such-folder")], capture_output=True, text=True)
+    if missing.returncode != 2 or "no such folder" not in missing.stderr:
+        print("a missing folder:", missing.returncode, missing.stderr)
+        return 1
     print("kernel_report: truncated JSON, phases, tests and missing parts reported")
     return 0
 

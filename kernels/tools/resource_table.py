@@ -16,6 +16,7 @@ of a configured build, by default build/include/kernels)."""
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -96,6 +97,13 @@ def main():
     ap.add_argument("--include", default="build/include/kernels")
     ap.add_argument("--out")
     a = ap.parse_args()
+    if shutil.which(a.nvcc) is None:
+        print(f"resource_table.py: --nvcc {a.nvcc}: no such program", file=sys.stderr)
+        return 2
+    if not os.path.isdir(os.path.join(a.include, "kernels")):
+        print(f"resource_table.py: --include {a.include}: holds no kernels/ headers (configure a "
+              "build first)", file=sys.stderr)
+        return 2
     lines = []
     for arch in ARCHS:
         gpu, bw, lat, sms = GPUS[arch]
@@ -137,4 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

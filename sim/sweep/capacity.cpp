@@ -96,11 +96,13 @@ std::vector<Slo> parse_slo(const std::string& text) {
       if (unit == "%") v /= 100;
       const bool in_range = s.kind == Slo::Kind::kGoodput ? v > 0 && v <= 1 : v >= 0 && v < 1;
       if (r.ec != std::errc() || (unit != "%" && !unit.empty()) || !in_range) {
-        throw InputError("--slo", s.name,
-                         "limit '" + lim + "' is not a share of the requests: a percentage (" +
-                             (s.kind == Slo::Kind::kGoodput ? "99%" : "1%") + ") or a fraction (" +
-                             (s.kind == Slo::Kind::kGoodput ? "0.99" : "0.01") + ")" +
-                             (s.kind == Slo::Kind::kGoodput ? " above 0" : " below 1"));
+        throw InputError(
+            "--slo", s.name,
+            "limit '" + lim + "' is not a share of the requests: a percentage " +
+                (s.kind == Slo::Kind::kGoodput ? "above 0% and at most 100% (99%)"
+                                               : "from 0% up to, not including, 100% (1%)") +
+                " or the same as a fraction (" + (s.kind == Slo::Kind::kGoodput ? "0.99" : "0.01") +
+                ")");
       }
       s.fraction = v;
       out.push_back(s);
