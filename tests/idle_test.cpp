@@ -59,8 +59,7 @@ Runs run_both(const std::string& yaml, const std::vector<std::string>& sets = {}
 }
 
 void expect_identical(const Runs& r) {
-  expect_same(sim::requests_table(r.fast.requests), sim::requests_table(r.slow.requests),
-              "requests");
+  expect_same(sim::requests_table(r.fast), sim::requests_table(r.slow), "requests");
   expect_same(sim::replicas_table(r.fast), sim::replicas_table(r.slow), "replicas");
   ASSERT_EQ(r.fast.timeseries.size(), r.slow.timeseries.size());
   for (std::size_t i = 0; i < r.fast.timeseries.size(); ++i)
@@ -176,8 +175,7 @@ TEST(IdleFastForward, LongIdleStretchKeepsItsFirstAndLastRows) {
     EXPECT_EQ(slow.busy_fraction[j], fast.busy_fraction[i]) << "t = " << fast.t_s[i];
     ++j;
   }
-  expect_same(sim::requests_table(r.fast.requests), sim::requests_table(r.slow.requests),
-              "requests");
+  expect_same(sim::requests_table(r.fast), sim::requests_table(r.slow), "requests");
 }
 
 // The case: 160 requests at one per million seconds. The idle years cost no events (a

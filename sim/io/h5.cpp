@@ -128,6 +128,8 @@ void write_table(hid_t loc, const char* name, const Table& t) {
     if (auto* s = std::get_if<std::vector<std::string>>(&c.data)) {
       w = 1;
       for (const auto& x : *s) w = std::max(w, x.size());
+    } else if (std::holds_alternative<Categorical>(c.data)) {
+      w = 4;
     }
     offsets.push_back(row_bytes);
     widths.push_back(w);
@@ -144,6 +146,20 @@ void write_table(hid_t loc, const char* name, const Table& t) {
       mt = H5T_NATIVE_INT64;
     } else if (std::holds_alternative<std::vector<double>>(c.data)) {
       mt = H5T_NATIVE_DOUBLE;
+    } else if (auto* cat = std::get_if<Categorical>(&c.data)) {
+      // An enum of the names, coded 0, 1, ..., and kNoCategoryName for a row without one.
+      str_types.emplace_back(check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose);
+      mt = str_types.back().id;
+      std::int32_t none = kNoCategory;
+      check(H5Tenum_insert(mt, kNoCategoryName, &none), "enum member");
+      for (std::size_t k = 0; k < cat->names.size(); ++k) {
+        const auto code = static_cast<std::int32_t>(k);
+        if (cat->names[k] == kNoCategoryName || cat->names[k].empty())
+          throw std::runtime_error("column '" + c.name + "': category name '" + cat->names[k] +
+                                   "' is reserved");
+        check(H5Tenum_insert(mt, cat->names[k].c_str(), &code),
+              ("enum member '" + cat->names[k] + "' (names must be distinct)").c_str());
+      }
     } else {
       str_types.emplace_back(check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose);
       check(H5Tset_size(str_types.back().id, widths[i]), "string size");
@@ -162,6 +178,8 @@ void write_table(hid_t loc, const char* name, const Table& t) {
         std::memcpy(dst, &(*v)[r], 8);
       } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
         std::memcpy(dst, &(*d)[r], 8);
+      } else if (auto* cat = std::get_if<Categorical>(&c.data)) {
+        std::memcpy(dst, &cat->codes[r], 4);
       } else {
         const auto& s = std::get<std::vector<std::string>>(c.data)[r];
         std::memcpy(dst, s.data(), s.size());
@@ -243,9 +261,47 @@ Table read_table(hid_t loc, const char* name) {
         const char* p = buf.data() + static_cast<std::size_t>(r) * w;
         v.emplace_back(p, strnlen(p, w));
       }
+    } else if (cls == H5T_ENUM) {
+      H5 et{check_id(H5Tget_member_type(type.id, static_cast<unsigned>(m)), "member type"),
+            H5Tclose};
+      // Names by code, read as the enum's own members converted to int32.
+      H5 mt{check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose};
+      const int k = H5Tget_nmembers(et.id);  // enum members
+      if (k < 0 || k > 1'000'000)
+        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                 "' has an unusable enum");
+      std::vector<std::pair<std::int32_t, std::string>> named;
+      for (int j = 0; j < k; ++j) {
+        char* raw_name = H5Tget_member_name(et.id, static_cast<unsigned>(j));
+        std::string member = raw_name ? raw_name : "";
+        H5free_memory(raw_name);
+        std::int64_t value = 0;
+        H5 vt{check_id(H5Tget_super(et.id), "enum base"), H5Tclose};
+        std::vector<unsigned char> bytes(std::max<std::size_t>(8, H5Tget_size(vt.id)));
+        check(H5Tget_member_value(et.id, static_cast<unsigned>(j), bytes.data()), "enum value");
+        check(H5Tconvert(vt.id, H5T_NATIVE_INT64, 1, bytes.data(), nullptr, H5P_DEFAULT),
+              "enum value");
+        std::memcpy(&value, bytes.data(), 8);
+        if (value < kNoCategory || value >= k)
+          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                   "': enum code " + std::to_string(value) + " out of range");
+        const auto code = static_cast<std::int32_t>(value);
+        check(H5Tenum_insert(mt.id, member.c_str(), &code), "enum member");
+        if (code != kNoCategory) named.emplace_back(code, member);
+      }
+      std::vector<std::string> names(named.size());
+      for (auto& [code, member] : named) {
+        if (static_cast<std::size_t>(code) >= names.size())
+          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                   "': enum codes are not 0, 1, ...");
+        names[code] = member;
+      }
+      auto& v = t.cat(col, names);
+      v.resize(static_cast<std::size_t>(n));
+      read_member(mt.id, 4, v.data());
     } else {
       throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                               "' is neither number nor string");
+                               "' is neither number, string nor enum");
     }
   }
   return t;

@@ -15,9 +15,29 @@
 
 namespace kvfleet::sim {
 
+// A categorical column: each row a code into `names`, or kNoCategory (a request that reached no
+// replica). HDF5 stores it as an enum (the names with their codes, kNoCategoryName for the
+// missing code), CSV as the name ("" for none), the Python package as a pandas Categorical.
+inline constexpr std::int32_t kNoCategory = -1;
+inline constexpr const char* kNoCategoryName = "(none)";
+struct Categorical {
+  std::vector<std::int32_t> codes;
+  std::vector<std::string> names;
+  std::size_t size() const { return codes.size(); }
+  // The row's name, "" for none.
+  const std::string& name(std::size_t row) const {
+    static const std::string none;
+    const std::int32_t c = codes[row];
+    return c >= 0 && static_cast<std::size_t>(c) < names.size() ? names[c] : none;
+  }
+  bool operator==(const Categorical&) const = default;
+};
+
 struct Column {
   std::string name;
-  std::variant<std::vector<std::int64_t>, std::vector<double>, std::vector<std::string>> data;
+  std::variant<std::vector<std::int64_t>, std::vector<double>, std::vector<std::string>,
+               Categorical>
+      data;
   std::string unit;  // "s", "tokens", "fraction", ... ("" for names and plain counts of things)
   std::string desc;  // one line
   std::size_t size() const {
@@ -43,11 +63,17 @@ struct Table {
     columns.push_back({name, std::vector<std::string>{}, std::move(unit), std::move(what)});
     return std::get<2>(columns.back().data);
   }
+  // A categorical column with these names; push the rows' codes (kNoCategory for none).
+  std::vector<std::int32_t>& cat(const std::string& name, std::vector<std::string> names,
+                                 std::string unit = "", std::string what = "") {
+    columns.push_back({name, Categorical{{}, std::move(names)}, std::move(unit), std::move(what)});
+    return std::get<3>(columns.back().data).codes;
+  }
 };
 
 // How one column of an output table is documented (docs/outputs.md).
 struct ColumnDoc {
-  std::string name, type, unit, desc;  // type: integer, number or text
+  std::string name, type, unit, desc;  // type: integer, number, text or category
 };
 struct TableDoc {
   std::string name, desc;
@@ -65,17 +91,34 @@ class TableSpec {
 
   TableSpec& integer(std::string name, std::string unit, std::string desc,
                      std::function<std::int64_t(const Src&, std::size_t)> get) {
-    cols_.push_back({std::move(name), std::move(unit), std::move(desc), std::move(get), {}, {}});
+    cols_.push_back(
+        {std::move(name), std::move(unit), std::move(desc), std::move(get), {}, {}, {}, {}});
     return *this;
   }
   TableSpec& number(std::string name, std::string unit, std::string desc,
                     std::function<double(const Src&, std::size_t)> get) {
-    cols_.push_back({std::move(name), std::move(unit), std::move(desc), {}, std::move(get), {}});
+    cols_.push_back(
+        {std::move(name), std::move(unit), std::move(desc), {}, std::move(get), {}, {}, {}});
     return *this;
   }
   TableSpec& text(std::string name, std::string unit, std::string desc,
                   std::function<std::string(const Src&, std::size_t)> get) {
-    cols_.push_back({std::move(name), std::move(unit), std::move(desc), {}, {}, std::move(get)});
+    cols_.push_back(
+        {std::move(name), std::move(unit), std::move(desc), {}, {}, std::move(get), {}, {}});
+    return *this;
+  }
+  // A categorical column: its names (from the source) and each row's code (kNoCategory: none).
+  TableSpec& category(std::string name, std::string unit, std::string desc,
+                      std::function<std::vector<std::string>(const Src&)> names,
+                      std::function<std::int32_t(const Src&, std::size_t)> code) {
+    cols_.push_back({std::move(name),
+                     std::move(unit),
+                     std::move(desc),
+                     {},
+                     {},
+                     {},
+                     std::move(names),
+                     std::move(code)});
     return *this;
   }
 
@@ -94,10 +137,14 @@ class TableSpec {
         auto& v = t.f64(c.name, c.unit, c.desc);
         v.reserve(n);
         for (std::size_t r = 0; r < n; ++r) v.push_back(c.f(src, r));
-      } else {
+      } else if (c.s) {
         auto& v = t.str(c.name, c.unit, c.desc);
         v.reserve(n);
         for (std::size_t r = 0; r < n; ++r) v.push_back(c.s(src, r));
+      } else {
+        auto& v = t.cat(c.name, c.names(src), c.unit, c.desc);
+        v.reserve(n);
+        for (std::size_t r = 0; r < n; ++r) v.push_back(c.code(src, r));
       }
     }
     return t;
@@ -106,7 +153,12 @@ class TableSpec {
   TableDoc doc() const {
     TableDoc d{name_, desc_, {}};
     for (const auto& c : cols_)
-      d.columns.push_back({c.name, c.i ? "integer" : c.f ? "number" : "text", c.unit, c.desc});
+      d.columns.push_back({c.name,
+                           c.i   ? "integer"
+                           : c.f ? "number"
+                           : c.s ? "text"
+                                 : "category",
+                           c.unit, c.desc});
     return d;
   }
 
@@ -116,6 +168,8 @@ class TableSpec {
     std::function<std::int64_t(const Src&, std::size_t)> i;
     std::function<double(const Src&, std::size_t)> f;
     std::function<std::string(const Src&, std::size_t)> s;
+    std::function<std::vector<std::string>(const Src&)> names;
+    std::function<std::int32_t(const Src&, std::size_t)> code;
   };
   std::string name_, desc_;
   std::function<std::size_t(const Src&)> rows_;
@@ -128,6 +182,7 @@ inline TableDoc doc_of(const std::string& name, const Table& t) {
   for (const auto& c : t.columns) {
     const char* type = std::holds_alternative<std::vector<std::int64_t>>(c.data) ? "integer"
                        : std::holds_alternative<std::vector<double>>(c.data)     ? "number"
+                       : std::holds_alternative<Categorical>(c.data)             ? "category"
                                                                                  : "text";
     d.columns.push_back({c.name, type, c.unit, c.desc});
   }

@@ -224,8 +224,8 @@ namespace {
 class MetricList {
  public:
   using Get = std::function<double(const Summary&)>;
-  void add(std::string name, std::string unit, std::string desc, Get get) {
-    v_.push_back({std::move(name), std::move(unit), std::move(desc), std::move(get)});
+  void add(std::string name, std::string unit, std::string desc, Get get, bool integer = false) {
+    v_.push_back({std::move(name), std::move(unit), std::move(desc), std::move(get), integer});
   }
   // mean, p50, p90, p99 and max of a latency, seconds.
   void latency(const std::string& name, const std::string& what, LatencyStats Summary::*field) {
@@ -240,7 +240,9 @@ class MetricList {
   }
   void count(const std::string& name, const std::string& unit, const std::string& desc,
              std::int64_t Summary::*field) {
-    add(name, unit, desc, [field](const Summary& s) { return static_cast<double>(s.*field); });
+    add(
+        name, unit, desc, [field](const Summary& s) { return static_cast<double>(s.*field); },
+        true);
   }
   void value(const std::string& name, const std::string& unit, const std::string& desc,
              double Summary::*field) {
@@ -355,8 +357,9 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.count("gateway_queued", "requests", "held in gateway queues", &S::gateway_queued);
   m.count("scale_ups", "replicas", "replicas the autoscaler started", &S::scale_ups);
   m.count("scale_downs", "replicas", "replicas the autoscaler drained", &S::scale_downs);
-  m.add("peak_replicas", "replicas", "most replicas up or starting at once",
-        [](const S& s) { return static_cast<double>(s.peak_replicas); });
+  m.add(
+      "peak_replicas", "replicas", "most replicas up or starting at once",
+      [](const S& s) { return static_cast<double>(s.peak_replicas); }, true);
   return m.v_;
 }
 

@@ -91,6 +91,7 @@ struct Summary {
 struct SummaryMetric {
   std::string name, unit, desc;
   std::function<double(const Summary&)> get;
+  bool integer = false;  // a count: written as an integer column
 };
 const std::vector<SummaryMetric>& summary_metrics();
 

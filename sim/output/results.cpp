@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "sim/config/params.h"
 #include "sim/io/h5.h"
 #include "sim/io/text_file.h"
+#include "sim/output/report.h"
 
 namespace kvfleet::sim {
 namespace {
@@ -45,25 +47,43 @@ auto rows_of(F f) {
   return [f](const std::vector<T>& v, std::size_t i) { return f(v[i]); };
 }
 
-const TableSpec<RequestLog>& requests_spec() {
+const TableSpec<RunResult>& requests_spec() {
   using R = RequestRecord;
-  static const TableSpec<RequestLog> spec = [] {
-    TableSpec<RequestLog> t("requests",
-                            "one row per attempt of a request (retries are rows of their own)",
-                            [](const RequestLog& v) { return v.size(); });
+  static const TableSpec<RunResult> spec = [] {
+    TableSpec<RunResult> t("requests",
+                           "one row per attempt of a request (retries are rows of their own)",
+                           [](const RunResult& v) { return v.requests.size(); });
+    // Row accessors over the request records.
+    auto row = [](auto f) {
+      return [f](const RunResult& v, std::size_t k) { return f(v.requests[k]); };
+    };
     auto i = [&](const char* n, const char* u, const char* d, auto f) {
-      t.integer(n, u, d, rows_of<R>([f](const R& r) { return static_cast<std::int64_t>(f(r)); }));
+      t.integer(n, u, d, row([f](const R& r) { return static_cast<std::int64_t>(f(r)); }));
     };
     auto f = [&](const char* n, const char* u, const char* d, auto g) {
-      t.number(n, u, d, rows_of<R>([g](const R& r) { return static_cast<double>(g(r)); }));
+      t.number(n, u, d, row([g](const R& r) { return static_cast<double>(g(r)); }));
+    };
+    // A categorical column: names from the run, each row's code (kNoCategory: none).
+    auto c = [&](const char* n, const char* d, auto names, auto code) {
+      t.category(n, "", d, names, row([code](const R& r) {
+                   return static_cast<std::int32_t>(code(r) < 0 ? kNoCategory : code(r));
+                 }));
     };
     i("id", "", "attempt id, in arrival order", [](const R& r) { return r.id; });
-    i("replica", "", "index of the replica that served or refused it (-1: none)",
-      [](const R& r) { return r.replica; });
+    c(
+        "replica",
+        "the replica that served or refused it, by name as in /replicas (none: refused before "
+        "reaching one)",
+        [](const RunResult& v) {
+          std::vector<std::string> n;
+          for (const auto& x : v.replicas) n.push_back(x.name);
+          return n;
+        },
+        [](const R& r) { return r.replica; });
     t.text("outcome", "", "ok, rejected, timed_out, cancelled, failed or unfinished",
-           rows_of<R>([](const R& r) { return std::string(outcome_name(r.outcome)); }));
+           row([](const R& r) { return std::string(outcome_name(r.outcome)); }));
     t.text("reject_reason", "", "why it was refused (empty when not)",
-           rows_of<R>([](const R& r) { return std::string(reject_reason_name(r.reject_reason)); }));
+           row([](const R& r) { return std::string(reject_reason_name(r.reject_reason)); }));
     f("arrival_s", "s", "when it reached the gateway", [](const R& r) { return sec(r.arrival); });
     f("first_scheduled_s", "s", "first step that computed any of its tokens (NaN: never)",
       [](const R& r) { return sec(r.first_scheduled); });
@@ -90,8 +110,12 @@ const TableSpec<RequestLog>& requests_spec() {
       [](const R& r) { return r.session; });
     i("priority", "", "priority class, lower is more urgent",
       [](const R& r) { return r.priority; });
-    i("purpose", "", "0: a user's turn; 1: a summarisation request (summarize policy)",
-      [](const R& r) { return r.purpose; });
+    c(
+        "purpose", "turn: a user's turn; summary: a summarisation request (summarize policy)",
+        [](const RunResult&) {
+          return std::vector<std::string>{"turn", "summary"};
+        },
+        [](const R& r) { return r.purpose; });
     i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
       [](const R& r) { return r.turn; });
     i("truncated_tokens", "tokens", "history the application cut to fit",
@@ -104,7 +128,14 @@ const TableSpec<RequestLog>& requests_spec() {
       [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.tpot_s()) : kNaN; });
     f("e2e_s", "s", "arrival to completion, completed requests (NaN otherwise)",
       [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.e2e_s()) : kNaN; });
-    i("pool", "", "index of the pool that served or refused it", [](const R& r) { return r.pool; });
+    c(
+        "pool", "the pool that served or refused it, by name",
+        [](const RunResult& v) {
+          std::vector<std::string> n;
+          for (const auto& x : v.pools) n.push_back(x.name);
+          return n;
+        },
+        [](const R& r) { return r.pool; });
     i("origin", "", "id of its first attempt (itself for a first attempt)",
       [](const R& r) { return r.origin; });
     i("attempt", "", "0 for a first attempt, then 1, 2, ...", [](const R& r) { return r.attempt; });
@@ -352,7 +383,7 @@ const TableSpec<std::vector<SessionRow>>& sessions_spec() {
 
 }  // namespace
 
-Table requests_table(const RequestLog& log) { return requests_spec().make(log); }
+Table requests_table(const RunResult& r) { return requests_spec().make(r); }
 
 Table timeseries_table(const TimeSeries& ts) { return timeseries_spec().make(ts); }
 
@@ -362,9 +393,13 @@ Table summary_table(const Summary& s) {
   const auto& decls = summary_metrics();
   for (const auto& [k, v] : s.flatten()) {
     std::string unit, desc = "a counter the workload keeps";
+    bool integer = false;
     for (const auto& m : decls)
-      if (m.name == k) unit = m.unit, desc = m.desc;
-    t.f64(k, unit, desc).push_back(v);
+      if (m.name == k) unit = m.unit, desc = m.desc, integer = m.integer;
+    if (integer)
+      t.i64(k, unit, desc).push_back(static_cast<std::int64_t>(v));
+    else
+      t.f64(k, unit, desc).push_back(v);
   }
   return t;
 }
@@ -455,7 +490,7 @@ std::vector<TableDoc> run_table_docs() {
   std::vector<TableDoc> d = {requests_spec().doc()};
   TableDoc summary{"summary", "one row: the run's summary", {}};
   for (const auto& m : summary_metrics())
-    summary.columns.push_back({m.name, "number", m.unit, m.desc});
+    summary.columns.push_back({m.name, m.integer ? "integer" : "number", m.unit, m.desc});
   d.push_back(summary);
   d.push_back(replicas_spec().doc());
   d.push_back(timeseries_spec().doc());
@@ -474,7 +509,10 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
   write_file_atomically(path, [&](hid_t file) {
     write_string_dataset(file, "scenario", sc.resolved_yaml,
                          "the scenario as run: every key, defaults filled in (YAML)");
-    write_table(file, "requests", requests_table(r.requests));
+    std::ostringstream report;
+    print_report(report, sc, r, s);
+    write_string_dataset(file, "report", report.str(), "the text report kvfleet run prints");
+    write_table(file, "requests", requests_table(r));
     write_table(file, "summary", summary_table(s));
     write_table(file, "replicas", replicas_table(r));
     write_table(file, "tenants", tenants_table(r));
@@ -485,8 +523,13 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
       write_table(file, "alert_events", alert_events_table(r.alerts));
     }
     const H5 group = create_group(file, "timeseries");
-    for (const auto& ts : r.timeseries)
-      write_table(group.id, flat_name(ts.replica).c_str(), timeseries_table(ts));
+    for (const auto& ts : r.timeseries) {
+      const std::string name = flat_name(ts.replica);
+      write_table(group.id, name.c_str(), timeseries_table(ts));
+      // The replica's name as /replicas and /requests spell it (h100/0 for h100_0).
+      const H5 ds{check_id(H5Dopen2(group.id, name.c_str(), H5P_DEFAULT), "timeseries"), H5Dclose};
+      set_text_attribute(ds.id, "replica", ts.replica);
+    }
   });
 }
 
@@ -503,6 +546,8 @@ void write_csv(const std::string& path, const Table& t) {
           o << (*v)[r];
         } else if (auto* d = std::get_if<std::vector<double>>(&c)) {
           if (!std::isnan((*d)[r])) o << config::format_double((*d)[r]);
+        } else if (auto* cat = std::get_if<Categorical>(&c)) {
+          o << csv_field(cat->name(r));
         } else {
           o << csv_field(std::get<std::vector<std::string>>(c)[r]);
         }
@@ -515,7 +560,7 @@ void write_csv(const std::string& path, const Table& t) {
 void write_results_csv(const std::string& dir, const RunResult& r, const Summary& s) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path d(dir);
-  write_csv((d / "requests.csv").string(), requests_table(r.requests));
+  write_csv((d / "requests.csv").string(), requests_table(r));
   write_csv((d / "summary.csv").string(), summary_table(s));
   write_csv((d / "replicas.csv").string(), replicas_table(r));
   write_csv((d / "tenants.csv").string(), tenants_table(r));

@@ -11,7 +11,7 @@
 
 namespace kvfleet::sim {
 
-Table requests_table(const RequestLog& log);
+Table requests_table(const RunResult& r);
 Table timeseries_table(const TimeSeries& ts);
 Table summary_table(const Summary& s);
 Table replicas_table(const RunResult& r);

@@ -155,12 +155,20 @@ std::string outputs_reference_markdown() {
        "row; h5py and pandas read it directly) and, for runs, a CSV file of the same columns. "
        "Each dataset carries its units and descriptions as attributes: `description` (the "
        "table's), `units` and `descriptions` (one per column, in order). Times are seconds, "
-       "counts integers unless the column says otherwise; NaN marks a value that does not "
-       "exist (the TTFT of a request that never produced a token).\n\n";
+       "counts integers; NaN marks a value that does not exist (the TTFT of a request that "
+       "never produced a token). A column of type *category* is an HDF5 enum: its names with "
+       "codes 0, 1, ..., and `(none)` = -1 for a row without one (h5py: "
+       "`h5py.check_enum_dtype(ds.dtype.fields[column][0])` gives the names); CSV writes the "
+       "name (empty for none) and the Python package a pandas Categorical (NaN for none). CSV "
+       "numbers are the shortest text that reads back to the same double. Recipes for reading "
+       "every file with pandas, and the Python package that does it for you, are in "
+       "[python.md](python.md).\n\n";
   o << "## Run results (`kvfleet run --out FILE.h5`, `--csv DIR`)\n\n"
-       "`/scenario` is the scenario as run (YAML text, every default filled in). "
-       "`/timeseries` holds one table per replica, named by the replica with `/` as `_` "
-       "(`h100_0`; CSV: `timeseries_h100_0.csv`). `/alerts` and `/alert_events` are written when "
+       "`/scenario` is the scenario as run (YAML text, every default filled in) and `/report` "
+       "the text report `kvfleet run` prints. `/timeseries` holds one table per replica, named "
+       "by the replica with `/` as `_` (replica `h100/0` is `/timeseries/h100_0`; CSV: "
+       "`timeseries_h100_0.csv`); each table's `replica` attribute holds the name as "
+       "`/replicas` and `/requests` spell it. `/alerts` and `/alert_events` are written when "
        "the scenario has alert rules.\n\n";
   for (const auto& t : run_table_docs()) {
     const std::string ds =
@@ -169,7 +177,9 @@ std::string outputs_reference_markdown() {
   }
   o << "## Sweep results (`kvfleet sweep --out FILE.h5`)\n\n"
        "`/sweep` is the sweep file (YAML text) and `/scenario` the base scenario as run. Axis "
-       "columns are numbers when every value is, else text.\n\n";
+       "columns are numbers when every value is, else text. Metrics that count (requests, "
+       "tokens, preemptions) are integer columns, -1 for a failed point (whose `status` says "
+       "failed).\n\n";
   for (const auto& t : sweep_table_docs()) table_markdown(o, "/" + t.name, t);
   o << "## Calibration profiles (`kvfleet-calibrate ... --out PROFILE.h5`)\n\n"
        "Read by the `profile` cost model (docs/calibration.md).\n\n";

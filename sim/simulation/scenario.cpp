@@ -337,6 +337,12 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name,
   return load(root, src, overrides);
 }
 
+Scenario ScenarioSource::load(const std::vector<std::string>& overrides) const {
+  if (!path.empty()) return load_scenario_file(path, overrides);
+  if (!text.empty()) return load_scenario_text(text, name, base_dir, overrides);
+  return load_scenario_text(builtin_default_scenario(), "<built-in default.yaml>", ".", overrides);
+}
+
 std::vector<config::Documenter::Row> scenario_parameters() {
   config::Documenter d;
   ScenarioConfig def;

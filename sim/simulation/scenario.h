@@ -139,6 +139,17 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 Scenario load_scenario_text(const std::string& yaml, const std::string& name,
                             const std::string& base_dir, const std::vector<std::string>& overrides);
 
+// Where a scenario comes from: a file (`path`), YAML text (`text`, named `name`, relative paths
+// from `base_dir`), or, both empty, the built-in default. Sweeps and capacity searches load each
+// run's scenario from one (the CLI gives files, the Python package any of the three).
+struct ScenarioSource {
+  std::string path;
+  std::string text;
+  std::string name = "<scenario text>";
+  std::string base_dir = ".";
+  Scenario load(const std::vector<std::string>& overrides) const;
+};
+
 // Every declared parameter as data (the rows of docs/scenarios.md: key with list elements as
 // `[]`, type, unit, default, description), for tooltips and forms.
 std::vector<config::Documenter::Row> scenario_parameters();

@@ -21,13 +21,6 @@ namespace kvfleet::sim {
 
 namespace {
 
-Scenario load(const std::string& path, const std::vector<std::string>& sets) {
-  if (path.empty()) {
-    return load_scenario_text(builtin_default_scenario(), "<built-in default.yaml>", ".", sets);
-  }
-  return load_scenario_file(path, sets);
-}
-
 // Two-sided 95% Student t quantiles for 1..30 degrees of freedom, then the normal value.
 double t95(int dof) {
   static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -141,8 +134,15 @@ std::vector<Slo> parse_slo(const std::string& text) {
 
 CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& slo,
                              const CapacityOptions& opt) {
+  ScenarioSource source;
+  source.path = path;
+  return find_capacity(source, slo, opt);
+}
+
+CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
+                             const CapacityOptions& opt) {
   CapacityResult res;
-  const Scenario base = load(path, opt.sets);
+  const Scenario base = source.load(opt.sets);
   const YAML::Node resolved = YAML::Load(base.resolved_yaml);
   const YAML::Node wl = resolved["workload"];
   res.key = opt.key.empty() ? "" : config::canonical_key(opt.key, "--key");
@@ -214,7 +214,7 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
     std::vector<std::string> sets = opt.sets;
     sets.push_back(res.key + "=" + config::format_double(x));
     sets.push_back("seed=" + std::to_string(res.seeds[r]));
-    const Scenario sc = load(path, sets);
+    const Scenario sc = source.load(sets);
     Simulation sim(sc);
     sim.set_cancel(&stop);
     const RunResult rr = sim.run();
@@ -286,6 +286,10 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
   PointRunnerOptions ro;
   ro.threads = opt.threads;
   ro.cancel = &stop;
+  if (opt.poll) {
+    ro.report_every_s = 0.1;
+    ro.on_progress = [&](std::size_t, std::size_t) { opt.poll(); };
+  }
   run_points(
       static_cast<std::size_t>(reps),
       [&](std::size_t r) {

@@ -10,6 +10,7 @@
 namespace kvfleet::sim {
 
 struct Summary;
+struct ScenarioSource;
 
 // One target of an SLO: a latency at most limit_s, or a share of the requests that arrived:
 // reject_rate (rejected: by the engine, the gateway, or the application for a context
@@ -41,6 +42,9 @@ struct CapacityOptions {
   int threads = 0;                // replicates run in parallel
   std::vector<std::string> sets;  // overrides applied to every run
   std::function<void(std::int64_t seed, double load, bool holds)> on_run;  // after each run
+  // On the calling thread about every 0.1 s while runs go on; an exception it throws stops the
+  // search (the runs in flight end between events) and reaches the caller.
+  std::function<void()> poll;
 };
 
 struct CapacityResult {
@@ -58,6 +62,8 @@ struct CapacityResult {
 
 // `scenario_path` empty: the built-in default.
 CapacityResult find_capacity(const std::string& scenario_path, const std::vector<Slo>& slo,
+                             const CapacityOptions& opt);
+CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
                              const CapacityOptions& opt);
 
 }  // namespace kvfleet::sim

@@ -37,10 +37,7 @@ std::vector<std::string> summary_metric_names() {
 Scenario load_point(const SweepSpec& spec, const std::vector<std::string>& overrides) {
   std::vector<std::string> all = spec.sets;
   all.insert(all.end(), overrides.begin(), overrides.end());
-  if (spec.base.empty()) {
-    return load_scenario_text(builtin_default_scenario(), "<built-in default.yaml>", ".", all);
-  }
-  return load_scenario_file(spec.base, all);
+  return spec.base_source.load(all);
 }
 
 // Percentiles 1..99 of `v` (linear interpolation), NaN when empty.
@@ -257,6 +254,7 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   s.path = name;
   s.text = yaml;
   s.base = c.base;
+  s.base_source.path = c.base;
   if (!s.base.empty() && check_files) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(s.base, ec))
@@ -601,7 +599,9 @@ std::vector<std::size_t> done_rows(const SweepResults& r) {
   return rows;
 }
 
-Table points_table(const SweepResults& r) {
+}  // namespace
+
+Table sweep_points_table(const SweepResults& r) {
   const std::vector<std::size_t> rows = done_rows(r);
   Table t;
   t.desc = "one row per point done: its axis values, status and metrics";
@@ -633,8 +633,21 @@ Table points_table(const SweepResults& r) {
   }
   for (std::size_t m = 0; m < r.metric_names.size(); ++m) {
     std::string unit, desc = "a counter the workload keeps";
+    bool integer = false;
     for (const auto& decl : summary_metrics())
-      if (decl.name == r.metric_names[m]) unit = decl.unit, desc = decl.desc;
+      if (decl.name == r.metric_names[m])
+        unit = decl.unit, desc = decl.desc, integer = decl.integer;
+    // Counts stay integers; a failed point has none (kFailedCount, status says failed).
+    if (integer) {
+      auto& c = t.i64(r.metric_names[m], unit,
+                      desc + " (" + std::to_string(kFailedCount) + ": the point failed)");
+      for (std::size_t i : rows) {
+        const auto& p = r.points[i];
+        const double v = m < p.metrics.size() ? p.metrics[m] : std::nan("");
+        c.push_back(std::isfinite(v) ? static_cast<std::int64_t>(v) : kFailedCount);
+      }
+      continue;
+    }
     auto& c = t.f64(r.metric_names[m], unit, desc);
     for (std::size_t i : rows) {
       const auto& p = r.points[i];
@@ -644,7 +657,7 @@ Table points_table(const SweepResults& r) {
   return t;
 }
 
-Table curves_table(const SweepResults& r) {
+Table sweep_curves_table(const SweepResults& r) {
   const std::vector<std::size_t> rows = done_rows(r);
   Table cv;
   cv.desc = "per point: percentiles 1..99 of TTFT, TPOT and E2E of completed requests";
@@ -664,15 +677,13 @@ Table curves_table(const SweepResults& r) {
   return cv;
 }
 
-}  // namespace
-
 void write_sweep_h5(const std::string& path, const SweepResults& r) {
   h5::write_file_atomically(path, [&](hid_t file) {
     h5::write_string_dataset(file, "sweep", r.sweep_text, "the sweep file (YAML)");
     h5::write_string_dataset(file, "scenario", r.base_yaml,
                              "the base scenario as run, defaults filled in (YAML)");
-    h5::write_table(file, "points", points_table(r));
-    h5::write_table(file, "curves", curves_table(r));
+    h5::write_table(file, "points", sweep_points_table(r));
+    h5::write_table(file, "curves", sweep_curves_table(r));
   });
 }
 
@@ -684,7 +695,8 @@ std::vector<TableDoc> sweep_table_docs() {
   r.points.resize(1);
   r.points[0].done = r.points[0].ok = true;
   r.points[0].metrics = {0.0};
-  std::vector<TableDoc> d = {doc_of("points", points_table(r)), doc_of("curves", curves_table(r))};
+  std::vector<TableDoc> d = {doc_of("points", sweep_points_table(r)),
+                             doc_of("curves", sweep_curves_table(r))};
   for (auto& c : d[0].columns) {
     if (c.name == "<metric>") {
       c.desc =
@@ -747,9 +759,14 @@ SweepResults read_sweep_h5(const std::string& path) {
   const auto& status = typed.operator()<Str>(t, "points", "status", "text");
   const auto& error = typed.operator()<Str>(t, "points", "error", "text");
   const auto& wall = typed.operator()<F64>(t, "points", "wall_s", "a number");
-  std::vector<const F64*> metrics;
-  for (const auto& m : r.metric_names)
-    metrics.push_back(&typed.operator()<F64>(t, "points", m, "a number"));
+  // A metric column: numbers, or a count (integers, kFailedCount for a failed point).
+  std::vector<const Column*> metrics;
+  for (const auto& m : r.metric_names) {
+    const Column& c = column(t, "points", m);
+    if (!std::holds_alternative<F64>(c.data) && !std::holds_alternative<I64>(c.data))
+      throw InputError(path, "points." + m, "is not a number");
+    metrics.push_back(&c);
+  }
   std::vector<const Column*> axis_cols;
   for (const auto& k : r.axis_keys) axis_cols.push_back(&column(t, "points", k));
   std::map<std::int64_t, std::size_t> index;
@@ -766,7 +783,14 @@ SweepResults read_sweep_h5(const std::string& path) {
     p.ok = status[row] == "ok";
     p.error = error[row];
     p.wall_s = wall[row];
-    for (const F64* m : metrics) p.metrics.push_back((*m)[row]);
+    for (const Column* m : metrics) {
+      if (auto* d = std::get_if<F64>(&m->data)) {
+        p.metrics.push_back((*d)[row]);
+      } else {
+        const std::int64_t v = std::get<I64>(m->data)[row];
+        p.metrics.push_back(v == kFailedCount && !p.ok ? std::nan("") : static_cast<double>(v));
+      }
+    }
     std::vector<std::string> av;
     for (const Column* c : axis_cols) {
       if (auto* d = std::get_if<F64>(&c->data))

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sim/io/table.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::sim {
 
@@ -42,6 +43,9 @@ struct SweepSpec {
   std::string path;  // the sweep file ("" for text)
   std::string text;  // its YAML text, stored in the results to check --resume
   std::string base;  // scenario file, resolved; "" = the built-in default
+  // Where the points' scenario is loaded from: the base file, or text given by a program (the
+  // Python package); a sweep file's `base` sets its path.
+  ScenarioSource base_source;
   std::vector<std::string> sets;
   std::vector<SweepAxis> axes;  // for grids and samples alike (samples: one value per point)
   bool sampled = false;         // points are the i-th value of every axis, not the product
@@ -79,6 +83,8 @@ struct PointResult {
   std::vector<double> curves;
 };
 inline constexpr int kCurvePercentiles = 99;
+// What a count metric's integer column holds for a failed point (which has no metrics).
+inline constexpr std::int64_t kFailedCount = -1;
 
 struct SweepResults {
   std::string sweep_text;
@@ -112,6 +118,10 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous =
 
 // Runs the points of the shard that are not done yet, on `threads` threads.
 void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions& opt);
+
+// The /points and /curves tables of the points done.
+Table sweep_points_table(const SweepResults& r);
+Table sweep_curves_table(const SweepResults& r);
 
 // HDF5: /sweep (the sweep file), /scenario (base resolved), /points (point, replicate, seed, one
 // column per axis, status, error, wall_s, one column per metric), /curves (point, metric,

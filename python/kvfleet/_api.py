@@ -1,0 +1,440 @@
+"""The kvfleet package's functions: run, load, sweep, load_sweep, capacity, metrics, parameters.
+
+Every table comes from the C++ declarations of the output tables (docs/outputs.md): a pandas
+DataFrame whose ``attrs`` hold ``description`` (what a row is), ``units`` and ``descriptions``
+(dicts by column). Categorical columns (``replica``, ``pool``, ``purpose`` of the requests) are
+pandas Categoricals of names; a request that reached no replica has NaN there.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+
+InputError = _core.InputError
+InputError.__doc__ = (
+    "Bad input (a scenario key, an override, an SLO, a sweep axis): the message names where "
+    "and which key. Attributes: where, key, problem. A ValueError."
+)
+
+#: A scenario: a path (str or os.PathLike) to a YAML file, YAML text, a dict with the YAML's
+#: structure, or None for the built-in default scenario (scenarios/default.yaml).
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
+#: Overrides of scenario keys, as ``kvfleet run --set``: a dict {key: value} or "key=value"
+#: strings. Keys are dotted paths with list indices: ``pools[0].engine.max_num_seqs``.
+SetsLike = Union[Mapping[str, Any], Sequence[str], None]
+
+
+def _source(scenario: ScenarioLike) -> Tuple[str, str, str, str]:
+    """(path, text, name, base_dir) for the C++ ScenarioSource."""
+    if scenario is None:
+        return "", "", "", ""
+    if isinstance(scenario, Mapping):
+        # JSON is YAML: the dict's structure goes through the same parser and checks.
+        return "", json.dumps(scenario), "<scenario dict>", os.getcwd()
+    if isinstance(scenario, os.PathLike):
+        return os.fspath(scenario), "", "", ""
+    if isinstance(scenario, str):
+        if "\n" in scenario or (":" in scenario and not os.path.exists(scenario)):
+            return "", scenario, "<scenario text>", os.getcwd()
+        if not os.path.exists(scenario):
+            raise InputError(f"{scenario}: scenario file not found")
+        return scenario, "", "", ""
+    raise TypeError(
+        "scenario must be a path, YAML text, a dict or None, not " + type(scenario).__name__
+    )
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(v)
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _sets(sets: SetsLike, seed: Optional[int] = None) -> List[str]:
+    out: List[str] = []
+    if isinstance(sets, Mapping):
+        out = [f"{k}={_value(v)}" for k, v in sets.items()]
+    elif sets is not None:
+        if isinstance(sets, str):
+            raise TypeError("set must be a dict or a list of 'key=value' strings, not one string")
+        out = [str(s) for s in sets]
+    if seed is not None:
+        out.append(f"seed={int(seed)}")
+    return out
+
+
+def _frame(table: Dict[str, Any]) -> pd.DataFrame:
+    """A DataFrame from a table as _core returns it, with units and descriptions in attrs."""
+    data: Dict[str, Any] = {}
+    units: Dict[str, str] = {}
+    descriptions: Dict[str, str] = {}
+    for name, kind, unit, desc, values in table["columns"]:
+        if kind == "category":
+            codes, names = values
+            data[name] = pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), names)
+        elif kind == "text":
+            data[name] = pd.Series(values, dtype=object)
+        else:
+            data[name] = values
+        units[name] = unit
+        descriptions[name] = desc
+    df = pd.DataFrame(data)
+    df.attrs = {"description": table["description"], "units": units, "descriptions": descriptions}
+    return df
+
+
+class Summary(dict):
+    """The run's summary: metric name -> value (int for counts, float otherwise; NaN where a
+    latency has no completed request). ``units`` and ``descriptions`` give each metric's."""
+
+    units: Dict[str, str]
+    descriptions: Dict[str, str]
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> "Summary":
+        s = cls()
+        for c in df.columns:
+            v = df[c].iloc[0]
+            s[c] = int(v) if np.issubdtype(df[c].dtype, np.integer) else float(v)
+        s.units = dict(df.attrs.get("units", {}))
+        s.descriptions = dict(df.attrs.get("descriptions", {}))
+        return s
+
+
+class Result:
+    """What a run produced (:func:`run`) or a result file holds (:func:`load`).
+
+    Attributes:
+        summary: the run's summary (:class:`Summary`, a dict of metric -> value).
+        requests: one row per attempt of a request (DataFrame).
+        timeseries: every replica's sampled state, one row per replica per sample, with a
+            ``replica`` column first (DataFrame).
+        replicas: one row per replica: memory budget and counters (DataFrame).
+        tenants, sessions, binding: prefix-cache lookups per tenant, one row per conversation,
+            and what limited the run (DataFrames).
+        scenario: the scenario as run, every default filled in (YAML text).
+    """
+
+    def __init__(self, tables: Dict[str, pd.DataFrame], timeseries: pd.DataFrame, scenario: str,
+                 report: Optional[str], source: str):
+        self.requests = tables["requests"]
+        self.replicas = tables["replicas"]
+        self.tenants = tables.get("tenants")
+        self.sessions = tables.get("sessions")
+        self.binding = tables.get("binding")
+        self.summary = Summary.from_frame(tables["summary"])
+        self.timeseries = timeseries
+        self.scenario = scenario
+        self._report = report
+        self._source = source
+
+    def report(self) -> str:
+        """The text report ``kvfleet run`` prints for this run."""
+        if self._report is None:
+            raise ValueError(
+                f"{self._source}: the file holds no report (written by a kvfleet older than the "
+                "Python package); run it again to get one"
+            )
+        return self._report
+
+    def units(self, table: str = "summary") -> Dict[str, str]:
+        """Units of a table's columns (summary, requests, timeseries, replicas, ...)."""
+        if table == "summary":
+            return dict(self.summary.units)
+        return dict(getattr(self, table).attrs["units"])
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"<kvfleet.Result {self._source}: {s.get('requests', 0)} requests, "
+            f"{s.get('ok', 0)} ok, TTFT p99 {s.get('time_to_first_token_p99_s', math.nan):.3g} s>"
+        )
+
+
+def _timeseries(parts: List[Tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    names = [n for n, _ in parts]
+    frames = []
+    for code, (name, df) in enumerate(parts):
+        df = df.copy()
+        df.insert(0, "replica", pd.Categorical.from_codes([code] * len(df), names))
+        frames.append(df)
+    if frames:
+        out = pd.concat(frames, ignore_index=True)
+        attrs = dict(parts[0][1].attrs)
+    else:
+        out = pd.DataFrame({"replica": pd.Categorical([], categories=[])})
+        attrs = {"description": "", "units": {}, "descriptions": {}}
+    attrs["units"] = {"replica": "", **attrs.get("units", {})}
+    attrs["descriptions"] = {"replica": "replica name, as in replicas", **attrs.get("descriptions", {})}
+    out.attrs = attrs
+    return out
+
+
+def run(scenario: ScenarioLike = None, set: SetsLike = None, seed: Optional[int] = None) -> Result:
+    """Simulates a scenario and returns its :class:`Result`.
+
+    Args:
+        scenario: a path, YAML text, a dict, or None for the built-in default.
+        set: overrides of scenario keys ({"pools[0].engine.max_num_seqs": 64}).
+        seed: the scenario's seed (same as set={"seed": N}).
+
+    Raises:
+        InputError: a key, value or file is wrong (the message names it).
+        KeyboardInterrupt: Ctrl-C; the run stops at its next time-series sample.
+    """
+    path, text, name, base_dir = _source(scenario)
+    d = _core.run(path, text, name, base_dir, _sets(set, seed))
+    tables = {k: _frame(d[k]) for k in ("requests", "summary", "replicas", "tenants", "sessions",
+                                        "binding")}
+    ts = _timeseries([(rep, _frame(t)) for rep, t in d["timeseries"]])
+    return Result(tables, ts, d["scenario"], d["report"], path or name or "<built-in default>")
+
+
+def _h5_frame(ds: Any) -> pd.DataFrame:
+    import h5py
+
+    arr = ds[()]
+    data: Dict[str, Any] = {}
+    for name in arr.dtype.names or ():
+        col = arr[name]
+        enum = h5py.check_enum_dtype(ds.dtype.fields[name][0])
+        if enum is not None:
+            by_code = {int(v): k for k, v in enum.items() if int(v) >= 0}
+            names = [by_code[i] for i in range(len(by_code))]
+            data[name] = pd.Categorical.from_codes(col.astype(np.int64), names)
+        elif col.dtype.kind == "S":
+            data[name] = pd.Series([x.decode("utf-8") for x in col], dtype=object)
+        else:
+            data[name] = col
+    df = pd.DataFrame(data)
+
+    def texts(key: str) -> List[str]:
+        v = ds.attrs.get(key)
+        return [x.decode() if isinstance(x, bytes) else str(x) for x in (v if v is not None else [])]
+
+    cols = list(df.columns)
+    units, descs = texts("units"), texts("descriptions")
+    desc = ds.attrs.get("description", "")
+    df.attrs = {
+        "description": desc.decode() if isinstance(desc, bytes) else str(desc),
+        "units": dict(zip(cols, units)) if len(units) == len(cols) else {},
+        "descriptions": dict(zip(cols, descs)) if len(descs) == len(cols) else {},
+    }
+    return df
+
+
+def _h5_text(f: Any, name: str) -> Optional[str]:
+    if name not in f:
+        return None
+    v = f[name][()]
+    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> Result:
+    """Reads a run's result file (``kvfleet run --out FILE.h5``) into a :class:`Result`."""
+    import h5py
+
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise InputError(f"{p}: result file not found")
+    try:
+        f = h5py.File(p, "r")
+    except OSError as e:
+        raise InputError(f"{p}: not an HDF5 file ({e})") from None
+    with f:
+        for need in ("requests", "summary", "replicas"):
+            if need not in f:
+                kind = "a sweep file (use kvfleet.load_sweep)" if "points" in f else "not a run's"
+                raise InputError(f"{p}: {need}: dataset missing: {kind} result file")
+        tables = {k: _h5_frame(f[k]) for k in ("requests", "summary", "replicas", "tenants",
+                                               "sessions", "binding") if k in f}
+        parts = []
+        if "timeseries" in f:
+            for key in f["timeseries"]:
+                ds = f["timeseries"][key]
+                rep = ds.attrs.get("replica", key)
+                parts.append((rep.decode() if isinstance(rep, bytes) else str(rep), _h5_frame(ds)))
+        return Result(tables, _timeseries(parts), _h5_text(f, "scenario") or "",
+                      _h5_text(f, "report"), p)
+
+
+def _axes(axes: Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]) -> List[Dict[str, Any]]:
+    items = list(axes.items()) if isinstance(axes, Mapping) else [tuple(a) for a in axes]
+    out: List[Dict[str, Any]] = []
+    for key, values in items:
+        if isinstance(values, Mapping):  # cases: {name: {key: value}}
+            out.append({"key": key, "cases": [
+                {"name": str(n), "set": _sets(s)} for n, s in values.items()]})
+        else:
+            if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not \
+                    isinstance(values, np.ndarray):
+                raise TypeError(f"axis {key}: values must be a list, not {type(values).__name__}")
+            out.append({"key": key, "values": [
+                v.item() if isinstance(v, np.generic) else v for v in values]})
+    return out
+
+
+def _points_frame(points: pd.DataFrame, metric_names: Sequence[str]) -> pd.DataFrame:
+    # Counts of failed points are stored as -1 (integers): missing values here.
+    failed = points["status"] != "ok" if "status" in points else None
+    if failed is not None and failed.any():
+        for m in metric_names:
+            if m in points and np.issubdtype(points[m].dtype, np.integer):
+                attrs = points.attrs
+                points[m] = points[m].astype("Int64").mask(failed)
+                points.attrs = attrs
+    return points
+
+
+def sweep(
+    base: ScenarioLike = None,
+    axes: Union[Mapping[str, Any], Sequence[Tuple[str, Any]], None] = None,
+    set: SetsLike = None,
+    replicates: int = 1,
+    seed: Optional[int] = None,
+    metrics: Optional[Sequence[str]] = None,
+    threads: int = 0,
+    curves: bool = False,
+) -> Union[pd.DataFrame, Tuple[pd.DataFrame, pd.DataFrame]]:
+    """Runs a grid of scenario variations on all cores and returns one row per point.
+
+    Args:
+        base: the scenario every point starts from (path, YAML text, dict or None).
+        axes: {key: [values]} (the grid is their product, first axis slowest), or
+            {label: {case_name: {key: value, ...}}} for named cases.
+        set: overrides applied to every point.
+        replicates: runs per combination, with seeds seed, seed+1, ...
+        seed: the first replicate's seed (default: the scenario's).
+        metrics: /summary metrics to keep (default: all).
+        threads: threads to use (0: all cores).
+        curves: also return the latency percentiles 1..99 of every point.
+
+    Returns:
+        The points DataFrame (point, replicate, seed, one column per axis, status, error,
+        wall_s, metrics), or (points, curves) when curves is true. A failed point says why in
+        ``error``; its metrics are missing.
+    """
+    if not axes:
+        raise InputError("axes: give at least one {key: [values]}")
+    spec: Dict[str, Any] = {"axes": _axes(axes), "replicates": int(replicates),
+                            "curves": bool(curves)}
+    path, text, name, base_dir = _source(base)
+    if path:
+        spec["base"] = os.path.abspath(path)
+    if set is not None:
+        spec["set"] = _sets(set)
+    if seed is not None:
+        spec["seed"] = int(seed)
+    if metrics is not None:
+        spec["metrics"] = list(metrics)
+    d = _core.sweep(json.dumps(spec), "<kvfleet.sweep>", os.getcwd(), text, name, int(threads))
+    points = _points_frame(_frame(d["points"]), d["metrics"])
+    points.attrs["scenario"] = d["scenario"]
+    points.attrs["axes"] = list(d["axes"])
+    if curves:
+        return points, _frame(d["curves"])
+    return points
+
+
+def load_sweep(path: Union[str, "os.PathLike[str]"], curves: bool = False):
+    """Reads a sweep's result file (``kvfleet sweep --out FILE.h5``): the points DataFrame, or
+    (points, curves) when curves is true."""
+    import h5py
+
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise InputError(f"{p}: sweep file not found")
+    with h5py.File(p, "r") as f:
+        if "points" not in f:
+            raise InputError(f"{p}: points: dataset missing: not a sweep file")
+        points = _h5_frame(f["points"])
+        fixed = {"point", "replicate", "seed", "status", "error", "wall_s"}
+        units = points.attrs.get("units", {})
+        metric_names = [c for c in points.columns if c not in fixed and units.get(c, "") != ""
+                        or c in fixed and False]
+        points = _points_frame(points, metric_names)
+        points.attrs["scenario"] = _h5_text(f, "scenario") or ""
+        if curves:
+            return points, _h5_frame(f["curves"])
+        return points
+
+
+@dataclasses.dataclass
+class CapacityResult:
+    """The highest load at which an SLO holds (:func:`capacity`).
+
+    Attributes:
+        key: the scenario key varied (workload.arrival.rate_per_s, workload.users, ...).
+        mean, ci95_low, ci95_high: the capacity over the replicate seeds, with a 95% interval.
+        per_seed, seeds: each seed's capacity, and the seeds used.
+        runs: simulations run. start: the scenario's own value of the key.
+        slo: the targets, as checked. limited_by: set when the search hit a load the scenario
+            refuses while the SLO still held. workload: the workload section, resolved (YAML).
+    """
+
+    key: str
+    mean: float
+    ci95_low: float
+    ci95_high: float
+    per_seed: List[float]
+    seeds: List[int]
+    runs: int
+    start: float
+    slo: List[str]
+    limited_by: str
+    workload: str
+
+
+def capacity(
+    scenario: ScenarioLike = None,
+    slo: str = "ttft_p99=2s",
+    load: str = "arrival_rate",
+    key: Optional[str] = None,
+    replicates: int = 3,
+    tolerance: float = 0.02,
+    threads: int = 0,
+    set: SetsLike = None,
+) -> CapacityResult:
+    """Finds the highest load at which the SLO holds, as ``kvfleet capacity`` does.
+
+    Args:
+        scenario: path, YAML text, dict or None (built-in default).
+        slo: targets, e.g. "ttft_p99=2s,tpot_p99=100ms,reject_rate=1%".
+        load: "arrival_rate" or "users" (which key is varied), unless key names one.
+        key: the scenario key to vary.
+        replicates: seeds searched (in parallel), for the 95% interval.
+        tolerance: bisection stops when (hi - lo) / lo is below this.
+        threads: 0 for all cores.
+        set: overrides applied to every run.
+    """
+    path, text, name, base_dir = _source(scenario)
+    d = _core.capacity(path, text, name, base_dir, slo, load, key or "", int(replicates),
+                       float(tolerance), int(threads), _sets(set))
+    return CapacityResult(key=d["key"], mean=d["mean"], ci95_low=d["ci95_low"],
+                          ci95_high=d["ci95_high"], per_seed=list(d["per_seed"]),
+                          seeds=list(d["seeds"]), runs=d["runs"], start=d["start"],
+                          slo=list(d["slo"]), limited_by=d["limited_by"],
+                          workload=d["workload"])
+
+
+def metrics() -> pd.DataFrame:
+    """Every /summary metric: name, unit, type (integer for counts) and description."""
+    return pd.DataFrame(_core.metrics(), columns=["name", "unit", "type", "description"])
+
+
+def parameters() -> pd.DataFrame:
+    """Every scenario parameter: key (list elements as []), type, unit, default, description."""
+    return pd.DataFrame(_core.parameters(),
+                        columns=["key", "type", "unit", "default", "description"])

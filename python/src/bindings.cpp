@@ -1,0 +1,265 @@
+// kvfleet._core: the C++ simulator for Python (pybind11). The functions here take what the CLI
+// takes (scenario text or file, --set overrides, sweep and SLO text) and return plain data: each
+// result table as its declared columns (name, kind, unit, description, values as numpy arrays,
+// lists of str, or codes with names for categories). python/kvfleet/ turns them into pandas.
+//
+// Simulations run with the GIL released. Ctrl-C: the run's progress callback (every time-series
+// sample; for sweeps and capacity searches every 0.1 s on the calling thread) takes the GIL and
+// checks Python's signals; a pending KeyboardInterrupt cancels the run between events and is
+// raised once it has stopped. Input errors are raised as kvfleet.InputError (a ValueError) with
+// `where`, `key` and `problem`.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/core/cancel.h"
+#include "sim/core/error.h"
+#include "sim/io/table.h"
+#include "sim/metrics/summary.h"
+#include "sim/output/report.h"
+#include "sim/output/results.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
+#include "sim/sweep/capacity.h"
+#include "sim/sweep/sweep.h"
+
+namespace py = pybind11;
+using namespace kvfleet::sim;
+
+namespace {
+
+// Python's signal handlers ran and one raised (KeyboardInterrupt): thrown through the C++ code
+// that polls, caught where the GIL is held again.
+struct Interrupted {};
+
+// Checks Python's signals from a thread without the GIL; throws Interrupted when a handler
+// raised (the exception stays set for Python).
+void poll_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw Interrupted{};
+}
+
+template <class T>
+py::array_t<T> to_array(const std::vector<T>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+// A table as {"description": ..., "columns": [(name, kind, unit, description, values)]} where
+// kind is integer, number, text or category (values: (codes, names)).
+py::dict table_to_py(const Table& t) {
+  py::list cols;
+  for (const auto& c : t.columns) {
+    py::object values;
+    const char* kind;
+    if (auto* i = std::get_if<std::vector<std::int64_t>>(&c.data)) {
+      kind = "integer";
+      values = to_array(*i);
+    } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
+      kind = "number";
+      values = to_array(*d);
+    } else if (auto* s = std::get_if<std::vector<std::string>>(&c.data)) {
+      kind = "text";
+      values = py::cast(*s);
+    } else {
+      const auto& cat = std::get<Categorical>(c.data);
+      kind = "category";
+      values = py::make_tuple(to_array(cat.codes), py::cast(cat.names));
+    }
+    cols.append(py::make_tuple(c.name, kind, c.unit, c.desc, values));
+  }
+  py::dict out;
+  out["description"] = t.desc;
+  out["columns"] = cols;
+  return out;
+}
+
+py::list docs_to_py(const std::vector<TableDoc>& docs) {
+  py::list out;
+  for (const auto& d : docs) {
+    py::list cols;
+    for (const auto& c : d.columns) cols.append(py::make_tuple(c.name, c.type, c.unit, c.desc));
+    out.append(py::make_tuple(d.name, d.desc, cols));
+  }
+  return out;
+}
+
+ScenarioSource source(const std::string& path, const std::string& text, const std::string& name,
+                      const std::string& base_dir) {
+  ScenarioSource s;
+  s.path = path;
+  s.text = text;
+  if (!name.empty()) s.name = name;
+  if (!base_dir.empty()) s.base_dir = base_dir;
+  return s;
+}
+
+// Runs `work` (which may poll) with the GIL released; a poll that found a signal re-raises it.
+template <class F>
+auto without_gil(F&& work) {
+  try {
+    py::gil_scoped_release release;
+    return work();
+  } catch (const Interrupted&) {
+    throw py::error_already_set();
+  }
+}
+
+py::dict run(const std::string& path, const std::string& text, const std::string& name,
+             const std::string& base_dir, const std::vector<std::string>& sets) {
+  struct Out {
+    std::unique_ptr<Scenario> sc;
+    RunResult r;
+    Summary s;
+    std::string report;
+    bool interrupted = false;
+  };
+  Out o = without_gil([&] {
+    Out out;
+    out.sc = std::make_unique<Scenario>(source(path, text, name, base_dir).load(sets));
+    Simulation sim(*out.sc);
+    CancelToken cancel;
+    sim.set_cancel(&cancel);
+    sim.on_progress([&](SimTime, std::size_t) {
+      try {
+        poll_signals();
+      } catch (const Interrupted&) {
+        out.interrupted = true;
+        cancel.cancel();  // the run stops at its next sample
+      }
+    });
+    out.r = sim.run();
+    if (out.interrupted) throw Interrupted{};
+    out.s = summarize(out.r);
+    std::ostringstream rep;
+    print_report(rep, *out.sc, out.r, out.s);
+    out.report = rep.str();
+    return out;
+  });
+  py::dict d;
+  d["scenario"] = o.sc->resolved_yaml;
+  d["report"] = o.report;
+  d["requests"] = table_to_py(requests_table(o.r));
+  d["summary"] = table_to_py(summary_table(o.s));
+  d["replicas"] = table_to_py(replicas_table(o.r));
+  d["tenants"] = table_to_py(tenants_table(o.r));
+  d["sessions"] = table_to_py(sessions_table(o.r.requests));
+  d["binding"] = table_to_py(binding_table(o.r, o.s));
+  py::list ts;
+  for (const auto& t : o.r.timeseries)
+    ts.append(py::make_tuple(t.replica, table_to_py(timeseries_table(t))));
+  d["timeseries"] = ts;
+  d["stopped_early"] = o.r.stopped_early;
+  d["events"] = o.r.events;
+  d["end_s"] = to_seconds(o.r.end_time);
+  return d;
+}
+
+py::dict sweep(const std::string& yaml, const std::string& name, const std::string& base_dir,
+               const std::string& base_text, const std::string& base_name, int threads) {
+  SweepSpec spec = load_sweep_text(yaml, name, base_dir);
+  if (!base_text.empty()) {
+    spec.base_source = source("", base_text, base_name, base_dir);
+  }
+  SweepResults results = without_gil([&] {
+    validate_sweep(spec);
+    SweepResults r = prepare_sweep(spec);
+    SweepOptions opt;
+    opt.threads = threads;
+    opt.report_every_s = 0.1;
+    opt.on_progress = [](const SweepResults&, std::size_t, std::size_t) { poll_signals(); };
+    run_sweep(spec, r, opt);
+    return r;
+  });
+  py::dict d;
+  d["points"] = table_to_py(sweep_points_table(results));
+  d["curves"] = table_to_py(sweep_curves_table(results));
+  d["scenario"] = results.base_yaml;
+  d["axes"] = results.axis_keys;
+  d["metrics"] = results.metric_names;
+  return d;
+}
+
+py::dict capacity(const std::string& path, const std::string& text, const std::string& name,
+                  const std::string& base_dir, const std::string& slo_text, const std::string& load,
+                  const std::string& key, int replicates, double tolerance, int threads,
+                  const std::vector<std::string>& sets) {
+  const std::vector<Slo> slo = parse_slo(slo_text);
+  CapacityOptions opt;
+  opt.load = load;
+  opt.key = key;
+  opt.replicates = replicates;
+  opt.tolerance = tolerance;
+  opt.threads = threads;
+  opt.sets = sets;
+  opt.poll = [] { poll_signals(); };
+  const CapacityResult c =
+      without_gil([&] { return find_capacity(source(path, text, name, base_dir), slo, opt); });
+  py::dict d;
+  d["key"] = c.key;
+  d["start"] = c.start;
+  d["per_seed"] = c.per_seed;
+  d["seeds"] = c.seeds;
+  d["mean"] = c.mean;
+  d["ci95_low"] = c.ci95_low;
+  d["ci95_high"] = c.ci95_high;
+  d["runs"] = c.runs;
+  d["workload"] = c.workload_yaml;
+  d["limited_by"] = c.limited_by;
+  std::vector<std::string> described;
+  for (const auto& s : slo) described.push_back(s.describe());
+  d["slo"] = described;
+  return d;
+}
+
+// The scenario's parameters as declared: (key, type, unit, default, description).
+py::list parameters() {
+  py::list out;
+  for (const auto& r : scenario_parameters())
+    out.append(py::make_tuple(r.key, r.type, r.unit, r.default_value, r.description));
+  return out;
+}
+
+py::list metrics() {
+  py::list out;
+  for (const auto& m : summary_metrics())
+    out.append(py::make_tuple(m.name, m.unit, m.integer ? "integer" : "number", m.desc));
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "kvfleet's C++ simulator (use the kvfleet package, not this module)";
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      py::object err = py::reinterpret_borrow<py::object>(input_error.ptr())(e.what());
+      err.attr("where") = e.where();
+      err.attr("key") = e.key();
+      err.attr("problem") = e.problem();
+      PyErr_SetObject(input_error.ptr(), err.ptr());
+    }
+  });
+  m.def("run", &run, py::arg("path"), py::arg("text"), py::arg("name"), py::arg("base_dir"),
+        py::arg("sets"));
+  m.def("sweep", &sweep, py::arg("yaml"), py::arg("name"), py::arg("base_dir"),
+        py::arg("base_text"), py::arg("base_name"), py::arg("threads"));
+  m.def("capacity", &capacity, py::arg("path"), py::arg("text"), py::arg("name"),
+        py::arg("base_dir"), py::arg("slo"), py::arg("load"), py::arg("key"), py::arg("replicates"),
+        py::arg("tolerance"), py::arg("threads"), py::arg("sets"));
+  m.def("parameters", &parameters);
+  m.def("metrics", &metrics);
+  m.def("run_tables", [] { return docs_to_py(run_table_docs()); });
+  m.def("sweep_tables", [] { return docs_to_py(sweep_table_docs()); });
+  m.def("builtin_default_scenario", [] { return builtin_default_scenario(); });
+}

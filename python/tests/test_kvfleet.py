@@ -1,0 +1,278 @@
+"""Tests of the kvfleet Python package (run by ctest as python_package).
+
+The package is imported from build/python (PYTHONPATH set by ctest); the kvfleet CLI from
+build/bin is the reference: what Python returns must equal what the CLI writes.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import kvfleet
+
+SOURCE = os.environ.get("KVFLEET_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("KVFLEET_BINARY_DIR", os.path.join(SOURCE, "build"))
+CLI = os.path.join(BINARY, "bin", "kvfleet")
+DEFAULT = os.path.join(SOURCE, "scenarios", "default.yaml")
+SHORT = {"workload.num_requests": 400}
+
+
+def same(a, b):
+    """Summaries equal, NaN equal to NaN."""
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k]))
+        for k in a)
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([CLI, *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def default_run():
+    return kvfleet.run(set=SHORT)
+
+
+def test_summary_has_integer_counts_and_units(default_run):
+    s = default_run.summary
+    assert isinstance(s["requests"], int) and s["requests"] == 400
+    assert isinstance(s["ok"], int)
+    assert isinstance(s["time_to_first_token_p99_s"], float)
+    assert s.units["time_to_first_token_p99_s"] == "s"
+    assert "time to first token" in s.descriptions["time_to_first_token_p99_s"]
+
+
+def test_percentiles_recomputed_from_requests_equal_summary(default_run):
+    r = default_run
+    ok = r.requests[r.requests.outcome == "ok"]
+    for col, metric in (("ttft_s", "time_to_first_token"), ("tpot_s", "inter_token_latency"),
+                        ("e2e_s", "e2e_request_latency")):
+        for q in (50, 90, 99):
+            want = r.summary[f"{metric}_p{q}_s"]
+            got = float(np.percentile(ok[col].to_numpy(), q))  # linear, as the simulator
+            assert got == pytest.approx(want, rel=1e-12), (metric, q)
+
+
+def test_tables_carry_units_and_descriptions(default_run):
+    r = default_run
+    for df in (r.requests, r.replicas, r.timeseries, r.sessions, r.tenants):
+        assert set(df.attrs["units"]) == set(df.columns)
+        assert set(df.attrs["descriptions"]) == set(df.columns)
+        assert all(df.attrs["descriptions"][c] for c in df.columns)
+        assert df.attrs["description"]
+    assert r.requests.attrs["units"]["ttft_s"] == "s"
+    assert r.requests.attrs["units"]["input_tokens"] == "tokens"
+
+
+def test_categories_are_names(default_run):
+    r = default_run
+    req = r.requests
+    for col in ("replica", "pool", "purpose"):
+        assert isinstance(req[col].dtype, pd.CategoricalDtype), col
+    assert list(req.replica.cat.categories) == list(r.replicas.replica)
+    assert set(req.purpose.unique()) == {"turn"}
+    assert set(r.timeseries.replica.unique()) == set(r.replicas.replica)
+
+
+def test_request_refused_before_a_replica_has_no_replica():
+    # A gateway that admits almost no KV demand and queues nothing refuses most of a burst
+    # before any replica sees it.
+    r = kvfleet.run(DEFAULT, set={**SHORT, "workload.arrival.rate_per_s": 2000,
+                                  "pools[0].admission.enabled": True,
+                                  "pools[0].admission.kv_demand_limit": 0.001,
+                                  "pools[0].admission.max_queue": 0})
+    refused = r.requests[r.requests.replica.isna()]
+    assert len(refused) > 0
+    assert set(refused.outcome) == {"rejected"}
+    assert r.summary["gateway_rejected"] == len(refused)
+
+
+def test_scenario_as_path_text_and_dict_agree(default_run):
+    with open(DEFAULT) as f:
+        text = f.read()
+    from_path = kvfleet.run(DEFAULT, set=SHORT)
+    from_text = kvfleet.run(text, set=SHORT)
+    assert same(from_path.summary, default_run.summary)
+    assert same(from_text.summary, default_run.summary)
+    import yaml  # python3-yaml ships with Debian's Python tools
+
+    from_dict = kvfleet.run(yaml.safe_load(text), set=SHORT)
+    assert same(from_dict.summary, default_run.summary)
+    pd.testing.assert_frame_equal(from_dict.requests, default_run.requests)
+
+
+def test_seed_argument_equals_set_seed():
+    a = kvfleet.run(set=SHORT, seed=7)
+    b = kvfleet.run(set={**SHORT, "seed": 7})
+    c = kvfleet.run(set=SHORT, seed=8)
+    assert same(a.summary, b.summary)
+    assert not same(a.summary, c.summary)
+    assert "seed: 7" in a.scenario
+
+
+def test_set_accepts_strings_and_values():
+    a = kvfleet.run(set=["workload.num_requests=200", "pools[0].engine.max_num_seqs=8"])
+    b = kvfleet.run(set={"workload.num_requests": 200, "pools[0].engine.max_num_seqs": 8})
+    assert same(a.summary, b.summary)
+    assert a.summary["requests"] == 200
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    ({"set": {"pools[0].engine.max_num_seqs": -3}}, "pools[0].engine.max_num_seqs"),
+    ({"set": {"pools[0].engine.no_such_key": 1}}, "pools[0].engine.no_such_key"),
+    ({"scenario": {"workload": {"impl": "nope"}}}, "workload.impl"),
+])
+def test_input_errors_name_the_key(kwargs, key):
+    with pytest.raises(kvfleet.InputError) as e:
+        kvfleet.run(**kwargs)
+    assert isinstance(e.value, ValueError)
+    assert e.value.key == key
+    assert key in str(e.value)
+
+
+def test_missing_scenario_file_is_an_input_error(tmp_path):
+    with pytest.raises(kvfleet.InputError, match="not found"):
+        kvfleet.run(str(tmp_path / "nope.yaml"))
+    with pytest.raises(TypeError):
+        kvfleet.run(42)
+
+
+def test_load_equals_the_cli_file_and_the_run(tmp_path):
+    out = tmp_path / "r.h5"
+    cli("run", DEFAULT, "-q", "--out", str(out), "--set", "workload.num_requests=400")
+    loaded = kvfleet.load(out)
+    ran = kvfleet.run(DEFAULT, set=SHORT)
+    assert same(loaded.summary, ran.summary)
+    assert loaded.summary.units == ran.summary.units
+    for name in ("requests", "replicas", "timeseries", "sessions", "tenants"):
+        a, b = getattr(loaded, name), getattr(ran, name)
+        pd.testing.assert_frame_equal(a, b, check_dtype=True)
+        assert a.attrs["units"] == b.attrs["units"], name
+        assert a.attrs["descriptions"] == b.attrs["descriptions"], name
+    assert loaded.report() == ran.report()
+    assert loaded.scenario == ran.scenario
+
+
+def test_load_refuses_what_is_not_a_run(tmp_path):
+    with pytest.raises(kvfleet.InputError, match="not found"):
+        kvfleet.load(tmp_path / "missing.h5")
+    junk = tmp_path / "junk.h5"
+    junk.write_text("not hdf5")
+    with pytest.raises(kvfleet.InputError, match="not an HDF5 file"):
+        kvfleet.load(junk)
+
+
+def test_sweep_equals_the_cli_sweep(tmp_path):
+    axes = {"workload.arrival.rate_per_s": [10, 30], "pools[0].engine.max_num_seqs": [8, 64]}
+    metrics = ["time_to_first_token_p99_s", "ok", "num_preemptions"]
+    df = kvfleet.sweep(axes=axes, set=SHORT, replicates=2, metrics=metrics)
+    assert len(df) == 8
+    assert list(df.columns[3:5]) == list(axes)
+    assert df.ok.dtype == np.int64
+    assert (df.status == "ok").all()
+    spec = {"set": [f"{k}={v}" for k, v in SHORT.items()], "replicates": 2, "metrics": metrics,
+            "axes": [{"key": k, "values": v} for k, v in axes.items()]}
+    sweep_file = tmp_path / "s.yaml"
+    sweep_file.write_text(json.dumps(spec))
+    cli("sweep", str(sweep_file), "--quiet", "--out", str(tmp_path / "s.h5"))
+    ref = kvfleet.load_sweep(tmp_path / "s.h5")
+    cols = ["point", "replicate", "seed", *axes, *metrics]
+    pd.testing.assert_frame_equal(df[cols], ref[cols])
+    assert df.attrs["units"]["time_to_first_token_p99_s"] == "s"
+
+
+def test_sweep_threads_do_not_change_results():
+    axes = {"workload.arrival.rate_per_s": [10, 20, 40]}
+    one = kvfleet.sweep(axes=axes, set=SHORT, threads=1)
+    two = kvfleet.sweep(axes=axes, set=SHORT, threads=2)
+    pd.testing.assert_frame_equal(one.drop(columns="wall_s"), two.drop(columns="wall_s"))
+
+
+def test_sweep_with_text_base_cases_and_curves():
+    base = {"workload": {"impl": "synthetic", "num_requests": 200,
+                         "arrival": {"impl": "poisson", "rate_per_s": 5},
+                         "input_tokens": {"impl": "fixed", "value": 100},
+                         "output_tokens": {"impl": "fixed", "value": 50}},
+            "pools": [{"name": "a", "gpu": "L40S"}]}
+    axes = {"config": {"small": {"pools[0].engine.max_num_seqs": 4},
+                       "large": {"pools[0].engine.max_num_seqs": 128}}}
+    points, curves = kvfleet.sweep(base, axes=axes, curves=True)
+    assert list(points.config) == ["small", "large"]
+    assert len(curves) == 2 * 3 * 99
+    assert set(curves.metric) == {"ttft", "tpot", "e2e"}
+
+
+def test_sweep_errors_name_the_key():
+    with pytest.raises(kvfleet.InputError, match="no_such"):
+        kvfleet.sweep(axes={"pools[0].engine.no_such": [1, 2]})
+    with pytest.raises(kvfleet.InputError, match="metric"):
+        kvfleet.sweep(axes={"workload.num_requests": [100]}, metrics=["no_such_metric"])
+
+
+def test_failed_points_have_missing_counts():
+    # Each value loads alone; the contiguous layout with prefix caching fails when it runs.
+    df = kvfleet.sweep(axes={"pools[0].engine.kv_layout": ["paged", "contiguous"],
+                             "pools[0].engine.enable_prefix_caching": [False, True]},
+                       set={**SHORT, "pools[0].engine.enable_prefix_caching": False},
+                       metrics=["ok", "time_to_first_token_p99_s"])
+    assert list(df.status) == ["ok", "ok", "ok", "failed"]
+    assert df.ok.isna().tolist() == [False, False, False, True]
+    assert df.ok.iloc[0] == 400
+    assert "contiguous layout has no prefix cache" in df.error.iloc[3]
+
+
+def test_capacity_matches_the_cli():
+    c = kvfleet.capacity(slo="ttft_p99=300ms", replicates=2, set=SHORT, threads=1)
+    assert c.key == "workload.arrival.rate_per_s"
+    assert c.seeds == [42, 43]
+    assert c.ci95_low <= c.mean <= c.ci95_high
+    out = cli("capacity", "--slo", "ttft_p99=300ms", "--replicates", "2", "--set",
+              "workload.num_requests=400").stdout
+    assert f"{c.mean:.4g}" in out or f"{c.mean:.3g}" in out, out
+
+
+def test_capacity_refuses_a_bad_slo():
+    with pytest.raises(kvfleet.InputError, match="ttft_p42"):
+        kvfleet.capacity(slo="ttft_p42=1s")
+
+
+def test_metrics_and_parameters_are_declared():
+    m = kvfleet.metrics()
+    assert "time_to_first_token_p99_s" in set(m.name)
+    assert m.set_index("name").loc["ok", "type"] == "integer"
+    p = kvfleet.parameters()
+    assert "pools[].engine.max_num_seqs" in set(p.key)
+
+
+def test_ctrl_c_interrupts_a_run():
+    # A run of several minutes in a child process; SIGINT once it has started must end it with
+    # KeyboardInterrupt (the run stops at its next sample), long before it would finish.
+    code = (
+        "import kvfleet, sys\n"
+        "print('started', flush=True)\n"
+        "try:\n"
+        "    kvfleet.run(%r, set={'simulation.max_time_s': 3600})\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(3)\n"
+        "print('finished', flush=True)\n"
+    ) % os.path.join(SOURCE, "scenarios", "fleet", "fleet-64-hour.yaml")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=120)  # a hang guard, not a timing assertion
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("Ctrl-C did not stop the run")
+    assert p.returncode == 3, out
+    assert "interrupted" in out
