@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/core/error.h"
+#include "sim/metrics/summary.h"
 
 namespace kvfleet::charts {
 
@@ -55,8 +56,12 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
     auto it = std::find(r.axis_keys.begin(), r.axis_keys.end(), k);
     return it == r.axis_keys.end() ? -1 : it - r.axis_keys.begin();
   };
+  // A metric by its name in the file, or by an alias of it (ttft_p99 for
+  // time_to_first_token_p99_s).
   auto metric_index = [&](const std::string& k) -> long {
     auto it = std::find(r.metric_names.begin(), r.metric_names.end(), k);
+    if (it == r.metric_names.end())
+      it = std::find(r.metric_names.begin(), r.metric_names.end(), sim::canonical_metric(k));
     return it == r.metric_names.end() ? -1 : it - r.metric_names.begin();
   };
   std::vector<std::string> names_in_file = r.axis_keys;
@@ -130,9 +135,11 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   std::sort(names.begin(), names.end(),
             [&](const auto& a, const auto& b) { return order[a] < order[b]; });
   LineChartSpec spec;
-  spec.x_label = label(x);
-  spec.y_label = label(y);
-  spec.title = y + " against " + x;
+  const std::string& x_name = xm >= 0 ? r.metric_names[xm] : x;  // metrics by their one name
+  const std::string& y_name = r.metric_names[ym];
+  spec.x_label = label(x_name);
+  spec.y_label = label(y_name);
+  spec.title = y_name + " against " + x_name;
   std::string fixed;
   for (const auto& [k, v] : options.where) fixed += (fixed.empty() ? "" : ", ") + k + " = " + v;
   if (!fixed.empty()) spec.title += " (" + fixed + ")";

@@ -430,8 +430,10 @@ def capacity(
 
 
 def metrics() -> pd.DataFrame:
-    """Every /summary metric: name, unit, type (integer for counts) and description."""
-    return pd.DataFrame(_core.metrics(), columns=["name", "unit", "type", "description"])
+    """Every /summary metric: its one name (files, sweeps, --slo, --y), unit, type (integer for
+    counts), description and the short aliases accepted for it (ttft_p99)."""
+    return pd.DataFrame(_core.metrics(),
+                        columns=["name", "unit", "type", "description", "aliases"])
 
 
 def parameters() -> pd.DataFrame:

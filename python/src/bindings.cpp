@@ -230,7 +230,8 @@ py::list parameters() {
 py::list metrics() {
   py::list out;
   for (const auto& m : summary_metrics())
-    out.append(py::make_tuple(m.name, m.unit, m.integer ? "integer" : "number", m.desc));
+    out.append(py::make_tuple(m.name, m.unit, m.integer ? "integer" : "number", m.desc,
+                              metric_aliases(m.name)));
   return out;
 }
 

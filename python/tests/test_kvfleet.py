@@ -172,7 +172,8 @@ def test_load_refuses_what_is_not_a_run(tmp_path):
 def test_sweep_equals_the_cli_sweep(tmp_path):
     axes = {"workload.arrival.rate_per_s": [10, 30], "pools[0].engine.max_num_seqs": [8, 64]}
     metrics = ["time_to_first_token_p99_s", "ok", "num_preemptions"]
-    df = kvfleet.sweep(axes=axes, set=SHORT, replicates=2, metrics=metrics)
+    # An alias is accepted and the column has the metric's one name.
+    df = kvfleet.sweep(axes=axes, set=SHORT, replicates=2, metrics=["ttft_p99", *metrics[1:]])
     assert len(df) == 8
     assert list(df.columns[3:5]) == list(axes)
     assert df.ok.dtype == np.int64
@@ -247,6 +248,7 @@ def test_metrics_and_parameters_are_declared():
     m = kvfleet.metrics()
     assert "time_to_first_token_p99_s" in set(m.name)
     assert m.set_index("name").loc["ok", "type"] == "integer"
+    assert "ttft_p99" in m.set_index("name").loc["time_to_first_token_p99_s", "aliases"]
     p = kvfleet.parameters()
     assert "pools[].engine.max_num_seqs" in set(p.key)
 

@@ -370,6 +370,57 @@ const std::vector<SummaryMetric>& summary_metrics() {
   return v;
 }
 
+namespace {
+
+// Short aliases of the latency stems, vLLM's names on the right.
+constexpr std::pair<const char*, const char*> kAliases[] = {{"ttft", "time_to_first_token"},
+                                                            {"tpot", "inter_token_latency"},
+                                                            {"itl", "inter_token_latency"},
+                                                            {"e2e", "e2e_request_latency"},
+                                                            {"queue", "queue_time"}};
+
+bool is_metric(const std::string& name) {
+  for (const auto& m : summary_metrics())
+    if (m.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string canonical_metric(const std::string& name) {
+  if (is_metric(name)) return name;
+  if (is_metric(name + "_s")) return name + "_s";  // a latency without its unit suffix
+  for (const auto& [alias, stem] : kAliases) {
+    const std::string a = alias;
+    if (name.rfind(a + "_", 0) != 0) continue;
+    const std::string rest = name.substr(a.size());  // _p99 or _p99_s
+    for (const std::string& full : {std::string(stem) + rest, std::string(stem) + rest + "_s"})
+      if (is_metric(full)) return full;
+  }
+  return "";
+}
+
+std::string metric_alias(const std::string& stem) {
+  for (const auto& [alias, s] : kAliases)
+    if (stem == s) return alias;
+  return "";
+}
+
+std::vector<std::string> metric_aliases(const std::string& canonical) {
+  std::vector<std::string> out;
+  const bool latency = canonical.size() > 2 && canonical.substr(canonical.size() - 2) == "_s";
+  if (latency && is_metric(canonical)) out.push_back(canonical.substr(0, canonical.size() - 2));
+  for (const auto& [alias, stem] : kAliases) {
+    const std::string s = stem;
+    if (canonical.rfind(s + "_", 0) != 0) continue;
+    const std::string rest = canonical.substr(s.size());
+    if (!latency) continue;
+    out.push_back(std::string(alias) + rest.substr(0, rest.size() - 2));
+    out.push_back(std::string(alias) + rest);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, double>> Summary::flatten() const {
   std::vector<std::pair<std::string, double>> v;
   for (const auto& m : summary_metrics()) {

@@ -95,6 +95,18 @@ struct SummaryMetric {
 };
 const std::vector<SummaryMetric>& summary_metrics();
 
+// One vocabulary: a /summary metric has one name in the report, HDF5, CSV, sweep files, --slo,
+// --y and the Python package, following vLLM's metric names (time_to_first_token,
+// inter_token_latency, e2e_request_latency, queue_time). Short aliases are accepted wherever a
+// user writes a metric: ttft, tpot (or itl), e2e and queue for those four stems, with or without
+// the trailing _s of a latency (ttft_p99, ttft_p99_s). canonical_metric returns the metric's
+// name for a name or an alias, "" when it names none.
+std::string canonical_metric(const std::string& name);
+// The short alias of a latency stem ("ttft" for time_to_first_token), "" when it has none.
+std::string metric_alias(const std::string& stem);
+// The aliases of a canonical metric name, for documentation ("ttft_p99, ttft_p99_s").
+std::vector<std::string> metric_aliases(const std::string& canonical);
+
 // The whole fleet, or one pool (index into r.pools) when `pool` >= 0.
 Summary summarize(const RunResult& r, int pool = -1);
 

@@ -174,16 +174,23 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     o << "\n";
   }
 
+  // Each latency row ends with the metric's one name (files, sweeps, --slo, --y, the Python
+  // package; short aliases in parentheses), <stat> standing for mean, p50, p90, p99 or max.
   o << "\nLatency of completed requests   " << pad("mean", 10) << pad("p50", 10) << pad("p90", 10)
-    << pad("p99", 10) << "\n";
-  auto row = [&](const char* name, const LatencyStats& l) {
+    << pad("p99", 10) << "   metric (alias)\n";
+  auto row = [&](const char* name, const LatencyStats& l, const char* metric = nullptr) {
     o << "  " << name << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
-      << pad(lat(l.p99), 10) << "\n";
+      << pad(lat(l.p99), 10);
+    if (metric) {
+      const std::string alias = metric_alias(metric);
+      o << "   " << metric << "_<stat>_s" << (alias.empty() ? "" : " (" + alias + "_<stat>)");
+    }
+    o << "\n";
   };
-  row("TTFT (time to first token)    ", s.ttft);
-  row("TPOT (time per output token)  ", s.tpot);
-  row("E2E (end-to-end)              ", s.e2e);
-  row("queue (arrival to scheduled)  ", s.queue);
+  row("TTFT (time to first token)    ", s.ttft, "time_to_first_token");
+  row("TPOT (time per output token)  ", s.tpot, "inter_token_latency");
+  row("E2E (end-to-end)              ", s.e2e, "e2e_request_latency");
+  row("queue (arrival to scheduled)  ", s.queue, "queue_time");
   if (s.retries > 0) {
     o << "Clients: " << s.logical_requests << " requests, " << s.retries << " retries ("
       << fmt("%.2f",
@@ -191,7 +198,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << " attempts per request); " << s.logical_ok << " succeeded in the end ("
       << fmt("%.1f%%", 100.0 * s.logical_ok / std::max<std::int64_t>(1, s.logical_requests))
       << ")\n";
-    row("E2E seen by clients (retries) ", s.client_e2e);
+    row("E2E seen by clients (retries) ", s.client_e2e, "client_e2e_latency");
   }
   {
     // TTFT by priority class, when there is more than one.
@@ -228,9 +235,9 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
         << " times a session went idle (" << s.workload_stat("released_blocks")
         << " KV blocks dropped), " << s.workload_stat("sessions_archived")
         << " sessions archived\n";
-    row("TTFT, first turns             ", s.ttft_first);
-    row("TTFT, later turns, warm       ", s.ttft_warm);
-    row("TTFT, later turns, cold       ", s.ttft_cold);
+    row("TTFT, first turns             ", s.ttft_first, "time_to_first_token_first_turn");
+    row("TTFT, later turns, warm       ", s.ttft_warm, "time_to_first_token_warm");
+    row("TTFT, later turns, cold       ", s.ttft_cold, "time_to_first_token_cold");
   }
   o << "\nThroughput over " << fmt("%.1f s", s.duration_s) << ": " << fmt("%.1f", s.requests_per_s)
     << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "

@@ -60,11 +60,6 @@ std::string Slo::describe() const {
 }
 
 std::vector<Slo> parse_slo(const std::string& text) {
-  static const std::map<std::string, std::string> kShort = {{"ttft", "time_to_first_token"},
-                                                            {"tpot", "inter_token_latency"},
-                                                            {"itl", "inter_token_latency"},
-                                                            {"e2e", "e2e_request_latency"},
-                                                            {"queue", "queue_time"}};
   std::vector<std::string> known;  // the latencies: /summary metrics in seconds
   for (const auto& m : summary_metrics())
     if (m.unit == "s" && m.name.size() > 2 && m.name.substr(m.name.size() - 2) == "_s")
@@ -101,11 +96,7 @@ std::vector<Slo> parse_slo(const std::string& text) {
       out.push_back(s);
       continue;
     }
-    std::string metric = s.name;
-    if (const auto us = s.name.find('_');
-        us != std::string::npos && kShort.count(s.name.substr(0, us))) {
-      metric = kShort.at(s.name.substr(0, us)) + s.name.substr(us) + "_s";
-    }
+    const std::string metric = canonical_metric(s.name);  // ttft_p99 or its one name
     if (std::find(known.begin(), known.end(), metric) == known.end()) {
       throw InputError("--slo", s.name,
                        "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "

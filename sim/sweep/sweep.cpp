@@ -379,16 +379,21 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   s.seed = c.seed;
   if (s.seed > 9007199254740992ll - s.replicates)
     top.fail_key("seed", "with the replicates' seeds after it, must stay within 2^53");
+  // Metrics by their one name; aliases (ttft_p99) are accepted and stored as that name.
   const auto& known = metric_names;
   for (std::size_t i = 0; i < c.metrics.size(); ++i) {
-    if (std::find(known.begin(), known.end(), c.metrics[i]) == known.end())
+    const std::string m = canonical_metric(c.metrics[i]);
+    if (m.empty() || std::find(known.begin(), known.end(), m) == known.end())
       top.fail(root["metrics"][i], "metrics",
-               "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) + ")");
+               "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) +
+                   "; aliases: ttft, tpot, e2e, queue for the latency stems, e.g. ttft_p99)");
     for (std::size_t j = 0; j < i; ++j)
-      if (c.metrics[j] == c.metrics[i])
-        top.fail(root["metrics"][i], "metrics", "'" + c.metrics[i] + "' is listed twice");
+      if (s.metrics[j] == m)
+        top.fail(root["metrics"][i], "metrics",
+                 "'" + c.metrics[i] + "' is listed twice" +
+                     (m == c.metrics[i] ? "" : " (as " + m + ")"));
+    s.metrics.push_back(m);
   }
-  s.metrics = c.metrics;
   s.curves = c.curves;
   return s;
 }
