@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,11 +41,26 @@ TEST(SweepChart, SeriesPerAxisValueWithReplicatesAveraged) {
   const LineChartSpec s = sweep_chart(results(), "rate", "ttft_p99_s", "seqs");
   ASSERT_EQ(s.series.size(), 2u);
   // Numeric order; the legend says the replicates were averaged.
-  EXPECT_EQ(s.series[0].name, "seqs = 8 (mean of 2 replicates)");
-  EXPECT_EQ(s.series[1].name, "seqs = 64 (mean of 2 replicates)");
+  EXPECT_EQ(s.series[0].name, "seqs = 8 (mean of 2 replicates, 95% CI)");
+  EXPECT_EQ(s.series[1].name, "seqs = 64 (mean of 2 replicates, 95% CI)");
   EXPECT_EQ(s.series[0].x, (std::vector<double>{10, 20}));
   // 10/8 + (0 + 1)/2 replicates averaged.
   EXPECT_DOUBLE_EQ(s.series[0].y[0], 10.0 / 8 + 0.5);
+  // The band: the mean's 95% interval, t(1 dof) = 12.706 times sd / sqrt(2), sd = sqrt(0.5).
+  ASSERT_EQ(s.series[0].band_lo.size(), 2u);
+  const double half = 12.706 * std::sqrt(0.5) / std::sqrt(2.0);
+  EXPECT_NEAR(s.series[0].band_lo[0], 10.0 / 8 + 0.5 - half, 1e-12);
+  EXPECT_NEAR(s.series[0].band_hi[0], 10.0 / 8 + 0.5 + half, 1e-12);
+  // No band where nothing was averaged, nor for a mean over an axis (not replicates).
+  sim::SweepResults one = results();
+  for (std::size_t i = 1; i < one.points.size(); i += 2) one.points[i].ok = false;
+  const LineChartSpec single = sweep_chart(one, "rate", "ttft_p99_s", "seqs");
+  EXPECT_TRUE(single.series[0].band_lo.empty());
+  EXPECT_EQ(single.series[0].name, "seqs = 8");
+  SweepChartOptions over;
+  over.mean_over = {"seqs"};
+  const LineChartSpec mean = sweep_chart(results(), "rate", "ttft_p99_s", over);
+  EXPECT_TRUE(mean.series[0].band_lo.empty());
   EXPECT_EQ(s.y_label, "ttft_p99_s (s)");
   EXPECT_THROW(sweep_chart(results(), "nope", "ttft_p99_s"), sim::InputError);
   EXPECT_THROW(sweep_chart(results(), "rate", "nope"), sim::InputError);

@@ -1,12 +1,14 @@
 #include "gui/charts/line_chart.h"
 #include "sim/io/temp_files.h"
 
+#include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QLegend>
+#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QScatterSeries>
@@ -73,6 +75,9 @@ QChart* make_line_chart(const LineChartSpec& spec) {
       xhi = std::max(xhi, s.x[i]);
       ylo = std::min(ylo, s.y[i]);
       yhi = std::max(yhi, s.y[i]);
+      if (i < s.band_hi.size() && std::isfinite(s.band_hi[i])) yhi = std::max(yhi, s.band_hi[i]);
+      if (i < s.band_lo.size() && std::isfinite(s.band_lo[i]) && (!spec.log_y || s.band_lo[i] > 0))
+        ylo = std::min(ylo, s.band_lo[i]);
     }
   }
   if (spec.y_limit) {
@@ -125,11 +130,35 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   };
   std::size_t colour = 0;
   for (const auto& s : spec.series) {
+    const QColor c = s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)];
+    if (!s.band_lo.empty() && s.band_lo.size() == s.x.size() && s.band_hi.size() == s.x.size()) {
+      // The band first, under its line: shaded, without a legend entry of its own (the line's
+      // name says what it is). On a log axis a lower bound at or below 0 is drawn at the axis.
+      auto* upper = new QLineSeries;
+      auto* lower = new QLineSeries;
+      for (std::size_t i = 0; i < s.x.size(); ++i) {
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.band_lo[i]) ||
+            !std::isfinite(s.band_hi[i]) || (spec.log_x && s.x[i] <= 0))
+          continue;
+        const double lo = spec.log_y ? std::max(s.band_lo[i], bottom) : s.band_lo[i];
+        upper->append(s.x[i], s.band_hi[i]);
+        lower->append(s.x[i], lo);
+      }
+      auto* area = new QAreaSeries(upper, lower);
+      QColor fill = c;
+      fill.setAlphaF(0.18);
+      area->setBrush(fill);
+      area->setPen(Qt::NoPen);
+      chart->addSeries(area);
+      area->attachAxis(ax);
+      area->attachAxis(ay);
+      for (auto* marker : chart->legend()->markers(area)) marker->setVisible(false);
+    }
     auto* line = new QLineSeries;
     attach(line, s);
     QPen pen = line->pen();
     pen.setWidthF(s.muted ? 1.2 : 2.4);
-    pen.setColor(s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)]);
+    pen.setColor(c);
     if (s.dashed) pen.setStyle(Qt::DashLine);
     line->setPen(pen);
     line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves

@@ -17,6 +17,9 @@ struct Series {
   bool muted = false;        // drawn grey and thin
   bool dashed = false;       // drawn dashed in its own colour (a pinned earlier run)
   bool crossing = false;     // as a marker: a black ring (where a curve crosses a limit)
+  // A band around the line (a 95% interval of a mean over replicates): lower and upper value
+  // per point, drawn shaded in the line's colour; empty for none.
+  std::vector<double> band_lo = {}, band_hi = {};
 };
 
 struct LineChartSpec {

@@ -113,8 +113,8 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
                                 k + ")");
     }
   }
-  // series value -> x -> (sum, n)
-  std::map<std::string, std::map<double, std::pair<double, int>>> acc;
+  // series value -> x -> the values averaged there
+  std::map<std::string, std::map<double, std::vector<double>>> acc;
   std::map<std::string, double> order;  // numeric order of series values where they are numbers
   for (std::size_t i = 0; i < r.points.size(); ++i) {
     const auto& p = r.points[i];
@@ -123,9 +123,7 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
     const double yv = p.metrics[ym];
     if (!std::isfinite(xv) || !std::isfinite(yv)) continue;
     const std::string sv = sa >= 0 ? r.axis_values[i][sa] : "";
-    auto& e = acc[sv][xv];
-    e.first += yv;
-    e.second += 1;
+    acc[sv][xv].push_back(yv);
     char* end = nullptr;
     const double num = std::strtod(sv.c_str(), &end);
     order[sv] = end != sv.c_str() && *end == '\0' ? num : static_cast<double>(order.size());
@@ -146,17 +144,32 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   for (const auto& n : names) {
     Series s;
     s.name = series.empty() ? y : series + " = " + n;
-    int most = 1;
-    for (const auto& [xv, e] : acc[n]) {
+    std::size_t most = 1;
+    // Replicates (nothing else is averaged) get a band: the 95% interval of their mean.
+    const bool band = options.mean_over.empty();
+    for (const auto& [xv, v] : acc[n]) {
+      double sum = 0;
+      for (double value : v) sum += value;
+      const double mean = sum / static_cast<double>(v.size());
       s.x.push_back(xv);
-      s.y.push_back(e.first / e.second);
-      most = std::max(most, e.second);
+      s.y.push_back(mean);
+      most = std::max(most, v.size());
+      double half = 0;
+      if (v.size() > 1) {
+        double ss = 0;
+        for (double value : v) ss += (value - mean) * (value - mean);
+        const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+        half = sim::t95(static_cast<int>(v.size()) - 1) * sd / std::sqrt(double(v.size()));
+      }
+      s.band_lo.push_back(mean - half);
+      s.band_hi.push_back(mean + half);
     }
+    if (!band || most < 2) s.band_lo.clear(), s.band_hi.clear();
     // What each point of the line averages: said, never silent.
     std::string averaged;
     if (!options.mean_over.empty()) averaged = "mean over " + join(options.mean_over);
     if (most > 1 && options.mean_over.empty())
-      averaged = "mean of " + std::to_string(most) + " replicates";
+      averaged = "mean of " + std::to_string(most) + " replicates, 95% CI";
     if (!averaged.empty()) s.name += " (" + averaged + ")";
     spec.series.push_back(std::move(s));
   }

@@ -14,6 +14,13 @@ double percentile_sorted(const std::vector<double>& v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+double t95(int dof) {
+  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  return dof >= 1 && dof <= 30 ? t[dof - 1] : 1.96;
+}
+
 LatencyStats latency_stats(std::vector<double> v) {
   LatencyStats s;
   s.count = static_cast<std::int64_t>(v.size());

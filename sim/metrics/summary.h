@@ -19,6 +19,10 @@ struct LatencyStats {
 };
 LatencyStats latency_stats(std::vector<double> values);
 
+// The two-sided 95% Student t quantile for `dof` degrees of freedom (the normal 1.96 past 30):
+// a mean of n replicates has the 95% interval mean ± t95(n − 1) · sd / √n.
+double t95(int dof);
+
 struct Summary {
   std::int64_t requests = 0;  // arrived
   std::int64_t ok = 0, rejected = 0, timed_out = 0, cancelled = 0, failed = 0, unfinished = 0;
