@@ -1,7 +1,8 @@
-// kvfleet-plot: a sweep's results as a chart, rendered offscreen (PNG or SVG) through the same
-// chart code as the GUI. `kvfleet plot ...` runs this program.
-//   kvfleet-plot RESULTS.h5 --x KEY --y METRIC [--series KEY] [--slo SECONDS] [--log-x]
+// kvfleet-plot: a sweep's results as a chart, or a run's dashboard pages, rendered offscreen
+// through the same chart code as the GUI. `kvfleet plot ...` runs this program.
+//   kvfleet-plot SWEEP.h5 --x KEY --y METRIC [--series KEY] [--slo SECONDS] [--log-x]
 //                [--log-y] [--title TEXT] --out FILE.png|svg
+//   kvfleet-plot RUN.h5 [--slo ttft_p99=2s,...] --out FILE.pdf|FILE.png|FILE.svg|DIR/
 // Exit status: 0 done, 2 bad input, 1 anything else.
 #include <QtWidgets/QApplication>
 #include <boost/program_options.hpp>
@@ -9,16 +10,66 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
+#include "gui/charts/run_dashboard.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
+#include "sim/io/h5.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
+#include "sim/metrics/summary.h"
+#include "sim/sweep/capacity.h"
 
 namespace po = boost::program_options;
+
+namespace {
+
+// Runs `body` and turns what it throws into the exit status: 2 for bad input, 1 for the rest.
+int exit_status(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const kvfleet::sim::InputError& e) {
+    std::cerr << "kvfleet plot: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kvfleet plot: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// The dashboard of a run's file (gui/charts/run_dashboard.h).
+int plot_run(const po::variables_map& vm, int argc, char** argv) {
+  namespace sim = kvfleet::sim;
+  const std::string file = vm["results"].as<std::string>();
+  return exit_status([&] {
+    if (!vm.count("out")) throw sim::InputError("--out", "", "is required");
+    for (const char* k : {"x", "y", "series", "where", "mean-over", "log-x", "log-y", "title"})
+      if (vm.count(k))
+        throw sim::InputError(std::string("--") + k, "",
+                              "is for sweep files; " + file + " is a run's result file");
+    kvfleet::charts::DashboardOptions o;
+    if (vm.count("slo")) o.slo = sim::parse_slo(vm["slo"].as<std::string>());
+    const int width = vm["width"].defaulted() ? 1800 : vm["width"].as<int>();
+    const int height = vm["height"].defaulted() ? 1000 : vm["height"].as<int>();
+    for (const int v : {width, height})
+      if (v < 100 || v > 10000)
+        throw sim::InputError("--width/--height", "", "must be between 100 and 10000 pixels");
+    const auto run = kvfleet::charts::read_run_file(file);
+    QApplication app(argc, argv);
+    const auto pages = kvfleet::charts::run_dashboard(run, o);
+    for (const auto& f :
+         kvfleet::charts::render_dashboard(pages, vm["out"].as<std::string>(), width, height))
+      std::cout << "kvfleet plot: " << f << "\n";
+    return 0;
+  });
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
@@ -38,11 +89,17 @@ int main(int argc, char** argv) {
       "AXIS=VALUE: keep only the points where a varied axis has this value (repeatable)")(
       "mean-over", po::value<std::vector<std::string>>()->composing(),
       "AXIS: average over a varied axis on purpose (the legend says so)")(
-      "slo", po::value<double>(), "draw a horizontal SLO line at this y value")(
-      "log-x", "logarithmic x axis")("log-y", "logarithmic y axis")(
-      "title", po::value(&title), "chart title")("out,o", po::value(&out), "FILE.png or FILE.svg")(
-      "width", po::value<int>()->default_value(960), "pixels (PNG at twice that)")(
-      "height", po::value<int>()->default_value(600), "pixels");
+      "slo", po::value<std::string>(),
+      "sweeps: a horizontal SLO line at this y value; runs: targets marked on the latency "
+      "CDFs (ttft_p99=2s,tpot_p99=100ms; default: the scenario's alert thresholds)")(
+      "log-x", "logarithmic x axis")("log-y", "logarithmic y axis")("title", po::value(&title),
+                                                                    "chart title")(
+      "out,o", po::value(&out),
+      "sweeps: FILE.png or FILE.svg; runs: FILE.pdf (every page), FILE.png or FILE.svg "
+      "(FILE-<page> per page) or DIR/ (each page as PNG and SVG, and dashboard.pdf)")(
+      "width", po::value<int>()->default_value(960),
+      "pixels (PNG at twice that; a run's pages: 1800 unless given)")(
+      "height", po::value<int>()->default_value(600), "pixels (a run's pages: 1000 unless given)");
   po::options_description hidden;
   hidden.add_options()("results", po::value<std::string>(), "sweep results");
   po::options_description all;
@@ -59,13 +116,33 @@ int main(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout
-        << "Usage: kvfleet plot RESULTS.h5 --x KEY --y METRIC [--series KEY] "
-           "[--where AXIS=VALUE] [--mean-over AXIS] --out FILE.png|svg\n\n"
-           "Every axis the file varies must be on the chart (x, series), fixed with\n"
-           "--where, or averaged on purpose with --mean-over: nothing is averaged silently.\n\n"
+        << "Usage: kvfleet plot SWEEP.h5 --x KEY --y METRIC [--series KEY] "
+           "[--where AXIS=VALUE] [--mean-over AXIS] --out FILE.png|svg\n"
+           "       kvfleet plot RUN.h5 [--slo ttft_p99=2s] --out "
+           "FILE.pdf|FILE.png|FILE.svg|DIR/\n\n"
+           "A sweep: every axis the file varies must be on the chart (x, series), fixed with\n"
+           "--where, or averaged on purpose with --mean-over: nothing is averaged silently;\n"
+           "replicates are averaged with their 95% interval shaded.\n"
+           "A run: its dashboard, a page of replica state over time (KV usage, running and\n"
+           "waiting, throughput, utilisation) and a page of latency CDFs with the SLO marked\n"
+           "and the prefix-cache hit rate.\n\n"
         << opts;
     return 0;
   }
+  // A run's file gets the dashboard; anything else is read as a sweep below.
+  bool run_file = false;
+  if (vm.count("results")) {
+    try {
+      const std::string f = vm["results"].as<std::string>();
+      if (std::filesystem::is_regular_file(f)) {
+        const kvfleet::sim::h5::H5 h = kvfleet::sim::h5::open_for_reading(f, "results");
+        run_file = kvfleet::sim::h5::has_link(h.id, "requests");
+      }
+    } catch (const std::exception&) {
+      // Not readable as HDF5: the sweep path reports it.
+    }
+  }
+  if (run_file) return plot_run(vm, argc, argv);
   for (const char* k : {"results", "x", "y", "out"}) {
     if (!vm.count(k)) {
       std::cerr << "kvfleet plot: "
@@ -93,7 +170,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   QApplication app(argc, argv);
-  try {
+  return exit_status([&] {
     const auto results = kvfleet::sim::read_sweep_h5(vm["results"].as<std::string>());
     kvfleet::charts::SweepChartOptions o;
     o.series = series;
@@ -108,7 +185,22 @@ int main(int argc, char** argv) {
     if (vm.count("mean-over")) o.mean_over = vm["mean-over"].as<std::vector<std::string>>();
     auto spec = kvfleet::charts::sweep_chart(results, x, y, o);
     if (!title.empty()) spec.title = title;
-    if (vm.count("slo")) spec.y_limit = vm["slo"].as<double>();
+    if (vm.count("slo")) {
+      // A number: the line's y value. SLO targets: the one on the plotted metric.
+      const std::string text = vm["slo"].as<std::string>();
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (!text.empty() && *end == '\0' && std::isfinite(v)) {
+        spec.y_limit = v;
+      } else {
+        for (const auto& s : kvfleet::sim::parse_slo(text))
+          if (s.kind == kvfleet::sim::Slo::Kind::kLatency &&
+              s.metric == kvfleet::sim::canonical_metric(y))
+            spec.y_limit = s.limit_s;
+        if (!spec.y_limit)
+          throw kvfleet::sim::InputError("--slo", text, "neither a number nor a target on " + y);
+      }
+    }
     spec.log_x = vm.count("log-x") > 0;
     spec.log_y = vm.count("log-y") > 0;
     const std::string err =
@@ -118,12 +210,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::cout << "kvfleet plot: " << spec.series.size() << " series -> " << out << "\n";
-  } catch (const kvfleet::sim::InputError& e) {
-    std::cerr << "kvfleet plot: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "kvfleet plot: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

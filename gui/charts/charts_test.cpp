@@ -10,6 +10,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <QtGui/QImage>
+#include <regex>
+
+#include "gui/charts/run_dashboard.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
 
@@ -152,6 +156,131 @@ TEST(KvfleetPlot, RendersPngAndSvgOffscreen) {
   std::stringstream ws;
   ws << std::ifstream(dir / "w.svg").rdbuf();
   EXPECT_NE(ws.str().find("max_num_seqs = 256"), std::string::npos);
+}
+
+// A run of `replicas` replicas in pools "a" and "b" (alternating), 20 samples each, and 100
+// completed requests with TTFT i ms.
+RunData fake_run(int replicas) {
+  RunData d;
+  d.pools = {"a", "b"};
+  for (int r = 0; r < replicas; ++r) {
+    RunData::Replica x;
+    x.name = (r % 2 ? "b/" : "a/") + std::to_string(r / 2);
+    x.pool = r % 2 ? "b" : "a";
+    for (int t = 0; t < 20; ++t) {
+      x.t_s.push_back(t);
+      x.kv_usage.push_back(r % 2 ? 0.5 : 0.25);
+      x.running.push_back(r);
+      x.waiting.push_back(0);
+      x.generation_tokens.push_back(100.0 * t);
+      x.compute.push_back(0.1);
+      x.bandwidth.push_back(0.6);
+    }
+    d.replicas.push_back(x);
+  }
+  for (int i = 1; i <= 100; ++i)
+    d.requests.push_back({0.1 * i, i * 1e-3, 0.01, 1.0, 100, 50, true, true, i % 2 ? "b" : "a"});
+  return d;
+}
+
+TEST(RunDashboard, LinesPerReplicaOrPoolMeansAndTheSloMarked) {
+  const auto few = run_dashboard(fake_run(4), {});
+  ASSERT_EQ(few.size(), 2u);
+  EXPECT_EQ(few[0].name, "state");
+  ASSERT_EQ(few[0].charts.size(), 6u);
+  EXPECT_EQ(few[0].charts[0].series.size(), 4u);  // one line per replica
+  EXPECT_EQ(few[0].charts[0].series[1].name, "b/0");
+  // Throughput is the counter's rate: 100 tokens per second.
+  EXPECT_DOUBLE_EQ(few[0].charts[3].series[0].y[5], 100.0);
+  const auto many = run_dashboard(fake_run(10), {});
+  ASSERT_EQ(many[0].charts[0].series.size(), 2u);  // past 8 replicas: pool means
+  EXPECT_EQ(many[0].charts[0].series[1].name, "b (mean of 5 replicas)");
+  EXPECT_DOUBLE_EQ(many[0].charts[0].series[1].y[3], 0.5);
+  // Running requests of pool a: replicas 0, 2, 4, 6, 8, mean 4.
+  EXPECT_DOUBLE_EQ(many[0].charts[1].series[0].y[0], 4.0);
+  DashboardOptions o;
+  o.slo = sim::parse_slo("ttft_p99=50ms");
+  const auto latency = run_dashboard(fake_run(2), o)[1];
+  ASSERT_EQ(latency.charts.size(), 4u);
+  const LineChartSpec& ttft = latency.charts[0];
+  ASSERT_TRUE(ttft.x_mark && ttft.y_limit);
+  EXPECT_DOUBLE_EQ(*ttft.x_mark, 0.05);
+  EXPECT_DOUBLE_EQ(*ttft.y_limit, 0.99);
+  // Two pools: a CDF each, 50 requests each, ending at 1.
+  ASSERT_EQ(ttft.series.size(), 2u);
+  EXPECT_DOUBLE_EQ(ttft.series[0].y.back(), 1.0);
+  EXPECT_EQ(ttft.series[0].name, "a (50 requests)");
+  EXPECT_FALSE(latency.charts[1].x_mark);  // no target on TPOT
+  // Hit rate: 50 of 100 prompt tokens.
+  EXPECT_DOUBLE_EQ(latency.charts[3].series[0].y[0], 0.5);
+}
+
+// The share of pixels that are not white in a region of an image.
+double ink(const QImage& img, QRect r) {
+  long n = 0, dark = 0;
+  for (int y = r.top(); y <= r.bottom(); y += 2)
+    for (int x = r.left(); x <= r.right(); x += 2, ++n)
+      if (qGray(img.pixel(x, y)) < 200) ++dark;
+  return n ? static_cast<double>(dark) / n : 0;
+}
+
+TEST(KvfleetPlot, RunDashboardRendersEveryPageOffscreen) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "kvfleet_dashboard_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string bin = KVFLEET_BINARY_DIR "/bin/kvfleet";
+  const std::string h5 = (dir / "r.h5").string();
+  const std::string scenario = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";
+  auto ran = run(bin + " run " + scenario + " -q --set simulation.max_time_s=300 --out " + h5);
+  ASSERT_EQ(ran.first, 0) << ran.second;
+  // Into a folder: every page as PNG and SVG, and the PDF.
+  auto all = run(bin + " plot " + h5 + " --slo ttft_p99=2s --out " + (dir / "d").string() + "/");
+  ASSERT_EQ(all.first, 0) << all.second;
+  for (const char* page : {"state", "latency"}) {
+    const QImage img(QString::fromStdString((dir / "d" / (std::string(page) + ".png")).string()));
+    ASSERT_FALSE(img.isNull()) << page;
+    EXPECT_EQ(img.width(), 3600);
+    EXPECT_EQ(img.height(), 2000);
+    // Every chart of the grid has drawn something (axes, labels, lines): 3x2 or 2x2 cells.
+    const int cols = std::string(page) == "state" ? 3 : 2;
+    const int top = 96, w = img.width() / cols, h = (img.height() - top) / 2;
+    for (int i = 0; i < cols * 2; ++i) {
+      const QRect cell((i % cols) * w, top + (i / cols) * h, w - 1, h - 1);
+      EXPECT_GT(ink(img, cell), 0.01) << page << " chart " << i;
+    }
+    std::stringstream svg;
+    svg << std::ifstream(dir / "d" / (std::string(page) + ".svg")).rdbuf();
+    EXPECT_NE(svg.str().find("<title>chat-100-users: "), std::string::npos) << page;
+  }
+  std::stringstream pdf;
+  pdf << std::ifstream(dir / "d" / "dashboard.pdf", std::ios::binary).rdbuf();
+  const std::string bytes = pdf.str();
+  EXPECT_EQ(bytes.substr(0, 5), "%PDF-");
+  const std::regex page_object("/Type\\s*/Page[^s]");
+  EXPECT_EQ(std::distance(std::sregex_iterator(bytes.begin(), bytes.end(), page_object),
+                          std::sregex_iterator()),
+            2);
+  // FILE.png: one file per page.
+  auto png = run(bin + " plot " + h5 + " --out " + (dir / "run.png").string());
+  ASSERT_EQ(png.first, 0) << png.second;
+  EXPECT_TRUE(fs::exists(dir / "run-state.png"));
+  EXPECT_TRUE(fs::exists(dir / "run-latency.png"));
+  // Sweep options on a run's file, and an unknown format, are refused before anything is
+  // written.
+  auto x = run(bin + " plot " + h5 + " --x seed --out " + (dir / "x.pdf").string());
+  EXPECT_EQ(x.first, 2) << x.second;
+  EXPECT_NE(x.second.find("run's result file"), std::string::npos) << x.second;
+  auto fmt = run(bin + " plot " + h5 + " --out " + (dir / "x.jpg").string());
+  EXPECT_EQ(fmt.first, 2) << fmt.second;
+  EXPECT_FALSE(fs::exists(dir / "x.pdf"));
+  // kvfleet run --plots writes the same pages after the run.
+  auto plots = run(bin + " run " + scenario + " -q --set simulation.max_time_s=60 --plots " +
+                   (dir / "p").string());
+  ASSERT_EQ(plots.first, 0) << plots.second;
+  for (const char* f : {"state.png", "state.svg", "latency.png", "latency.svg", "dashboard.pdf"})
+    EXPECT_TRUE(fs::exists(dir / "p" / f)) << f;
+  EXPECT_FALSE(fs::exists(dir / "p" / ".run.h5"));
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 // 2 bad input or an unusable output path (one message naming file, line or row, and key);
 // sweep: 100 + the number of failed points (at most 200) when points failed; 130 and 143 after
 // SIGINT and SIGTERM (temporaries removed); 1 only for a defect of kvfleet itself.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
@@ -156,6 +159,36 @@ int cmd_replay(const std::vector<std::string>& args) {
   return 0;
 }
 
+// kvfleet-plot (gui/, built with Qt6 Charts) beside this program, or "" when it was not built:
+// the simulator core stays free of Qt.
+std::string plot_program(const char* argv0) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto plot =
+      (ec ? std::filesystem::path(argv0 ? argv0 : "") : self).parent_path() / "kvfleet-plot";
+  return std::filesystem::exists(plot) ? plot.string() : "";
+}
+
+// Runs kvfleet-plot with `args` and waits; its errors pass through, its list of files written
+// (temporary names) does not. Returns its exit status.
+int run_plot(const std::string& program, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return 127;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("Options of 'kvfleet run [SCENARIO]'");
   opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
@@ -170,6 +203,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "requests whose lifetimes go into --trace")(
       "prometheus-epoch", po::value<double>(),
       "wall-clock time (s since 1970) of simulated time 0 in --prometheus (default: now)")(
+      "plots", po::value<std::string>(),
+      "write the run's dashboard into this folder: state and latency pages as PNG and SVG, "
+      "and dashboard.pdf (as kvfleet plot RUN.h5 --out DIR/)")(
       "set,s", po::value<std::vector<std::string>>()->composing(),
       "override a scenario key: --set pools[0].engine.max_num_seqs=64 (repeatable)")(
       "quiet,q", "print no report");
@@ -213,6 +249,15 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (vm.count("prometheus"))
     out_prom = outputs.add_folder("--prometheus", vm["prometheus"].as<std::string>());
+  std::string out_plots, plotter;
+  if (vm.count("plots")) {
+    plotter = plot_program(nullptr);
+    if (plotter.empty())
+      throw InputError("--plots", "",
+                       "needs kvfleet-plot, which this build lacks (built without Qt6 Charts: "
+                       "KVFLEET_WITH_GUI=OFF)");
+    out_plots = outputs.add_folder("--plots", vm["plots"].as<std::string>());
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   Simulation simulation(sc);
@@ -259,6 +304,19 @@ int cmd_run(const std::vector<std::string>& args) {
       write_openmetrics((std::filesystem::path(out_prom) / "backfill.om").string(), sc, r, epoch);
     });
   }
+  if (vm.count("plots")) {
+    // The dashboard is drawn from the result file: --out's when given, else one written for it
+    // (and removed) in the plots' temporary folder.
+    const std::string h5 =
+        vm.count("out") ? out_h5 : (std::filesystem::path(out_plots) / ".run.h5").string();
+    if (!vm.count("out")) writing("--plots", [&] { write_results_h5(h5, sc, r, s); });
+    const int st = run_plot(plotter, {h5, "--out", out_plots + "/"});
+    if (!vm.count("out")) std::filesystem::remove(h5);
+    if (st != 0)
+      throw InputError(
+          "--plots", "",
+          "kvfleet-plot failed (exit status " + std::to_string(st) + "); nothing was written");
+  }
   outputs.publish();
   if (!vm.count("quiet")) {
     print_report(std::cout, sc, r, s);
@@ -273,6 +331,9 @@ int cmd_run(const std::vector<std::string>& args) {
     if (vm.count("trace")) std::cout << "Trace: " << vm["trace"].as<std::string>() << "\n";
     if (vm.count("prometheus"))
       std::cout << "OpenMetrics: " << vm["prometheus"].as<std::string>() << "/backfill.om\n";
+    if (vm.count("plots"))
+      std::cout << "Dashboard: " << vm["plots"].as<std::string>()
+                << "/ (state and latency pages: PNG, SVG, dashboard.pdf)\n";
   }
   return 0;
 }
@@ -508,16 +569,13 @@ int cmd_capacity(const std::vector<std::string>& args) {
 // `kvfleet plot` is kvfleet-plot (gui/, built with Qt6 Charts), found beside this program: the
 // simulator core stays free of Qt.
 int cmd_plot(char** argv) {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto plot = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "kvfleet-plot";
-  if (!std::filesystem::exists(plot)) {
-    std::cerr << "kvfleet plot: " << plot.string()
-              << " is missing: kvfleet was built without Qt6 Charts (KVFLEET_WITH_GUI=OFF)\n";
+  const std::string p = plot_program(argv[0]);
+  if (p.empty()) {
+    std::cerr << "kvfleet plot: kvfleet-plot is missing beside kvfleet: kvfleet was built "
+                 "without Qt6 Charts (KVFLEET_WITH_GUI=OFF)\n";
     return 1;
   }
   std::vector<char*> args;
-  const std::string p = plot.string();
   args.push_back(const_cast<char*>(p.c_str()));
   for (char** a = argv + 2; *a != nullptr; ++a) args.push_back(*a);
   args.push_back(nullptr);

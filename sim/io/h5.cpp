@@ -205,6 +205,55 @@ void write_table(hid_t loc, const char* name, const Table& t) {
 
 bool has_link(hid_t loc, const char* name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
 
+std::vector<std::string> group_members(hid_t loc, const char* group) {
+  H5 g{check_id(H5Gopen2(loc, group, H5P_DEFAULT), group), H5Gclose};
+  H5G_info_t info;
+  check(H5Gget_info(g.id, &info), group);
+  if (info.nlinks > 1'000'000)
+    throw std::runtime_error(std::string("group '") + group + "' has too many members");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t n =
+        H5Lget_name_by_idx(g.id, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (n < 0 || n > 65536) throw std::runtime_error(std::string("group '") + group + "': member");
+    std::string name(static_cast<std::size_t>(n) + 1, '\0');
+    check(static_cast<herr_t>(H5Lget_name_by_idx(g.id, ".", H5_INDEX_NAME, H5_ITER_INC, i,
+                                                 name.data(), name.size(), H5P_DEFAULT)),
+          group);
+    name.resize(static_cast<std::size_t>(n));
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::string read_text_attribute(hid_t loc, const char* object, const char* attribute,
+                                const std::string& fallback) {
+  if (H5Aexists_by_name(loc, object, attribute, H5P_DEFAULT) <= 0) return fallback;
+  H5 a{check_id(H5Aopen_by_name(loc, object, attribute, H5P_DEFAULT, H5P_DEFAULT), attribute),
+       H5Aclose};
+  H5 type{check_id(H5Aget_type(a.id), attribute), H5Tclose};
+  H5 space{check_id(H5Aget_space(a.id), attribute), H5Sclose};
+  if (H5Tget_class(type.id) != H5T_STRING || H5Sget_simple_extent_type(space.id) != H5S_SCALAR)
+    return fallback;
+  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
+  if (H5Tis_variable_str(type.id) > 0) {
+    check(H5Tset_size(mt.id, H5T_VARIABLE), "string size");
+    char* p = nullptr;
+    check(H5Aread(a.id, mt.id, &p), attribute);
+    std::string s = p ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t w = H5Tget_size(type.id);
+  if (w == 0 || w > 65536) return fallback;
+  check(H5Tset_size(mt.id, w), "string size");
+  std::string s(w, '\0');
+  check(H5Aread(a.id, mt.id, s.data()), attribute);
+  s.resize(strnlen(s.data(), w));
+  return s;
+}
+
 Table read_table(hid_t loc, const char* name) {
   if (!has_link(loc, name))
     throw std::runtime_error(std::string("dataset '") + name + "' is missing");

@@ -51,6 +51,12 @@ void write_table(hid_t loc, const char* name, const Table& t);
 // not a compound of those.
 Table read_table(hid_t loc, const char* name);
 bool has_link(hid_t loc, const char* name);
+// The names of a group's members, in name order (at most 1,000,000).
+std::vector<std::string> group_members(hid_t loc, const char* group);
+// A text attribute of an object (scalar string, fixed or variable length); `fallback` when the
+// object has none.
+std::string read_text_attribute(hid_t loc, const char* object, const char* attribute,
+                                const std::string& fallback);
 
 // Opens an input file read-only, HDF5's own error printing off. Throws InputError naming `path`:
 // "<kind> file not found" or "not an HDF5 file".

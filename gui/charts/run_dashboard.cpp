@@ -1,0 +1,459 @@
+#include "gui/charts/run_dashboard.h"
+
+#include <yaml-cpp/yaml.h>
+#include <QtCharts/QChart>
+#include <QtCore/QCoreApplication>
+#include <QtGui/QFont>
+#include <QtGui/QPageSize>
+#include <QtGui/QPainter>
+#include <QtGui/QPdfWriter>
+#include <QtGui/QPixmap>
+#include <QtSvg/QSvgGenerator>
+#include <QtWidgets/QGraphicsScene>
+#include <QtWidgets/QGraphicsSimpleTextItem>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "sim/core/error.h"
+#include "sim/io/h5.h"
+#include "sim/io/output_set.h"
+#include "sim/io/temp_files.h"
+
+namespace kvfleet::charts {
+
+namespace {
+
+using sim::Table;
+
+const sim::Column* find(const Table& t, const std::string& name) {
+  for (const auto& c : t.columns)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+// A numeric column as doubles (integers converted); throws naming the dataset and column.
+std::vector<double> numbers(const Table& t, const std::string& table, const std::string& name,
+                            const std::string& path) {
+  const sim::Column* c = find(t, name);
+  if (!c) throw sim::InputError(path, table + "." + name, "column is missing");
+  if (auto* d = std::get_if<std::vector<double>>(&c->data)) return *d;
+  if (auto* i = std::get_if<std::vector<std::int64_t>>(&c->data))
+    return std::vector<double>(i->begin(), i->end());
+  throw sim::InputError(path, table + "." + name, "is not a number");
+}
+
+// A text or categorical column as names (an integer column as its numbers, older files).
+std::vector<std::string> names(const Table& t, const std::string& table, const std::string& name,
+                               const std::string& path) {
+  const sim::Column* c = find(t, name);
+  if (!c) throw sim::InputError(path, table + "." + name, "column is missing");
+  if (auto* s = std::get_if<std::vector<std::string>>(&c->data)) return *s;
+  std::vector<std::string> out;
+  if (auto* k = std::get_if<sim::Categorical>(&c->data)) {
+    for (std::size_t r = 0; r < k->size(); ++r) out.push_back(k->name(r));
+  } else if (auto* i = std::get_if<std::vector<std::int64_t>>(&c->data)) {
+    for (auto v : *i) out.push_back(std::to_string(v));
+  } else {
+    throw sim::InputError(path, table + "." + name, "is not text");
+  }
+  return out;
+}
+
+}  // namespace
+
+RunData read_run_file(const std::string& path) {
+  const sim::h5::H5 file = sim::h5::open_for_reading(path, "run results");
+  if (!sim::h5::has_link(file.id, "requests")) {
+    throw sim::InputError(path, "requests",
+                          sim::h5::has_link(file.id, "points")
+                              ? "this is a sweep file: plot it with --x and --y"
+                              : "dataset missing: not a run's result file (kvfleet run --out)");
+  }
+  RunData d;
+  try {
+    const YAML::Node sc = YAML::Load(sim::h5::read_string_dataset(file.id, "scenario"));
+    if (sc["name"]) d.title = sc["name"].as<std::string>();
+    if (sc["simulation"] && sc["simulation"]["timeseries_interval_s"])
+      d.sample_interval_s = sc["simulation"]["timeseries_interval_s"].as<double>();
+    if (const YAML::Node a = sc["alerts"]) {
+      std::string slo;
+      for (const char* k : {"ttft", "tpot"}) {
+        const std::string key = std::string("slo_") + k + "_p99_s";
+        if (a[key] && a[key].as<double>() > 0)
+          slo +=
+              (slo.empty() ? "" : ",") + std::string(k) + "_p99=" + a[key].as<std::string>() + "s";
+      }
+      if (!slo.empty()) d.scenario_slo = sim::parse_slo(slo);
+    }
+  } catch (const std::exception&) {
+    // A file without a readable scenario still plots; the title and SLO are then unknown.
+  }
+  const Table rq = sim::h5::read_table(file.id, "requests");
+  const auto arrival = numbers(rq, "requests", "arrival_s", path);
+  const auto ttft = numbers(rq, "requests", "ttft_s", path);
+  const auto tpot = numbers(rq, "requests", "tpot_s", path);
+  const auto e2e = numbers(rq, "requests", "e2e_s", path);
+  const auto input = numbers(rq, "requests", "input_tokens", path);
+  const auto cached = numbers(rq, "requests", "cached_tokens", path);
+  const auto scheduled = numbers(rq, "requests", "first_scheduled_s", path);
+  const auto outcome = names(rq, "requests", "outcome", path);
+  const auto pool = names(rq, "requests", "pool", path);
+  d.requests.reserve(arrival.size());
+  for (std::size_t i = 0; i < arrival.size(); ++i) {
+    d.requests.push_back({arrival[i], ttft[i], tpot[i], e2e[i], input[i], cached[i],
+                          outcome[i] == "ok", std::isfinite(scheduled[i]), pool[i]});
+  }
+  const Table rp = sim::h5::read_table(file.id, "replicas");
+  const auto rep_names = names(rp, "replicas", "replica", path);
+  const auto rep_pools = names(rp, "replicas", "pool", path);
+  for (const auto& p : rep_pools)
+    if (std::find(d.pools.begin(), d.pools.end(), p) == d.pools.end()) d.pools.push_back(p);
+  std::map<std::string, std::string> pool_of;
+  for (std::size_t i = 0; i < rep_names.size(); ++i) pool_of[rep_names[i]] = rep_pools[i];
+  if (sim::h5::has_link(file.id, "timeseries")) {
+    const sim::h5::H5 group{
+        sim::h5::check_id(H5Gopen2(file.id, "timeseries", H5P_DEFAULT), "timeseries"), H5Gclose};
+    for (const auto& member : sim::h5::group_members(file.id, "timeseries")) {
+      const Table ts = sim::h5::read_table(group.id, member.c_str());
+      const std::string where = "timeseries/" + member;
+      RunData::Replica r;
+      r.name = sim::h5::read_text_attribute(group.id, member.c_str(), "replica", member);
+      r.pool = pool_of.count(r.name) ? pool_of[r.name] : r.name;
+      r.t_s = numbers(ts, where, "t_s", path);
+      r.kv_usage = numbers(ts, where, "kv_cache_usage_perc", path);
+      r.running = numbers(ts, where, "num_requests_running", path);
+      r.waiting = numbers(ts, where, "num_requests_waiting", path);
+      r.generation_tokens = numbers(ts, where, "generation_tokens_total", path);
+      r.compute = numbers(ts, where, "compute_utilization", path);
+      r.bandwidth = numbers(ts, where, "memory_bandwidth_utilization", path);
+      d.replicas.push_back(std::move(r));
+    }
+    // In the order of /replicas (the group lists names alphabetically: h100_10 before h100_2).
+    std::map<std::string, std::size_t> order;
+    for (std::size_t i = 0; i < rep_names.size(); ++i) order[rep_names[i]] = i;
+    std::stable_sort(d.replicas.begin(), d.replicas.end(), [&](const auto& a, const auto& b) {
+      return (order.count(a.name) ? order[a.name] : 1u << 30) <
+             (order.count(b.name) ? order[b.name] : 1u << 30);
+    });
+  }
+  return d;
+}
+
+namespace {
+
+using Getter = std::vector<double> RunData::Replica::*;
+
+// One line per replica, or per pool (the mean over its replicas at each sample time) past
+// max_lines replicas. `rate` turns a cumulative counter into its rate per second.
+LineChartSpec over_time(const RunData& run, const DashboardOptions& o, const std::string& title,
+                        const std::string& y_label, Getter get, bool rate = false) {
+  LineChartSpec spec;
+  spec.title = title;
+  spec.x_label = "simulated time (s)";
+  spec.y_label = y_label;
+  auto values = [&](const RunData::Replica& r) {
+    std::vector<double> v = r.*get;
+    if (!rate) return v;
+    std::vector<double> out(v.size(), std::nan(""));
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      const double dt = r.t_s[i] - r.t_s[i - 1];
+      if (dt > 0) out[i] = (v[i] - v[i - 1]) / dt;
+    }
+    return out;
+  };
+  if (run.replicas.size() <= o.max_lines) {
+    for (const auto& r : run.replicas) spec.series.push_back({r.name, r.t_s, values(r)});
+    return spec;
+  }
+  for (const auto& p : run.pools) {
+    std::map<double, std::pair<double, int>> acc;
+    int n = 0;
+    for (const auto& r : run.replicas) {
+      if (r.pool != p) continue;
+      ++n;
+      const auto v = values(r);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!std::isfinite(v[i])) continue;
+        auto& e = acc[r.t_s[i]];
+        e.first += v[i];
+        e.second += 1;
+      }
+    }
+    if (n == 0) continue;
+    Series s;
+    s.name = p + " (mean of " + std::to_string(n) + " replicas)";
+    for (const auto& [t, e] : acc) {
+      s.x.push_back(t);
+      s.y.push_back(e.first / e.second);
+    }
+    spec.series.push_back(std::move(s));
+  }
+  return spec;
+}
+
+// The empirical CDF of `v` with at most ~400 points (every value when fewer).
+Series cdf(const std::string& name, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Series s;
+  s.name = name + " (" + std::to_string(v.size()) + " requests)";
+  const std::size_t n = v.size();
+  const std::size_t step = std::max<std::size_t>(1, n / 400);
+  for (std::size_t i = 0; i < n; i += step) {
+    s.x.push_back(v[i]);
+    s.y.push_back(static_cast<double>(i + 1) / static_cast<double>(n));
+  }
+  if (n > 0 && (s.x.empty() || s.y.back() < 1)) {
+    s.x.push_back(v.back());
+    s.y.push_back(1);
+  }
+  return s;
+}
+
+LineChartSpec latency_cdf(const RunData& run, const std::vector<sim::Slo>& slo,
+                          const std::string& title, const std::string& stem,
+                          double RunData::Request::*field) {
+  LineChartSpec spec;
+  spec.title = title;
+  spec.x_label = stem + " (s, log scale)";
+  spec.y_label = "share of completed requests";
+  spec.log_x = true;
+  spec.y_max = 1;
+  const bool by_pool = run.pools.size() > 1;
+  for (const auto& p : by_pool ? run.pools : std::vector<std::string>{""}) {
+    std::vector<double> v;
+    for (const auto& q : run.requests)
+      if (q.ok && (!by_pool || q.pool == p) && std::isfinite(q.*field) && q.*field > 0)
+        v.push_back(q.*field);
+    if (!v.empty()) spec.series.push_back(cdf(by_pool ? p : "all pools", std::move(v)));
+  }
+  // The SLO on this latency: its limit (a vertical line) and its percentile (a horizontal one).
+  for (const auto& s : slo) {
+    if (s.kind != sim::Slo::Kind::kLatency || s.metric.rfind(stem + "_", 0) != 0) continue;
+    const std::string stat = s.metric.substr(stem.size() + 1, s.metric.size() - stem.size() - 3);
+    if (stat.size() > 1 && stat[0] == 'p' && std::isdigit(static_cast<unsigned char>(stat[1]))) {
+      spec.y_limit = std::stod(stat.substr(1)) / 100;
+      spec.y_limit_label = stat;
+    }
+    spec.x_mark = s.limit_s;
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g s", s.limit_s);
+    spec.x_mark_label = "SLO: " + s.name + " \u2264 " + limit;  // no '<': legends are rich text
+    break;
+  }
+  return spec;
+}
+
+// Prompt tokens served from prefix caches over prompt tokens of requests scheduled, by arrival
+// time (bins of about 1% of the run, at least the sampling interval), per pool.
+LineChartSpec hit_rate(const RunData& run) {
+  LineChartSpec spec;
+  spec.title = "Prefix-cache hit rate (prompt tokens served from cache, by arrival)";
+  spec.x_label = "arrival time (s)";
+  spec.y_label = "hit rate (fraction)";
+  spec.y_max = 1;
+  double end = 0;
+  for (const auto& q : run.requests) end = std::max(end, q.arrival_s);
+  const double bin = std::max(run.sample_interval_s, end / 100);
+  const bool by_pool = run.pools.size() > 1;
+  for (const auto& p : by_pool ? run.pools : std::vector<std::string>{""}) {
+    std::map<long, std::pair<double, double>> acc;  // bin -> (cached, input)
+    for (const auto& q : run.requests) {
+      if (!q.scheduled || (by_pool && q.pool != p) || !(q.input_tokens > 0)) continue;
+      auto& e = acc[static_cast<long>(q.arrival_s / bin)];
+      e.first += q.cached_tokens;
+      e.second += q.input_tokens;
+    }
+    Series s;
+    s.name = by_pool ? p : "all pools";
+    for (const auto& [b, e] : acc) {
+      s.x.push_back((static_cast<double>(b) + 0.5) * bin);
+      s.y.push_back(e.first / e.second);
+    }
+    if (!s.x.empty()) spec.series.push_back(std::move(s));
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOptions& o) {
+  const std::string name = run.title.empty() ? "" : run.title + ": ";
+  DashboardPage state{"state", name + "replica state over time", {}};
+  using R = RunData::Replica;
+  state.charts.push_back(
+      over_time(run, o, "KV cache usage", "fraction of KV blocks", &R::kv_usage));
+  state.charts.back().y_max = 1;
+  state.charts.push_back(over_time(run, o, "Running requests", "requests", &R::running));
+  state.charts.push_back(over_time(run, o, "Waiting requests", "requests", &R::waiting));
+  state.charts.push_back(
+      over_time(run, o, "Output throughput", "tokens/s", &R::generation_tokens, true));
+  state.charts.push_back(
+      over_time(run, o, "Compute utilisation", "achieved / peak FLOP/s", &R::compute));
+  state.charts.back().y_max = 1;
+  state.charts.push_back(over_time(run, o, "Memory-bandwidth utilisation",
+                                   "achieved / peak bandwidth", &R::bandwidth));
+  state.charts.back().y_max = 1;
+  const std::vector<sim::Slo>& slo = o.slo.empty() ? run.scenario_slo : o.slo;
+  DashboardPage latency{"latency", name + "latency of completed requests and prefix caching", {}};
+  using Q = RunData::Request;
+  latency.charts.push_back(
+      latency_cdf(run, slo, "TTFT: time to first token", "time_to_first_token", &Q::ttft_s));
+  latency.charts.push_back(
+      latency_cdf(run, slo, "TPOT: time per output token", "inter_token_latency", &Q::tpot_s));
+  latency.charts.push_back(
+      latency_cdf(run, slo, "E2E: end-to-end latency", "e2e_request_latency", &Q::e2e_s));
+  latency.charts.push_back(hit_rate(run));
+  return {state, latency};
+}
+
+namespace {
+
+// One page laid out in a scene: its title, then the charts in a grid (3 columns for 5 or more,
+// else 2).
+std::unique_ptr<QGraphicsScene> page_scene(const DashboardPage& page, int width, int height) {
+  auto scene = std::make_unique<QGraphicsScene>();
+  scene->setSceneRect(0, 0, width, height);
+  scene->setBackgroundBrush(Qt::white);
+  auto* title = scene->addSimpleText(QString::fromStdString(page.title));
+  QFont f;
+  f.setPointSize(16);
+  f.setBold(true);
+  title->setFont(f);
+  title->setPos((width - title->boundingRect().width()) / 2, 8);
+  const int top = 48;
+  const int n = static_cast<int>(page.charts.size());
+  const int cols = n >= 5 ? 3 : 2;
+  const int rows = (n + cols - 1) / cols;
+  const double w = static_cast<double>(width) / cols;
+  const double h = static_cast<double>(height - top) / std::max(1, rows);
+  for (int i = 0; i < n; ++i) {
+    QChart* chart = make_line_chart(page.charts[i]);
+    QFont tf;
+    tf.setPointSize(11);
+    tf.setBold(true);
+    chart->setTitleFont(tf);
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    scene->addItem(chart);  // the scene owns it
+    chart->setGeometry((i % cols) * w, top + (i / cols) * h, w, h);
+  }
+  QCoreApplication::processEvents();
+  return scene;
+}
+
+std::string with_suffix(const std::filesystem::path& p, const std::string& page) {
+  return (p.parent_path() / (p.stem().string() + "-" + page + p.extension().string())).string();
+}
+
+// Writes one file under a temporary name with `paint` and renames it.
+void atomically(const std::string& path, const std::function<bool(const QString&)>& paint) {
+  sim::check_output_file("--out", path);
+  const std::string tmp = sim::temp_name(path);
+  sim::track_temp(tmp);
+  std::error_code ec;
+  if (!paint(QString::fromStdString(tmp))) {
+    std::filesystem::remove(tmp, ec);
+    sim::forget_temp(tmp);
+    throw std::runtime_error("could not write " + path);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  sim::forget_temp(tmp);
+  if (ec) throw std::runtime_error("could not write " + path + ": " + ec.message());
+}
+
+void write_image(const DashboardPage& page, const std::string& path, int width, int height) {
+  auto scene = page_scene(page, width, height);
+  const QRectF area(0, 0, width, height);
+  const bool png = std::filesystem::path(path).extension() == ".png";
+  atomically(path, [&](const QString& tmp) {
+    if (png) {
+      QPixmap pm(width * 2, height * 2);  // twice the pixels for print
+      pm.setDevicePixelRatio(2);
+      pm.fill(Qt::white);
+      QPainter painter(&pm);
+      painter.setRenderHint(QPainter::Antialiasing);
+      scene->render(&painter, area, area);
+      painter.end();
+      return pm.save(tmp, "PNG");
+    }
+    QSvgGenerator gen;
+    gen.setFileName(tmp);
+    gen.setSize(QSize(width, height));
+    gen.setViewBox(QRect(0, 0, width, height));
+    gen.setTitle(QString::fromStdString(page.title));
+    QPainter painter(&gen);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene->render(&painter, area, area);
+    return painter.end();
+  });
+}
+
+void write_pdf(const std::vector<DashboardPage>& pages, const std::string& path, int width,
+               int height) {
+  atomically(path, [&](const QString& tmp) {
+    QPdfWriter pdf(tmp);
+    pdf.setResolution(96);
+    pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize::Point));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setTitle(QString::fromStdString(pages.empty() ? "" : pages[0].title));
+    QPainter painter(&pdf);
+    if (!painter.isActive()) return false;
+    painter.setRenderHint(QPainter::Antialiasing);
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      if (i > 0 && !pdf.newPage()) return false;
+      auto scene = page_scene(pages[i], width, height);
+      scene->render(&painter, QRectF(painter.viewport()), QRectF(0, 0, width, height));
+    }
+    return painter.end();
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
+                                          const std::string& out, int width, int height) {
+  std::vector<std::string> written;
+  const std::filesystem::path p(out);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec) || (!out.empty() && out.back() == '/')) {
+    std::filesystem::create_directories(p, ec);
+    if (ec) throw sim::InputError("--out", "", out + ": cannot create the folder: " + ec.message());
+    for (const auto& page : pages) {
+      for (const char* ext : {".png", ".svg"}) {
+        const std::string f = (p / (page.name + ext)).string();
+        write_image(page, f, width, height);
+        written.push_back(f);
+      }
+    }
+    const std::string pdf = (p / "dashboard.pdf").string();
+    write_pdf(pages, pdf, width, height);
+    written.push_back(pdf);
+    return written;
+  }
+  const std::string ext = p.extension().string();
+  if (ext == ".pdf") {
+    write_pdf(pages, out, width, height);
+    return {out};
+  }
+  if (ext != ".png" && ext != ".svg")
+    throw sim::InputError("--out", "",
+                          out +
+                              ": a run's dashboard is written as FILE.pdf (every page), "
+                              "FILE.png or FILE.svg (FILE-<page>.png per page) or into a "
+                              "folder (DIR/)");
+  for (const auto& page : pages) {
+    const std::string f = with_suffix(p, page.name);
+    write_image(page, f, width, height);
+    written.push_back(f);
+  }
+  return written;
+}
+
+}  // namespace kvfleet::charts
