@@ -24,6 +24,14 @@ InputError.__doc__ = (
     "and which key. Attributes: where, key, problem. A ValueError."
 )
 
+
+def _input_error(where: str, key: str, problem: str) -> Exception:
+    """An InputError raised by the Python side, with the same attributes as the C++ ones."""
+    parts = [p for p in (where, key) if p]
+    e = InputError(": ".join(parts + [problem]))
+    e.where, e.key, e.problem = where, key, problem
+    return e
+
 #: A scenario: a path (str or os.PathLike) to a YAML file, YAML text, a dict with the YAML's
 #: structure, or None for the built-in default scenario (scenarios/default.yaml).
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
@@ -45,7 +53,7 @@ def _source(scenario: ScenarioLike) -> Tuple[str, str, str, str]:
         if "\n" in scenario or (":" in scenario and not os.path.exists(scenario)):
             return "", scenario, "<scenario text>", os.getcwd()
         if not os.path.exists(scenario):
-            raise InputError(f"{scenario}: scenario file not found")
+            raise _input_error(scenario, "", "scenario file not found")
         return scenario, "", "", ""
     raise TypeError(
         "scenario must be a path, YAML text, a dict or None, not " + type(scenario).__name__
@@ -248,16 +256,16 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Result:
 
     p = os.fspath(path)
     if not os.path.isfile(p):
-        raise InputError(f"{p}: result file not found")
+        raise _input_error(p, "", "result file not found")
     try:
         f = h5py.File(p, "r")
     except OSError as e:
-        raise InputError(f"{p}: not an HDF5 file ({e})") from None
+        raise _input_error(p, "", f"not an HDF5 file ({e})") from None
     with f:
         for need in ("requests", "summary", "replicas"):
             if need not in f:
                 kind = "a sweep file (use kvfleet.load_sweep)" if "points" in f else "not a run's"
-                raise InputError(f"{p}: {need}: dataset missing: {kind} result file")
+                raise _input_error(p, need, f"dataset missing: {kind} result file")
         tables = {k: _h5_frame(f[k]) for k in ("requests", "summary", "replicas", "tenants",
                                                "sessions", "binding") if k in f}
         parts = []
@@ -327,7 +335,7 @@ def sweep(
         ``error``; its metrics are missing.
     """
     if not axes:
-        raise InputError("axes: give at least one {key: [values]}")
+        raise _input_error("", "axes", "give at least one {key: [values]}")
     spec: Dict[str, Any] = {"axes": _axes(axes), "replicates": int(replicates),
                             "curves": bool(curves)}
     path, text, name, base_dir = _source(base)
@@ -355,15 +363,14 @@ def load_sweep(path: Union[str, "os.PathLike[str]"], curves: bool = False):
 
     p = os.fspath(path)
     if not os.path.isfile(p):
-        raise InputError(f"{p}: sweep file not found")
+        raise _input_error(p, "", "sweep file not found")
     with h5py.File(p, "r") as f:
         if "points" not in f:
-            raise InputError(f"{p}: points: dataset missing: not a sweep file")
+            raise _input_error(p, "points", "dataset missing: not a sweep file")
         points = _h5_frame(f["points"])
-        fixed = {"point", "replicate", "seed", "status", "error", "wall_s"}
-        units = points.attrs.get("units", {})
-        metric_names = [c for c in points.columns if c not in fixed and units.get(c, "") != ""
-                        or c in fixed and False]
+        # The metric columns follow wall_s (docs/outputs.md, /points).
+        cols = list(points.columns)
+        metric_names = cols[cols.index("wall_s") + 1:] if "wall_s" in cols else []
         points = _points_frame(points, metric_names)
         points.attrs["scenario"] = _h5_text(f, "scenario") or ""
         if curves:
@@ -434,6 +441,16 @@ def metrics() -> pd.DataFrame:
     counts), description and the short aliases accepted for it (ttft_p99)."""
     return pd.DataFrame(_core.metrics(),
                         columns=["name", "unit", "type", "description", "aliases"])
+
+
+def outputs() -> pd.DataFrame:
+    """Every table of a run's and a sweep's result files, as declared (docs/outputs.md): file
+    (run or sweep), table, column, type (integer, number, text, category), unit, description."""
+    rows = []
+    for file, tables in (("run", _core.run_tables()), ("sweep", _core.sweep_tables())):
+        for table, _desc, cols in tables:
+            rows += [(file, table, *c) for c in cols]
+    return pd.DataFrame(rows, columns=["file", "table", "column", "type", "unit", "description"])
 
 
 def parameters() -> pd.DataFrame:

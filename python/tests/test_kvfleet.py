@@ -138,8 +138,9 @@ def test_input_errors_name_the_key(kwargs, key):
 
 
 def test_missing_scenario_file_is_an_input_error(tmp_path):
-    with pytest.raises(kvfleet.InputError, match="not found"):
+    with pytest.raises(kvfleet.InputError, match="not found") as e:
         kvfleet.run(str(tmp_path / "nope.yaml"))
+    assert e.value.where == str(tmp_path / "nope.yaml") and e.value.key == ""
     with pytest.raises(TypeError):
         kvfleet.run(42)
 
@@ -244,6 +245,15 @@ def test_capacity_refuses_a_bad_slo():
         kvfleet.capacity(slo="ttft_p42=1s")
 
 
+def test_outputs_are_declared(default_run):
+    o = kvfleet.outputs()
+    req = o[(o.file == "run") & (o.table == "requests")]
+    assert list(req.column) == list(default_run.requests.columns)
+    assert req.set_index("column").loc["replica", "type"] == "category"
+    assert o[(o.table == "summary") & (o.column == "ok")].type.item() == "integer"
+    assert {"points", "curves"} <= set(o[o.file == "sweep"].table)
+
+
 def test_metrics_and_parameters_are_declared():
     m = kvfleet.metrics()
     assert "time_to_first_token_p99_s" in set(m.name)
@@ -253,19 +263,23 @@ def test_metrics_and_parameters_are_declared():
     assert "pools[].engine.max_num_seqs" in set(p.key)
 
 
-def test_ctrl_c_interrupts_a_run():
+@pytest.mark.parametrize("call", ["run", "sweep"])
+def test_ctrl_c_interrupts(call):
     # A run of several minutes in a child process; SIGINT once it has started must end it with
     # KeyboardInterrupt (the run stops at its next sample), long before it would finish.
+    fleet = os.path.join(SOURCE, "scenarios", "fleet", "fleet-64-hour.yaml")
+    work = {"run": f"kvfleet.run({fleet!r}, set={{'simulation.max_time_s': 3600}})",
+            "sweep": f"kvfleet.sweep({fleet!r}, axes={{'pools[0].engine.max_num_seqs': [128, 256]}}, threads=2)"}[call]
     code = (
         "import kvfleet, sys\n"
         "print('started', flush=True)\n"
         "try:\n"
-        "    kvfleet.run(%r, set={'simulation.max_time_s': 3600})\n"
+        "    %s\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', flush=True)\n"
         "    sys.exit(3)\n"
         "print('finished', flush=True)\n"
-    ) % os.path.join(SOURCE, "scenarios", "fleet", "fleet-64-hour.yaml")
+    ) % work
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                          env=dict(os.environ))
     assert p.stdout.readline().strip() == "started"
