@@ -130,6 +130,25 @@ TEST_F(VocabularyCli, EverySurfaceUsesTheOneName) {
     }
   }
 
+  // Every metric the report's legend names is a /summary metric.
+  const std::string prefix = "Metric names (files, sweeps, --slo, --y, Python): ";
+  const auto legend = run.text.find(prefix);
+  ASSERT_NE(legend, std::string::npos) << run.text;
+  const auto from = legend + prefix.size();
+  std::string names = run.text.substr(from, run.text.find('\n', from) - from);
+  for (char& ch : names)
+    if (ch == ',' || ch == ';') ch = ' ';
+  std::stringstream words(names);
+  int checked = 0;
+  for (std::string w; words >> w;) {
+    if (w == "latencies" || w == "as" || w == "above" || w == "every" || w == "one:" ||
+        w == "kvfleet" || w == "outputs")
+      continue;
+    EXPECT_TRUE(contains(h5_names, w)) << w;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 13);
+
   // A sweep asked for aliases stores the one name; --y takes either.
   write("s.yaml", R"(set: [workload.num_requests=200]
 axes:

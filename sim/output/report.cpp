@@ -318,6 +318,12 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   }
   print_fleet(o, r, s, pools);
   if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
+  // The names the lines above have in files, sweeps, --slo, --y and Python (one vocabulary).
+  o << "\nMetric names (files, sweeps, --slo, --y, Python): requests, ok, rejected; "
+       "requests_per_s, input_tokens_per_s, output_tokens_per_s; kv_cache_usage_mean, "
+       "kv_cache_usage_max, kv_token_utilization; prefix_cache_hit_rate; busy_fraction, "
+       "compute_utilization, memory_bandwidth_utilization; latencies as above; every one: "
+       "kvfleet outputs\n";
 }
 
 }  // namespace kvfleet::sim
