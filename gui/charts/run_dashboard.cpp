@@ -259,13 +259,17 @@ LineChartSpec hit_rate(const RunData& run) {
   spec.y_label = "hit rate (fraction)";
   spec.y_max = 1;
   double end = 0;
-  for (const auto& q : run.requests) end = std::max(end, q.arrival_s);
-  const double bin = std::max(run.sample_interval_s, end / 100);
+  for (const auto& q : run.requests)
+    if (std::isfinite(q.arrival_s)) end = std::max(end, q.arrival_s);
+  double bin = std::max(run.sample_interval_s, end / 100);
+  if (!(bin > 0) || !std::isfinite(bin)) bin = 1;  // a file's odd interval: plain seconds
   const bool by_pool = run.pools.size() > 1;
   for (const auto& p : by_pool ? run.pools : std::vector<std::string>{""}) {
     std::map<long, std::pair<double, double>> acc;  // bin -> (cached, input)
     for (const auto& q : run.requests) {
-      if (!q.scheduled || (by_pool && q.pool != p) || !(q.input_tokens > 0)) continue;
+      if (!q.scheduled || (by_pool && q.pool != p) || !(q.input_tokens > 0) ||
+          !(q.arrival_s >= 0 && q.arrival_s / bin < 1e15))
+        continue;
       auto& e = acc[static_cast<long>(q.arrival_s / bin)];
       e.first += q.cached_tokens;
       e.second += q.input_tokens;

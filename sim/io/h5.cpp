@@ -345,9 +345,19 @@ Table read_table(hid_t loc, const char* name) {
                                    "': enum codes are not 0, 1, ...");
         names[code] = member;
       }
+      // Codes as stored when the enum is a 4-byte integer (a value outside the members would
+      // fail HDF5's enum conversion); else converted member by member.
+      H5 base{check_id(H5Tget_super(et.id), "enum base"), H5Tclose};
+      H5 native{check_id(H5Tget_native_type(et.id, H5T_DIR_ASCEND), "enum type"), H5Tclose};
+      const bool as_stored = H5Tget_size(base.id) == 4 && H5Tget_sign(base.id) == H5T_SGN_2 &&
+                             H5Tget_size(native.id) == 4;
       auto& v = t.cat(col, names);
       v.resize(static_cast<std::size_t>(n));
-      read_member(mt.id, 4, v.data());
+      read_member(as_stored ? native.id : mt.id, 4, v.data());
+      for (const std::int32_t code : v)
+        if (code < kNoCategory || code >= static_cast<std::int32_t>(names.size()))
+          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
+                                   "': code " + std::to_string(code) + " is none of its names");
     } else {
       throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
                                "' is neither number, string nor enum");

@@ -802,6 +802,8 @@ SweepResults read_sweep_h5(const std::string& path) {
         av.push_back(config::format_double((*d)[row]));
       else if (auto* x = std::get_if<Str>(&c->data))
         av.push_back((*x)[row]);
+      else if (auto* k = std::get_if<Categorical>(&c->data))
+        av.push_back(k->name(row));
       else
         av.push_back(std::to_string(std::get<I64>(c->data)[row]));
     }
