@@ -59,6 +59,7 @@ int plot_run(const po::variables_map& vm, int argc, char** argv) {
     for (const int v : {width, height})
       if (v < 100 || v > 10000)
         throw sim::InputError("--width/--height", "", "must be between 100 and 10000 pixels");
+    kvfleet::charts::check_dashboard_output(vm["out"].as<std::string>());
     const auto run = kvfleet::charts::read_run_file(file);
     QApplication app(argc, argv);
     const auto pages = kvfleet::charts::run_dashboard(run, o);
@@ -131,6 +132,13 @@ int main(int argc, char** argv) {
   }
   // A run's file gets the dashboard; anything else is read as a sweep below.
   bool run_file = false;
+  if (vm.count("results") && !std::filesystem::is_regular_file(vm["results"].as<std::string>())) {
+    const std::string f = vm["results"].as<std::string>();
+    std::cerr << "kvfleet plot: error: " << f
+              << (std::filesystem::exists(f) ? ": not a regular file" : ": results file not found")
+              << " (a run's or a sweep's HDF5 file is expected)\n";
+    return 2;
+  }
   if (vm.count("results")) {
     try {
       const std::string f = vm["results"].as<std::string>();

@@ -273,6 +273,13 @@ TEST(KvfleetPlot, RunDashboardRendersEveryPageOffscreen) {
   EXPECT_NE(x.second.find("run's result file"), std::string::npos) << x.second;
   auto fmt = run(bin + " plot " + h5 + " --out " + (dir / "x.jpg").string());
   EXPECT_EQ(fmt.first, 2) << fmt.second;
+  auto unwritable = run(bin + " plot " + h5 + " --out /proc/kvfleet.pdf");
+  EXPECT_EQ(unwritable.first, 2) << unwritable.second;
+  EXPECT_NE(unwritable.second.find("--out"), std::string::npos) << unwritable.second;
+  auto missing =
+      run(bin + " plot " + (dir / "none.h5").string() + " --out " + (dir / "x.pdf").string());
+  EXPECT_EQ(missing.first, 2) << missing.second;
+  EXPECT_NE(missing.second.find("results file not found"), std::string::npos) << missing.second;
   EXPECT_FALSE(fs::exists(dir / "x.pdf"));
   // kvfleet run --plots writes the same pages after the run.
   auto plots = run(bin + " run " + scenario + " -q --set simulation.max_time_s=60 --plots " +

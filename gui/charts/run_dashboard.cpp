@@ -421,8 +421,34 @@ void write_pdf(const std::vector<DashboardPage>& pages, const std::string& path,
 
 }  // namespace
 
+void check_dashboard_output(const std::string& out) {
+  const std::filesystem::path p(out);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec) || (!out.empty() && out.back() == '/')) {
+    std::filesystem::path folder = p.filename().empty() ? p.parent_path() : p;  // "d/" -> "d"
+    sim::check_output_folder("--out", folder.string());
+    // A file can be created in the folder, or in its parent when it is still to be made.
+    const std::filesystem::path where =
+        std::filesystem::is_directory(folder, ec)
+            ? folder
+            : (folder.parent_path().empty() ? std::filesystem::path(".") : folder.parent_path());
+    sim::check_writable("--out", (where / "dashboard.pdf").string());
+    return;
+  }
+  const std::string ext = p.extension().string();
+  if (ext != ".pdf" && ext != ".png" && ext != ".svg")
+    throw sim::InputError("--out", "",
+                          out +
+                              ": a run's dashboard is written as FILE.pdf (every page), "
+                              "FILE.png or FILE.svg (FILE-<page>.png per page) or into a "
+                              "folder (DIR/)");
+  sim::check_output_file("--out", out);
+  sim::check_writable("--out", out);
+}
+
 std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
                                           const std::string& out, int width, int height) {
+  check_dashboard_output(out);
   std::vector<std::string> written;
   const std::filesystem::path p(out);
   std::error_code ec;
@@ -441,17 +467,10 @@ std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& page
     written.push_back(pdf);
     return written;
   }
-  const std::string ext = p.extension().string();
-  if (ext == ".pdf") {
+  if (p.extension() == ".pdf") {
     write_pdf(pages, out, width, height);
     return {out};
   }
-  if (ext != ".png" && ext != ".svg")
-    throw sim::InputError("--out", "",
-                          out +
-                              ": a run's dashboard is written as FILE.pdf (every page), "
-                              "FILE.png or FILE.svg (FILE-<page>.png per page) or into a "
-                              "folder (DIR/)");
   for (const auto& page : pages) {
     const std::string f = with_suffix(p, page.name);
     write_image(page, f, width, height);

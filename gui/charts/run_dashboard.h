@@ -58,6 +58,9 @@ std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOpti
 // <page>.png and <page>.svg for every page and dashboard.pdf. Every file is written under a
 // temporary name and renamed. Needs a QApplication. Returns the files written; throws
 // std::runtime_error when one cannot be.
+// Checks `out` before anything is drawn: a known form, a folder that exists or can be made, a
+// writable place. Throws InputError naming --out.
+void check_dashboard_output(const std::string& out);
 std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
                                           const std::string& out, int width, int height);
 
