@@ -52,12 +52,23 @@ def _source(scenario: ScenarioLike) -> Tuple[str, str, str, str]:
     if isinstance(scenario, str):
         if "\n" in scenario or (":" in scenario and not os.path.exists(scenario)):
             return "", scenario, "<scenario text>", os.getcwd()
+        if not scenario:
+            raise _input_error("", "scenario", "empty: give a path, YAML text, a dict or None")
         if not os.path.exists(scenario):
             raise _input_error(scenario, "", "scenario file not found")
         return scenario, "", "", ""
     raise TypeError(
         "scenario must be a path, YAML text, a dict or None, not " + type(scenario).__name__
     )
+
+
+def _count(name: str, v: Any, lo: int, hi: int) -> int:
+    """An integer option in [lo, hi], else InputError naming it (Python's ints are unbounded)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(v).__name__}")
+    if not lo <= int(v) <= hi:
+        raise _input_error("", name, f"must be between {lo} and {hi} (got {v})")
+    return int(v)
 
 
 def _value(v: Any) -> str:
@@ -336,7 +347,8 @@ def sweep(
     """
     if not axes:
         raise _input_error("", "axes", "give at least one {key: [values]}")
-    spec: Dict[str, Any] = {"axes": _axes(axes), "replicates": int(replicates),
+    spec: Dict[str, Any] = {"axes": _axes(axes),
+                            "replicates": _count("replicates", replicates, 1, 1_000_000),
                             "curves": bool(curves)}
     path, text, name, base_dir = _source(base)
     if path:
@@ -347,7 +359,8 @@ def sweep(
         spec["seed"] = int(seed)
     if metrics is not None:
         spec["metrics"] = list(metrics)
-    d = _core.sweep(json.dumps(spec), "<kvfleet.sweep>", os.getcwd(), text, name, int(threads))
+    d = _core.sweep(json.dumps(spec), "<kvfleet.sweep>", os.getcwd(), text, name,
+                    _count("threads", threads, 0, 4096))
     points = _points_frame(_frame(d["points"]), d["metrics"])
     points.attrs["scenario"] = d["scenario"]
     points.attrs["axes"] = list(d["axes"])
@@ -427,8 +440,9 @@ def capacity(
         set: overrides applied to every run.
     """
     path, text, name, base_dir = _source(scenario)
-    d = _core.capacity(path, text, name, base_dir, slo, load, key or "", int(replicates),
-                       float(tolerance), int(threads), _sets(set))
+    d = _core.capacity(path, text, name, base_dir, slo, load, key or "",
+                       _count("replicates", replicates, 1, 1000), float(tolerance),
+                       _count("threads", threads, 0, 4096), _sets(set))
     return CapacityResult(key=d["key"], mean=d["mean"], ci95_low=d["ci95_low"],
                           ci95_high=d["ci95_high"], per_seed=list(d["per_seed"]),
                           seeds=list(d["seeds"]), runs=d["runs"], start=d["start"],

@@ -245,6 +245,19 @@ def test_capacity_refuses_a_bad_slo():
         kvfleet.capacity(slo="ttft_p42=1s")
 
 
+@pytest.mark.parametrize("call, key", [
+    (lambda: kvfleet.capacity(replicates=0), "replicates"),
+    (lambda: kvfleet.capacity(tolerance=float("nan")), "--tolerance"),
+    (lambda: kvfleet.sweep(axes={"seed": [1]}, threads=10**12), "threads"),
+    (lambda: kvfleet.sweep(axes={"workload.num_requests": [10]}, replicates=0), "replicates"),
+    (lambda: kvfleet.run(""), "scenario"),
+])
+def test_options_out_of_range_are_named(call, key):
+    with pytest.raises(kvfleet.InputError) as e:
+        call()
+    assert key in (e.value.key or e.value.where), str(e.value)
+
+
 def test_outputs_are_declared(default_run):
     o = kvfleet.outputs()
     req = o[(o.file == "run") & (o.table == "requests")]

@@ -528,11 +528,7 @@ int cmd_capacity(const std::vector<std::string>& args) {
   opt.replicates = vm["replicates"].as<int>();
   opt.tolerance = vm["tolerance"].as<double>();
   opt.threads = vm["threads"].as<int>();
-  if (opt.replicates < 1 || opt.replicates > 1000)
-    throw InputError("--replicates", "", "must be between 1 and 1000");
-  if (!(opt.tolerance >= 1e-6 && opt.tolerance <= 1))
-    throw InputError("--tolerance", "", "must be between 1e-6 and 1 (a relative width)");
-  if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
+  check_capacity_options(opt);
   if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
   const bool tty = isatty(STDERR_FILENO) != 0;
   // Progress: in place on a terminal; otherwise a line every 10 s at most.

@@ -118,8 +118,17 @@ CapacityResult find_capacity(const std::string& path, const std::vector<Slo>& sl
   return find_capacity(source, slo, opt);
 }
 
+void check_capacity_options(const CapacityOptions& opt) {
+  if (opt.replicates < 1 || opt.replicates > 1000)
+    throw InputError("--replicates", "", "must be between 1 and 1000");
+  if (!(opt.tolerance >= 1e-6 && opt.tolerance <= 1))
+    throw InputError("--tolerance", "", "must be between 1e-6 and 1 (a relative width)");
+  if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
+}
+
 CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
                              const CapacityOptions& opt) {
+  check_capacity_options(opt);
   CapacityResult res;
   const Scenario base = source.load(opt.sets);
   const YAML::Node resolved = YAML::Load(base.resolved_yaml);

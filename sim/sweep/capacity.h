@@ -60,6 +60,10 @@ struct CapacityResult {
   std::string limited_by;
 };
 
+// Throws InputError naming the option: replicates outside 1..1000, a tolerance outside 1e-6..1
+// (or NaN), negative threads. find_capacity checks first.
+void check_capacity_options(const CapacityOptions& opt);
+
 // `scenario_path` empty: the built-in default.
 CapacityResult find_capacity(const std::string& scenario_path, const std::vector<Slo>& slo,
                              const CapacityOptions& opt);
