@@ -68,6 +68,8 @@ std::vector<std::string> names(const Table& t, const std::string& table, const s
 
 }  // namespace
 
+static void read_tables(hid_t file, const std::string& path, RunData& d);
+
 RunData read_run_file(const std::string& path) {
   const sim::h5::H5 file = sim::h5::open_for_reading(path, "run results");
   if (!sim::h5::has_link(file.id, "requests")) {
@@ -95,7 +97,34 @@ RunData read_run_file(const std::string& path) {
   } catch (const std::exception&) {
     // A file without a readable scenario still plots; the title and SLO are then unknown.
   }
-  const Table rq = sim::h5::read_table(file.id, "requests");
+  try {
+    read_tables(file.id, path, d);
+  } catch (const sim::InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // HDF5: a dataset missing or of the wrong shape
+    throw sim::InputError(path, "", e.what());
+  }
+  return d;
+}
+
+namespace {
+
+// Pool names by index: /replicas lists replicas pool by pool.
+std::vector<std::string> pools_in_order(const std::vector<std::string>& replica_pools) {
+  std::vector<std::string> out;
+  for (const auto& p : replica_pools)
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+static void read_tables(hid_t file, const std::string& path, RunData& d) {
+  const Table rp = sim::h5::read_table(file, "replicas");
+  const auto rep_names = names(rp, "replicas", "replica", path);
+  const auto rep_pools = names(rp, "replicas", "pool", path);
+  d.pools = pools_in_order(rep_pools);
+  const Table rq = sim::h5::read_table(file, "requests");
   const auto arrival = numbers(rq, "requests", "arrival_s", path);
   const auto ttft = numbers(rq, "requests", "ttft_s", path);
   const auto tpot = numbers(rq, "requests", "tpot_s", path);
@@ -104,27 +133,39 @@ RunData read_run_file(const std::string& path) {
   const auto cached = numbers(rq, "requests", "cached_tokens", path);
   const auto scheduled = numbers(rq, "requests", "first_scheduled_s", path);
   const auto outcome = names(rq, "requests", "outcome", path);
-  const auto pool = names(rq, "requests", "pool", path);
+  auto pool = names(rq, "requests", "pool", path);
+  // Files of kvfleet before categorical columns hold the pool's index: its name by index.
+  if (const sim::Column* c = find(rq, "pool");
+      c && std::holds_alternative<std::vector<std::int64_t>>(c->data)) {
+    const auto& codes = std::get<std::vector<std::int64_t>>(c->data);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      if (codes[i] >= 0 && static_cast<std::size_t>(codes[i]) < d.pools.size())
+        pool[i] = d.pools[codes[i]];
+  }
   d.requests.reserve(arrival.size());
   for (std::size_t i = 0; i < arrival.size(); ++i) {
     d.requests.push_back({arrival[i], ttft[i], tpot[i], e2e[i], input[i], cached[i],
                           outcome[i] == "ok", std::isfinite(scheduled[i]), pool[i]});
   }
-  const Table rp = sim::h5::read_table(file.id, "replicas");
-  const auto rep_names = names(rp, "replicas", "replica", path);
-  const auto rep_pools = names(rp, "replicas", "pool", path);
-  for (const auto& p : rep_pools)
-    if (std::find(d.pools.begin(), d.pools.end(), p) == d.pools.end()) d.pools.push_back(p);
-  std::map<std::string, std::string> pool_of;
-  for (std::size_t i = 0; i < rep_names.size(); ++i) pool_of[rep_names[i]] = rep_pools[i];
-  if (sim::h5::has_link(file.id, "timeseries")) {
+  std::map<std::string, std::string> pool_of, by_flat_name;
+  for (std::size_t i = 0; i < rep_names.size(); ++i) {
+    pool_of[rep_names[i]] = rep_pools[i];
+    std::string flat = rep_names[i];
+    std::replace(flat.begin(), flat.end(), '/', '_');  // the group's member name
+    by_flat_name[flat] = rep_names[i];
+  }
+  if (sim::h5::has_link(file, "timeseries")) {
     const sim::h5::H5 group{
-        sim::h5::check_id(H5Gopen2(file.id, "timeseries", H5P_DEFAULT), "timeseries"), H5Gclose};
-    for (const auto& member : sim::h5::group_members(file.id, "timeseries")) {
+        sim::h5::check_id(H5Gopen2(file, "timeseries", H5P_DEFAULT), "timeseries"), H5Gclose};
+    for (const auto& member : sim::h5::group_members(file, "timeseries")) {
       const Table ts = sim::h5::read_table(group.id, member.c_str());
       const std::string where = "timeseries/" + member;
       RunData::Replica r;
-      r.name = sim::h5::read_text_attribute(group.id, member.c_str(), "replica", member);
+      // The name as /replicas spells it: the attribute, or (older files) the member's name
+      // mapped back.
+      r.name =
+          sim::h5::read_text_attribute(group.id, member.c_str(), "replica",
+                                       by_flat_name.count(member) ? by_flat_name[member] : member);
       r.pool = pool_of.count(r.name) ? pool_of[r.name] : r.name;
       r.t_s = numbers(ts, where, "t_s", path);
       r.kv_usage = numbers(ts, where, "kv_cache_usage_perc", path);
@@ -143,7 +184,6 @@ RunData read_run_file(const std::string& path) {
              (order.count(b.name) ? order[b.name] : 1u << 30);
     });
   }
-  return d;
 }
 
 namespace {
@@ -289,7 +329,7 @@ LineChartSpec hit_rate(const RunData& run) {
 
 std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOptions& o) {
   const std::string name = run.title.empty() ? "" : run.title + ": ";
-  DashboardPage state{"state", name + "replica state over time", {}};
+  DashboardPage state{kDashboardPages[0], name + "replica state over time", {}};
   using R = RunData::Replica;
   state.charts.push_back(
       over_time(run, o, "KV cache usage", "fraction of KV blocks", &R::kv_usage));
@@ -305,7 +345,8 @@ std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOpti
                                    "achieved / peak bandwidth", &R::bandwidth));
   state.charts.back().y_max = 1;
   const std::vector<sim::Slo>& slo = o.slo.empty() ? run.scenario_slo : o.slo;
-  DashboardPage latency{"latency", name + "latency of completed requests and prefix caching", {}};
+  DashboardPage latency{
+      kDashboardPages[1], name + "latency of completed requests and prefix caching", {}};
   using Q = RunData::Request;
   latency.charts.push_back(
       latency_cdf(run, slo, "TTFT: time to first token", "time_to_first_token", &Q::ttft_s));
@@ -355,28 +396,49 @@ std::string with_suffix(const std::filesystem::path& p, const std::string& page)
   return (p.parent_path() / (p.stem().string() + "-" + page + p.extension().string())).string();
 }
 
-// Writes one file under a temporary name with `paint` and renames it.
-void atomically(const std::string& path, const std::function<bool(const QString&)>& paint) {
-  sim::check_output_file("--out", path);
-  const std::string tmp = sim::temp_name(path);
-  sim::track_temp(tmp);
-  std::error_code ec;
-  if (!paint(QString::fromStdString(tmp))) {
-    std::filesystem::remove(tmp, ec);
-    sim::forget_temp(tmp);
-    throw std::runtime_error("could not write " + path);
+// The files of one rendering, written under temporary names and renamed together when every
+// one is complete (commit); the destructor removes whatever was not committed.
+class Staged {
+ public:
+  Staged() = default;
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
+  ~Staged() {
+    std::error_code ec;
+    for (const auto& [tmp, path] : files_) {
+      std::filesystem::remove(tmp, ec);
+      sim::forget_temp(tmp);
+    }
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  sim::forget_temp(tmp);
-  if (ec) throw std::runtime_error("could not write " + path + ": " + ec.message());
-}
+  // Paints `path` into its temporary file; throws when it cannot.
+  void write(const std::string& path, const std::function<bool(const QString&)>& paint) {
+    sim::check_output_file("--out", path);
+    const std::string tmp = sim::temp_name(path);
+    sim::track_temp(tmp);
+    files_.emplace_back(tmp, path);
+    if (!paint(QString::fromStdString(tmp))) throw std::runtime_error("could not write " + path);
+  }
+  void commit() {
+    for (const auto& [tmp, path] : files_) sim::check_output_file("--out", path);
+    for (const auto& [tmp, path] : files_) {
+      std::error_code ec;
+      std::filesystem::rename(tmp, path, ec);
+      if (ec) throw std::runtime_error("could not write " + path + ": " + ec.message());
+      sim::forget_temp(tmp);
+    }
+    files_.clear();
+  }
 
-void write_image(const DashboardPage& page, const std::string& path, int width, int height) {
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;  // temporary, final
+};
+
+void write_image(Staged& staged, const DashboardPage& page, const std::string& path, int width,
+                 int height) {
   auto scene = page_scene(page, width, height);
   const QRectF area(0, 0, width, height);
   const bool png = std::filesystem::path(path).extension() == ".png";
-  atomically(path, [&](const QString& tmp) {
+  staged.write(path, [&](const QString& tmp) {
     if (png) {
       QPixmap pm(width * 2, height * 2);  // twice the pixels for print
       pm.setDevicePixelRatio(2);
@@ -399,9 +461,9 @@ void write_image(const DashboardPage& page, const std::string& path, int width, 
   });
 }
 
-void write_pdf(const std::vector<DashboardPage>& pages, const std::string& path, int width,
-               int height) {
-  atomically(path, [&](const QString& tmp) {
+void write_pdf(Staged& staged, const std::vector<DashboardPage>& pages, const std::string& path,
+               int width, int height) {
+  staged.write(path, [&](const QString& tmp) {
     QPdfWriter pdf(tmp);
     pdf.setResolution(96);
     pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize::Point));
@@ -421,18 +483,47 @@ void write_pdf(const std::vector<DashboardPage>& pages, const std::string& path,
 
 }  // namespace
 
+namespace {
+
+bool is_folder_target(const std::string& out) {
+  std::error_code ec;
+  return std::filesystem::is_directory(out, ec) || (!out.empty() && out.back() == '/');
+}
+
+// The files `out` stands for, each with the page it holds ("" for the PDF of every page).
+std::vector<std::pair<std::string, std::string>> targets(const std::string& out) {
+  const std::filesystem::path p(out);
+  std::vector<std::pair<std::string, std::string>> t;
+  if (is_folder_target(out)) {
+    for (const char* page : kDashboardPages)
+      for (const char* ext : {".png", ".svg"})
+        t.emplace_back((p / (page + std::string(ext))).string(), page);
+    t.emplace_back((p / "dashboard.pdf").string(), "");
+  } else if (p.extension() == ".pdf") {
+    t.emplace_back(out, "");
+  } else {
+    for (const char* page : kDashboardPages) t.emplace_back(with_suffix(p, page), page);
+  }
+  return t;
+}
+
+}  // namespace
+
 void check_dashboard_output(const std::string& out) {
   const std::filesystem::path p(out);
   std::error_code ec;
-  if (std::filesystem::is_directory(p, ec) || (!out.empty() && out.back() == '/')) {
+  if (is_folder_target(out)) {
     std::filesystem::path folder = p.filename().empty() ? p.parent_path() : p;  // "d/" -> "d"
     sim::check_output_folder("--out", folder.string());
     // A file can be created in the folder, or in its parent when it is still to be made.
+    const bool exists = std::filesystem::is_directory(folder, ec);
     const std::filesystem::path where =
-        std::filesystem::is_directory(folder, ec)
-            ? folder
-            : (folder.parent_path().empty() ? std::filesystem::path(".") : folder.parent_path());
+        exists ? folder
+               : (folder.parent_path().empty() ? std::filesystem::path(".") : folder.parent_path());
     sim::check_writable("--out", (where / "dashboard.pdf").string());
+    // Every file it will hold can be written (none is a folder, a link, ...).
+    if (exists)
+      for (const auto& [file, page] : targets(out)) sim::check_output_file("--out", file);
     return;
   }
   const std::string ext = p.extension().string();
@@ -442,39 +533,38 @@ void check_dashboard_output(const std::string& out) {
                               ": a run's dashboard is written as FILE.pdf (every page), "
                               "FILE.png or FILE.svg (FILE-<page>.png per page) or into a "
                               "folder (DIR/)");
-  sim::check_output_file("--out", out);
-  sim::check_writable("--out", out);
+  for (const auto& [file, page] : targets(out)) {
+    sim::check_output_file("--out", file);
+    sim::check_writable("--out", file);
+  }
 }
 
 std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
                                           const std::string& out, int width, int height) {
   check_dashboard_output(out);
-  std::vector<std::string> written;
-  const std::filesystem::path p(out);
   std::error_code ec;
-  if (std::filesystem::is_directory(p, ec) || (!out.empty() && out.back() == '/')) {
-    std::filesystem::create_directories(p, ec);
+  bool created = false;
+  if (is_folder_target(out) && !std::filesystem::is_directory(out, ec)) {
+    created = std::filesystem::create_directories(out, ec);
     if (ec) throw sim::InputError("--out", "", out + ": cannot create the folder: " + ec.message());
-    for (const auto& page : pages) {
-      for (const char* ext : {".png", ".svg"}) {
-        const std::string f = (p / (page.name + ext)).string();
-        write_image(page, f, width, height);
-        written.push_back(f);
+  }
+  std::vector<std::string> written;
+  try {
+    // Every file is drawn under a temporary name; all are renamed once every one is complete.
+    Staged staged;
+    for (const auto& [file, page_name] : targets(out)) {
+      if (page_name.empty()) {
+        write_pdf(staged, pages, file, width, height);
+      } else {
+        for (const auto& page : pages)
+          if (page.name == page_name) write_image(staged, page, file, width, height);
       }
+      written.push_back(file);
     }
-    const std::string pdf = (p / "dashboard.pdf").string();
-    write_pdf(pages, pdf, width, height);
-    written.push_back(pdf);
-    return written;
-  }
-  if (p.extension() == ".pdf") {
-    write_pdf(pages, out, width, height);
-    return {out};
-  }
-  for (const auto& page : pages) {
-    const std::string f = with_suffix(p, page.name);
-    write_image(page, f, width, height);
-    written.push_back(f);
+    staged.commit();
+  } catch (...) {
+    if (created) std::filesystem::remove(out, ec);  // the folder made for it, empty again
+    throw;
   }
   return written;
 }

@@ -45,6 +45,9 @@ struct DashboardOptions {
   std::size_t max_lines = 8;  // more replicas than this: one line per pool
 };
 
+// The pages, by name (the file name's suffix), in order.
+inline constexpr const char* kDashboardPages[] = {"state", "latency"};
+
 struct DashboardPage {
   std::string name;   // state, latency: the file name's suffix
   std::string title;  // above the charts

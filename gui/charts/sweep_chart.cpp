@@ -143,7 +143,7 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   if (!fixed.empty()) spec.title += " (" + fixed + ")";
   for (const auto& n : names) {
     Series s;
-    s.name = series.empty() ? y : series + " = " + n;
+    s.name = series.empty() ? y_name : series + " = " + n;
     std::size_t most = 1;
     // Replicates (nothing else is averaged) get a band: the 95% interval of their mean.
     const bool band = options.mean_over.empty();

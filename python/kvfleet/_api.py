@@ -285,6 +285,10 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Result:
                 ds = f["timeseries"][key]
                 rep = ds.attrs.get("replica", key)
                 parts.append((rep.decode() if isinstance(rep, bytes) else str(rep), _h5_frame(ds)))
+            # In the order of /replicas, as run() gives them (HDF5 lists members by name:
+            # h100_10 before h100_2).
+            order = {name: i for i, name in enumerate(tables["replicas"]["replica"])}
+            parts.sort(key=lambda part: order.get(part[0], len(order)))
         return Result(tables, _timeseries(parts), _h5_text(f, "scenario") or "",
                       _h5_text(f, "report"), p)
 

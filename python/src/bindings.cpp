@@ -38,6 +38,13 @@ namespace {
 // that polls, caught where the GIL is held again.
 struct Interrupted {};
 
+// Python's main thread: only there do signal handlers run (elsewhere a poll is pointless, and
+// taking the GIL at every sample would slow a run beside busy Python threads).
+unsigned long main_thread_ident = 0;
+
+// Whether the calling thread (holding the GIL) is Python's main thread.
+bool on_main_thread() { return PyThread_get_thread_ident() == main_thread_ident; }
+
 // Checks Python's signals from a thread without the GIL; throws Interrupted when a handler
 // raised (the exception stays set for Python).
 void poll_signals() {
@@ -121,20 +128,22 @@ py::dict run(const std::string& path, const std::string& text, const std::string
     std::string report;
     bool interrupted = false;
   };
+  const bool poll = on_main_thread();
   Out o = without_gil([&] {
     Out out;
     out.sc = std::make_unique<Scenario>(source(path, text, name, base_dir).load(sets));
     Simulation sim(*out.sc);
     CancelToken cancel;
     sim.set_cancel(&cancel);
-    sim.on_progress([&](SimTime, std::size_t) {
-      try {
-        poll_signals();
-      } catch (const Interrupted&) {
-        out.interrupted = true;
-        cancel.cancel();  // the run stops at its next sample
-      }
-    });
+    if (poll)
+      sim.on_progress([&](SimTime, std::size_t) {
+        try {
+          poll_signals();
+        } catch (const Interrupted&) {
+          out.interrupted = true;
+          cancel.cancel();  // the run stops at its next sample
+        }
+      });
     out.r = sim.run();
     if (out.interrupted) throw Interrupted{};
     out.s = summarize(out.r);
@@ -168,13 +177,15 @@ py::dict sweep(const std::string& yaml, const std::string& name, const std::stri
   if (!base_text.empty()) {
     spec.base_source = source("", base_text, base_name, base_dir);
   }
+  const bool poll = on_main_thread();
   SweepResults results = without_gil([&] {
     validate_sweep(spec);
     SweepResults r = prepare_sweep(spec);
     SweepOptions opt;
     opt.threads = threads;
     opt.report_every_s = 0.1;
-    opt.on_progress = [](const SweepResults&, std::size_t, std::size_t) { poll_signals(); };
+    if (poll)
+      opt.on_progress = [](const SweepResults&, std::size_t, std::size_t) { poll_signals(); };
     run_sweep(spec, r, opt);
     return r;
   });
@@ -199,7 +210,7 @@ py::dict capacity(const std::string& path, const std::string& text, const std::s
   opt.tolerance = tolerance;
   opt.threads = threads;
   opt.sets = sets;
-  opt.poll = [] { poll_signals(); };
+  if (on_main_thread()) opt.poll = [] { poll_signals(); };
   const CapacityResult c =
       without_gil([&] { return find_capacity(source(path, text, name, base_dir), slo, opt); });
   py::dict d;
@@ -239,6 +250,8 @@ py::list metrics() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvfleet's C++ simulator (use the kvfleet package, not this module)";
+  main_thread_ident =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -161,6 +161,17 @@ def test_load_equals_the_cli_file_and_the_run(tmp_path):
     assert loaded.scenario == ran.scenario
 
 
+def test_load_keeps_the_replicas_order(tmp_path):
+    # HDF5 lists /timeseries members by name (h100_10 before h100_2); load() gives run()'s order.
+    out = tmp_path / "eleven.h5"
+    cli("run", DEFAULT, "-q", "--out", str(out), "--set", "workload.num_requests=300",
+        "--set", "pools[0].replicas=11")
+    loaded = kvfleet.load(out)
+    ran = kvfleet.run(DEFAULT, set={"workload.num_requests": 300, "pools[0].replicas": 11})
+    assert list(loaded.timeseries.replica.cat.categories) == list(ran.replicas.replica)
+    pd.testing.assert_frame_equal(loaded.timeseries, ran.timeseries)
+
+
 def test_load_refuses_what_is_not_a_run(tmp_path):
     with pytest.raises(kvfleet.InputError, match="not found"):
         kvfleet.load(tmp_path / "missing.h5")

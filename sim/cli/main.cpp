@@ -312,10 +312,11 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!vm.count("out")) writing("--plots", [&] { write_results_h5(h5, sc, r, s); });
     const int st = run_plot(plotter, {h5, "--out", out_plots + "/"});
     if (!vm.count("out")) std::filesystem::remove(h5);
+    // Its bad-input status stays one (2); anything else is a failure of kvfleet's own (1).
+    if (st == 2) throw InputError("--plots", "", "kvfleet-plot refused it; nothing was written");
     if (st != 0)
-      throw InputError(
-          "--plots", "",
-          "kvfleet-plot failed (exit status " + std::to_string(st) + "); nothing was written");
+      throw std::runtime_error("--plots: kvfleet-plot failed (exit status " + std::to_string(st) +
+                               "); nothing was written");
   }
   outputs.publish();
   if (!vm.count("quiet")) {
