@@ -59,12 +59,11 @@ int plot_run(const po::variables_map& vm, int argc, char** argv) {
     for (const int v : {width, height})
       if (v < 100 || v > 10000)
         throw sim::InputError("--width/--height", "", "must be between 100 and 10000 pixels");
-    kvfleet::charts::check_dashboard_output(vm["out"].as<std::string>());
+    kvfleet::charts::DashboardOutput output(vm["out"].as<std::string>());
     const auto run = kvfleet::charts::read_run_file(file);
     QApplication app(argc, argv);
     const auto pages = kvfleet::charts::run_dashboard(run, o);
-    for (const auto& f :
-         kvfleet::charts::render_dashboard(pages, vm["out"].as<std::string>(), width, height))
+    for (const auto& f : output.write(pages, width, height))
       std::cout << "kvfleet plot: " << f << "\n";
     return 0;
   });

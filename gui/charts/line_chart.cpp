@@ -1,5 +1,5 @@
 #include "gui/charts/line_chart.h"
-#include "sim/io/temp_files.h"
+#include "sim/io/output_set.h"
 
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
@@ -243,6 +243,30 @@ std::string render_to_file(const LineChartSpec& spec, const std::string& path, i
   return render_chart_to_file(make_line_chart(spec), path, width, height);
 }
 
+bool paint_scene(QGraphicsScene& scene, const std::string& file, bool png, int width, int height,
+                 const std::string& title) {
+  const QRectF area(0, 0, width, height);
+  if (png) {
+    QPixmap pm(width * 2, height * 2);
+    pm.setDevicePixelRatio(2);
+    pm.fill(Qt::white);
+    QPainter painter(&pm);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene.render(&painter, area, area);
+    painter.end();
+    return pm.save(QString::fromStdString(file), "PNG");
+  }
+  QSvgGenerator gen;
+  gen.setFileName(QString::fromStdString(file));
+  gen.setSize(QSize(width, height));
+  gen.setViewBox(QRect(0, 0, width, height));
+  gen.setTitle(QString::fromStdString(title));
+  QPainter painter(&gen);
+  painter.setRenderHint(QPainter::Antialiasing);
+  scene.render(&painter, area, area);
+  return painter.end();
+}
+
 std::string render_chart_to_file(QChart* chart, const std::string& path, int width, int height) {
   const std::filesystem::path p(path);
   const std::string ext = p.extension().string();
@@ -256,42 +280,18 @@ std::string render_chart_to_file(QChart* chart, const std::string& path, int wid
   chart->setGeometry(0, 0, width, height);
   scene.setSceneRect(0, 0, width, height);
   QCoreApplication::processEvents();
-  const QRectF area(0, 0, width, height);
-  // Written under a temporary name beside the file (removed on SIGINT/SIGTERM), then renamed.
-  const std::string tmp = sim::temp_name(path);
-  sim::track_temp(tmp);
-  bool ok = false;
-  if (ext == ".png") {
-    // Twice the pixels for print.
-    QPixmap pm(width * 2, height * 2);
-    pm.setDevicePixelRatio(2);
-    pm.fill(Qt::white);
-    QPainter painter(&pm);
-    painter.setRenderHint(QPainter::Antialiasing);
-    scene.render(&painter, area, area);
-    painter.end();
-    ok = pm.save(QString::fromStdString(tmp), "PNG");
-  } else {
-    QSvgGenerator gen;
-    gen.setFileName(QString::fromStdString(tmp));
-    gen.setSize(QSize(width, height));
-    gen.setViewBox(QRect(0, 0, width, height));
-    gen.setTitle(chart->title());
-    QPainter painter(&gen);
-    painter.setRenderHint(QPainter::Antialiasing);
-    scene.render(&painter, area, area);
-    ok = painter.end();
+  // Written under a temporary name beside the file (removed on SIGINT/SIGTERM, or when this
+  // fails), then renamed.
+  try {
+    sim::OutputSet out;
+    const std::string tmp = out.add_file("--out", path);
+    if (!paint_scene(scene, tmp, ext == ".png", width, height, chart->title().toStdString()))
+      return "could not write " + path;
+    out.publish();
+  } catch (const std::exception& e) {
+    return e.what();
   }
-  std::error_code ec;
-  if (!ok) {
-    std::filesystem::remove(tmp, ec);
-    sim::forget_temp(tmp);
-    return "could not write " + path;
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  sim::forget_temp(tmp);
-  return ec ? "could not write " + path + ": " + ec.message() : "";
+  return "";
 }
 
 }  // namespace kvfleet::charts

@@ -8,6 +8,7 @@
 #include <vector>
 
 class QChart;
+class QGraphicsScene;
 
 namespace kvfleet::charts {
 
@@ -61,6 +62,11 @@ struct BarChartSpec {
   std::vector<std::pair<std::string, std::vector<double>>> sets;  // name, one value per category
 };
 QChart* make_bar_chart(const BarChartSpec& spec);
+
+// Paints `scene` (laid out on 0..width × 0..height) into `file`: a PNG at twice the pixels for
+// print, or (png false) an SVG titled `title`. Returns whether the file was written.
+bool paint_scene(QGraphicsScene& scene, const std::string& file, bool png, int width, int height,
+                 const std::string& title);
 
 // Renders a chart (taking ownership) offscreen into PNG or SVG, like render_to_file.
 std::string render_chart_to_file(QChart* chart, const std::string& path, int width = 960,

@@ -7,8 +7,6 @@
 #include <QtGui/QPageSize>
 #include <QtGui/QPainter>
 #include <QtGui/QPdfWriter>
-#include <QtGui/QPixmap>
-#include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QGraphicsScene>
 #include <QtWidgets/QGraphicsSimpleTextItem>
 
@@ -16,7 +14,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -24,7 +21,6 @@
 #include "sim/core/error.h"
 #include "sim/io/h5.h"
 #include "sim/io/output_set.h"
-#include "sim/io/temp_files.h"
 
 namespace kvfleet::charts {
 
@@ -396,134 +392,50 @@ std::string with_suffix(const std::filesystem::path& p, const std::string& page)
   return (p.parent_path() / (p.stem().string() + "-" + page + p.extension().string())).string();
 }
 
-// The files of one rendering, written under temporary names and renamed together when every
-// one is complete (commit); the destructor removes whatever was not committed.
-class Staged {
- public:
-  Staged() = default;
-  Staged(const Staged&) = delete;
-  Staged& operator=(const Staged&) = delete;
-  ~Staged() {
-    std::error_code ec;
-    for (const auto& [tmp, path] : files_) {
-      std::filesystem::remove(tmp, ec);
-      sim::forget_temp(tmp);
-    }
-  }
-  // Paints `path` into its temporary file; throws when it cannot.
-  void write(const std::string& path, const std::function<bool(const QString&)>& paint) {
-    sim::check_output_file("--out", path);
-    const std::string tmp = sim::temp_name(path);
-    sim::track_temp(tmp);
-    files_.emplace_back(tmp, path);
-    if (!paint(QString::fromStdString(tmp))) throw std::runtime_error("could not write " + path);
-  }
-  void commit() {
-    for (const auto& [tmp, path] : files_) sim::check_output_file("--out", path);
-    for (const auto& [tmp, path] : files_) {
-      std::error_code ec;
-      std::filesystem::rename(tmp, path, ec);
-      if (ec) throw std::runtime_error("could not write " + path + ": " + ec.message());
-      sim::forget_temp(tmp);
-    }
-    files_.clear();
-  }
-
- private:
-  std::vector<std::pair<std::string, std::string>> files_;  // temporary, final
-};
-
-void write_image(Staged& staged, const DashboardPage& page, const std::string& path, int width,
-                 int height) {
+void write_image(const DashboardPage& page, const std::string& file, int width, int height) {
   auto scene = page_scene(page, width, height);
-  const QRectF area(0, 0, width, height);
-  const bool png = std::filesystem::path(path).extension() == ".png";
-  staged.write(path, [&](const QString& tmp) {
-    if (png) {
-      QPixmap pm(width * 2, height * 2);  // twice the pixels for print
-      pm.setDevicePixelRatio(2);
-      pm.fill(Qt::white);
-      QPainter painter(&pm);
-      painter.setRenderHint(QPainter::Antialiasing);
-      scene->render(&painter, area, area);
-      painter.end();
-      return pm.save(tmp, "PNG");
-    }
-    QSvgGenerator gen;
-    gen.setFileName(tmp);
-    gen.setSize(QSize(width, height));
-    gen.setViewBox(QRect(0, 0, width, height));
-    gen.setTitle(QString::fromStdString(page.title));
-    QPainter painter(&gen);
-    painter.setRenderHint(QPainter::Antialiasing);
-    scene->render(&painter, area, area);
-    return painter.end();
-  });
+  if (!paint_scene(*scene, file, std::filesystem::path(file).extension() == ".png", width, height,
+                   page.title))
+    throw std::runtime_error("could not write " + file);
 }
 
-void write_pdf(Staged& staged, const std::vector<DashboardPage>& pages, const std::string& path,
-               int width, int height) {
-  staged.write(path, [&](const QString& tmp) {
-    QPdfWriter pdf(tmp);
-    pdf.setResolution(96);
-    pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize::Point));
-    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-    pdf.setTitle(QString::fromStdString(pages.empty() ? "" : pages[0].title));
-    QPainter painter(&pdf);
-    if (!painter.isActive()) return false;
-    painter.setRenderHint(QPainter::Antialiasing);
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if (i > 0 && !pdf.newPage()) return false;
-      auto scene = page_scene(pages[i], width, height);
-      scene->render(&painter, QRectF(painter.viewport()), QRectF(0, 0, width, height));
-    }
-    return painter.end();
-  });
-}
-
-}  // namespace
-
-namespace {
-
-bool is_folder_target(const std::string& out) {
-  std::error_code ec;
-  return std::filesystem::is_directory(out, ec) || (!out.empty() && out.back() == '/');
-}
-
-// The files `out` stands for, each with the page it holds ("" for the PDF of every page).
-std::vector<std::pair<std::string, std::string>> targets(const std::string& out) {
-  const std::filesystem::path p(out);
-  std::vector<std::pair<std::string, std::string>> t;
-  if (is_folder_target(out)) {
-    for (const char* page : kDashboardPages)
-      for (const char* ext : {".png", ".svg"})
-        t.emplace_back((p / (page + std::string(ext))).string(), page);
-    t.emplace_back((p / "dashboard.pdf").string(), "");
-  } else if (p.extension() == ".pdf") {
-    t.emplace_back(out, "");
-  } else {
-    for (const char* page : kDashboardPages) t.emplace_back(with_suffix(p, page), page);
+void write_pdf(const std::vector<DashboardPage>& pages, const std::string& file, int width,
+               int height) {
+  QPdfWriter pdf(QString::fromStdString(file));
+  pdf.setResolution(96);
+  pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize::Point));
+  pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+  pdf.setTitle(QString::fromStdString(pages.empty() ? "" : pages[0].title));
+  QPainter painter(&pdf);
+  bool ok = painter.isActive();
+  if (ok) painter.setRenderHint(QPainter::Antialiasing);
+  for (std::size_t i = 0; ok && i < pages.size(); ++i) {
+    if (i > 0 && !(ok = pdf.newPage())) break;
+    auto scene = page_scene(pages[i], width, height);
+    scene->render(&painter, QRectF(painter.viewport()), QRectF(0, 0, width, height));
   }
-  return t;
+  if (!(painter.isActive() && painter.end() && ok))
+    throw std::runtime_error("could not write " + file);
 }
 
 }  // namespace
 
-void check_dashboard_output(const std::string& out) {
+DashboardOutput::DashboardOutput(const std::string& out) {
   const std::filesystem::path p(out);
   std::error_code ec;
-  if (is_folder_target(out)) {
-    std::filesystem::path folder = p.filename().empty() ? p.parent_path() : p;  // "d/" -> "d"
-    sim::check_output_folder("--out", folder.string());
-    // A file can be created in the folder, or in its parent when it is still to be made.
-    const bool exists = std::filesystem::is_directory(folder, ec);
-    const std::filesystem::path where =
-        exists ? folder
-               : (folder.parent_path().empty() ? std::filesystem::path(".") : folder.parent_path());
-    sim::check_writable("--out", (where / "dashboard.pdf").string());
-    // Every file it will hold can be written (none is a folder, a link, ...).
-    if (exists)
-      for (const auto& [file, page] : targets(out)) sim::check_output_file("--out", file);
+  if (std::filesystem::is_directory(p, ec) || (!out.empty() && out.back() == '/')) {
+    // The files go into a temporary folder, published into `out` (made, or an existing one).
+    const std::filesystem::path folder = files_.add_folder("--out", out);
+    const bool exists = std::filesystem::is_directory(p, ec);
+    auto add = [&](const std::string& name, const std::string& page) {
+      // In an existing folder, none of the files may be taken by a folder, a link, ...
+      if (exists) sim::check_output_file("--out", (p / name).string());
+      targets_.emplace_back((folder / name).string(), page);
+      written_.push_back((p / name).string());
+    };
+    for (const char* page : kDashboardPages)
+      for (const char* ext : {".png", ".svg"}) add(page + std::string(ext), page);
+    add("dashboard.pdf", "");
     return;
   }
   const std::string ext = p.extension().string();
@@ -533,40 +445,29 @@ void check_dashboard_output(const std::string& out) {
                               ": a run's dashboard is written as FILE.pdf (every page), "
                               "FILE.png or FILE.svg (FILE-<page>.png per page) or into a "
                               "folder (DIR/)");
-  for (const auto& [file, page] : targets(out)) {
-    sim::check_output_file("--out", file);
-    sim::check_writable("--out", file);
+  if (ext == ".pdf") {
+    targets_.emplace_back(files_.add_file("--out", out), "");
+    written_.push_back(out);
+    return;
+  }
+  for (const char* page : kDashboardPages) {
+    targets_.emplace_back(files_.add_file("--out", with_suffix(p, page)), page);
+    written_.push_back(with_suffix(p, page));
   }
 }
 
-std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
-                                          const std::string& out, int width, int height) {
-  check_dashboard_output(out);
-  std::error_code ec;
-  bool created = false;
-  if (is_folder_target(out) && !std::filesystem::is_directory(out, ec)) {
-    created = std::filesystem::create_directories(out, ec);
-    if (ec) throw sim::InputError("--out", "", out + ": cannot create the folder: " + ec.message());
-  }
-  std::vector<std::string> written;
-  try {
-    // Every file is drawn under a temporary name; all are renamed once every one is complete.
-    Staged staged;
-    for (const auto& [file, page_name] : targets(out)) {
-      if (page_name.empty()) {
-        write_pdf(staged, pages, file, width, height);
-      } else {
-        for (const auto& page : pages)
-          if (page.name == page_name) write_image(staged, page, file, width, height);
-      }
-      written.push_back(file);
+std::vector<std::string> DashboardOutput::write(const std::vector<DashboardPage>& pages, int width,
+                                                int height) {
+  for (const auto& [file, page_name] : targets_) {
+    if (page_name.empty()) {
+      write_pdf(pages, file, width, height);
+      continue;
     }
-    staged.commit();
-  } catch (...) {
-    if (created) std::filesystem::remove(out, ec);  // the folder made for it, empty again
-    throw;
+    for (const auto& page : pages)
+      if (page.name == page_name) write_image(page, file, width, height);
   }
-  return written;
+  files_.publish();
+  return written_;
 }
 
 }  // namespace kvfleet::charts

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gui/charts/line_chart.h"
+#include "sim/io/output_set.h"
 #include "sim/sweep/capacity.h"
 
 namespace kvfleet::charts {
@@ -56,15 +57,21 @@ struct DashboardPage {
 
 std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOptions& options);
 
-// Writes the pages: `out` ending in .pdf gets one multi-page PDF; .png or .svg one file per page
-// (out with -<page> before the extension); an existing folder (or a path ending in /) gets
-// <page>.png and <page>.svg for every page and dashboard.pdf. Every file is written under a
-// temporary name and renamed. Needs a QApplication. Returns the files written; throws
-// std::runtime_error when one cannot be.
-// Checks `out` before anything is drawn: a known form, a folder that exists or can be made, a
-// writable place. Throws InputError naming --out.
-void check_dashboard_output(const std::string& out);
-std::vector<std::string> render_dashboard(const std::vector<DashboardPage>& pages,
-                                          const std::string& out, int width, int height);
+// Where a run's dashboard goes: `out` ending in .pdf gets one multi-page PDF; .png or .svg one
+// file per page (out with -<page> before the extension); an existing folder (or a path ending in
+// /) gets <page>.png and <page>.svg for every page and dashboard.pdf. Constructing it checks `out`
+// and registers every file (sim::OutputSet; InputError naming --out) before anything is read or
+// drawn; write() draws every page into temporary files and publishes them together, so that a
+// failure leaves nothing behind. write() needs a QApplication and returns the files written.
+class DashboardOutput {
+ public:
+  explicit DashboardOutput(const std::string& out);
+  std::vector<std::string> write(const std::vector<DashboardPage>& pages, int width, int height);
+
+ private:
+  sim::OutputSet files_;
+  std::vector<std::pair<std::string, std::string>> targets_;  // temporary file, page ("": PDF)
+  std::vector<std::string> written_;                          // their final names
+};
 
 }  // namespace kvfleet::charts
