@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "sim/output/report.h"
 #include "sim/output/results.h"
 #include "sim/testing/run.h"
 
@@ -225,7 +226,8 @@ TEST(Determinism, SameSeedGivesByteIdenticalResults) {
        {std::pair{a, "seed=3"}, std::pair{b, "seed=3"}, std::pair{c, "seed=4"}}) {
     const auto r = testing::run_yaml(kStressed, {seed, "simulation.timeseries_interval_s=1",
                                                  "simulation.check_invariants=false"});
-    sim::write_results_h5(path, r.scenario, r.result, r.summary);
+    sim::write_results_h5(path, r.scenario, r.result, r.summary,
+                          sim::report_text(r.scenario, r.result, r.summary));
   }
   for (const char* ds : {"requests", "summary"}) {
     const auto ra = raw_dataset(a, ds), rb = raw_dataset(b, ds), rc = raw_dataset(c, ds);

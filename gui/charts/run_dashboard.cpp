@@ -21,6 +21,7 @@
 #include "sim/core/error.h"
 #include "sim/io/h5.h"
 #include "sim/io/output_set.h"
+#include "sim/output/results.h"
 
 namespace kvfleet::charts {
 
@@ -28,27 +29,10 @@ namespace {
 
 using sim::Table;
 
-const sim::Column* find(const Table& t, const std::string& name) {
-  for (const auto& c : t.columns)
-    if (c.name == name) return &c;
-  return nullptr;
-}
-
-// A numeric column as doubles (integers converted); throws naming the dataset and column.
-std::vector<double> numbers(const Table& t, const std::string& table, const std::string& name,
-                            const std::string& path) {
-  const sim::Column* c = find(t, name);
-  if (!c) throw sim::InputError(path, table + "." + name, "column is missing");
-  if (auto* d = std::get_if<std::vector<double>>(&c->data)) return *d;
-  if (auto* i = std::get_if<std::vector<std::int64_t>>(&c->data))
-    return std::vector<double>(i->begin(), i->end());
-  throw sim::InputError(path, table + "." + name, "is not a number");
-}
-
 // A text or categorical column as names (an integer column as its numbers, older files).
 std::vector<std::string> names(const Table& t, const std::string& table, const std::string& name,
                                const std::string& path) {
-  const sim::Column* c = find(t, name);
+  const sim::Column* c = t.find(name);
   if (!c) throw sim::InputError(path, table + "." + name, "column is missing");
   if (auto* s = std::get_if<std::vector<std::string>>(&c->data)) return *s;
   std::vector<std::string> out;
@@ -121,17 +105,17 @@ static void read_tables(hid_t file, const std::string& path, RunData& d) {
   const auto rep_pools = names(rp, "replicas", "pool", path);
   d.pools = pools_in_order(rep_pools);
   const Table rq = sim::h5::read_table(file, "requests");
-  const auto arrival = numbers(rq, "requests", "arrival_s", path);
-  const auto ttft = numbers(rq, "requests", "ttft_s", path);
-  const auto tpot = numbers(rq, "requests", "tpot_s", path);
-  const auto e2e = numbers(rq, "requests", "e2e_s", path);
-  const auto input = numbers(rq, "requests", "input_tokens", path);
-  const auto cached = numbers(rq, "requests", "cached_tokens", path);
-  const auto scheduled = numbers(rq, "requests", "first_scheduled_s", path);
+  const auto arrival = sim::column_numbers(rq, "arrival_s", path, "requests");
+  const auto ttft = sim::column_numbers(rq, "ttft_s", path, "requests");
+  const auto tpot = sim::column_numbers(rq, "tpot_s", path, "requests");
+  const auto e2e = sim::column_numbers(rq, "e2e_s", path, "requests");
+  const auto input = sim::column_numbers(rq, "input_tokens", path, "requests");
+  const auto cached = sim::column_numbers(rq, "cached_tokens", path, "requests");
+  const auto scheduled = sim::column_numbers(rq, "first_scheduled_s", path, "requests");
   const auto outcome = names(rq, "requests", "outcome", path);
   auto pool = names(rq, "requests", "pool", path);
   // Files of kvfleet before categorical columns hold the pool's index: its name by index.
-  if (const sim::Column* c = find(rq, "pool");
+  if (const sim::Column* c = rq.find("pool");
       c && std::holds_alternative<std::vector<std::int64_t>>(c->data)) {
     const auto& codes = std::get<std::vector<std::int64_t>>(c->data);
     for (std::size_t i = 0; i < codes.size(); ++i)
@@ -146,9 +130,7 @@ static void read_tables(hid_t file, const std::string& path, RunData& d) {
   std::map<std::string, std::string> pool_of, by_flat_name;
   for (std::size_t i = 0; i < rep_names.size(); ++i) {
     pool_of[rep_names[i]] = rep_pools[i];
-    std::string flat = rep_names[i];
-    std::replace(flat.begin(), flat.end(), '/', '_');  // the group's member name
-    by_flat_name[flat] = rep_names[i];
+    by_flat_name[sim::timeseries_name(rep_names[i])] = rep_names[i];  // the group's member name
   }
   if (sim::h5::has_link(file, "timeseries")) {
     const sim::h5::H5 group{
@@ -163,13 +145,13 @@ static void read_tables(hid_t file, const std::string& path, RunData& d) {
           sim::h5::read_text_attribute(group.id, member.c_str(), "replica",
                                        by_flat_name.count(member) ? by_flat_name[member] : member);
       r.pool = pool_of.count(r.name) ? pool_of[r.name] : r.name;
-      r.t_s = numbers(ts, where, "t_s", path);
-      r.kv_usage = numbers(ts, where, "kv_cache_usage_perc", path);
-      r.running = numbers(ts, where, "num_requests_running", path);
-      r.waiting = numbers(ts, where, "num_requests_waiting", path);
-      r.generation_tokens = numbers(ts, where, "generation_tokens_total", path);
-      r.compute = numbers(ts, where, "compute_utilization", path);
-      r.bandwidth = numbers(ts, where, "memory_bandwidth_utilization", path);
+      r.t_s = sim::column_numbers(ts, "t_s", path, where);
+      r.kv_usage = sim::column_numbers(ts, "kv_cache_usage_perc", path, where);
+      r.running = sim::column_numbers(ts, "num_requests_running", path, where);
+      r.waiting = sim::column_numbers(ts, "num_requests_waiting", path, where);
+      r.generation_tokens = sim::column_numbers(ts, "generation_tokens_total", path, where);
+      r.compute = sim::column_numbers(ts, "compute_utilization", path, where);
+      r.bandwidth = sim::column_numbers(ts, "memory_bandwidth_utilization", path, where);
       d.replicas.push_back(std::move(r));
     }
     // In the order of /replicas (the group lists names alphabetically: h100_10 before h100_2).

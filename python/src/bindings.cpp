@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -147,9 +146,7 @@ py::dict run(const std::string& path, const std::string& text, const std::string
     out.r = sim.run();
     if (out.interrupted) throw Interrupted{};
     out.s = summarize(out.r);
-    std::ostringstream rep;
-    print_report(rep, *out.sc, out.r, out.s);
-    out.report = rep.str();
+    out.report = report_text(*out.sc, out.r, out.s);
     return out;
   });
   py::dict d;

@@ -139,14 +139,15 @@ int cmd_replay(const std::vector<std::string>& args) {
   Simulation simulation(sc);
   RunResult r = simulation.run();
   const Summary s = summarize(r);
-  if (vm.count("out")) write_results_h5(out_h5, sc, r, s);
+  const std::string report = report_text(sc, r, s);
+  if (vm.count("out")) write_results_h5(out_h5, sc, r, s, report);
   if (!write.empty()) {
     std::ofstream o(out_yaml);
     o << plan.yaml;
     if (!o) throw InputError("--write-scenario", "", "cannot write " + write);
   }
   outputs.publish();
-  if (!vm.count("quiet")) print_report(std::cout, sc, r, s);
+  if (!vm.count("quiet")) std::cout << report;
   std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
   for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
   double mae = 0;
@@ -293,7 +294,13 @@ int cmd_run(const std::vector<std::string>& args) {
       throw InputError(option, "", std::string("cannot write: ") + e.what());
     }
   };
-  if (vm.count("out")) writing("--out", [&] { write_results_h5(out_h5, sc, r, s); });
+  // The report, made once for the terminal, --out and --plots alike.
+  std::string report;
+  auto report_once = [&]() -> const std::string& {
+    if (report.empty()) report = report_text(sc, r, s);
+    return report;
+  };
+  if (vm.count("out")) writing("--out", [&] { write_results_h5(out_h5, sc, r, s, report_once()); });
   if (vm.count("csv")) writing("--csv", [&] { write_results_csv(out_csv, r, s); });
   if (vm.count("trace")) {
     writing("--trace",
@@ -309,7 +316,8 @@ int cmd_run(const std::vector<std::string>& args) {
     // (and removed) in the plots' temporary folder.
     const std::string h5 =
         vm.count("out") ? out_h5 : (std::filesystem::path(out_plots) / ".run.h5").string();
-    if (!vm.count("out")) writing("--plots", [&] { write_results_h5(h5, sc, r, s); });
+    if (!vm.count("out"))
+      writing("--plots", [&] { write_results_h5(h5, sc, r, s, report_once()); });
     const int st = run_plot(plotter, {h5, "--out", out_plots + "/"});
     if (!vm.count("out")) std::filesystem::remove(h5);
     // Its bad-input status stays one (2); anything else is a failure of kvfleet's own (1).
@@ -320,7 +328,7 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   outputs.publish();
   if (!vm.count("quiet")) {
-    print_report(std::cout, sc, r, s);
+    std::cout << report_once();
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   "\nSimulated %.1f s in %.2f s of wall time (%.0f requests/s, %llu events).\n",

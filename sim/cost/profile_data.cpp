@@ -183,25 +183,10 @@ namespace {
 template <typename V>
 const V& column(const Table& t, const std::string& name, const std::string& where,
                 const std::string& ds) {
-  for (const auto& c : t.columns) {
-    if (c.name != name) continue;
-    if (auto* v = std::get_if<V>(&c.data)) return *v;
-    throw InputError(where, ds + "." + name, "has the wrong type");
-  }
-  throw InputError(where, ds + "." + name, "column is missing");
-}
-
-// Numbers may be stored as integers or floats; both read as doubles.
-std::vector<double> numbers(const Table& t, const std::string& name, const std::string& where,
-                            const std::string& ds) {
-  for (const auto& c : t.columns) {
-    if (c.name != name) continue;
-    if (auto* v = std::get_if<std::vector<double>>(&c.data)) return *v;
-    if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data))
-      return std::vector<double>(v->begin(), v->end());
-    throw InputError(where, ds + "." + name, "is not numeric");
-  }
-  throw InputError(where, ds + "." + name, "column is missing");
+  const Column* c = t.find(name);
+  if (!c) throw InputError(where, ds + "." + name, "column is missing");
+  if (auto* v = std::get_if<V>(&c->data)) return *v;
+  throw InputError(where, ds + "." + name, "has the wrong type");
 }
 
 }  // namespace
@@ -386,10 +371,10 @@ Profile read_profile(const std::string& path) {
     const auto& op = column<std::vector<std::string>>(c, "op", path, "curves");
     const auto& scope = column<std::vector<std::string>>(c, "scope", path, "curves");
     const auto& axis = column<std::vector<std::string>>(c, "axis", path, "curves");
-    auto count = numbers(c, "count", path, "curves");
-    auto x = numbers(c, "x", path, "curves");
-    auto t = numbers(c, "time_s", path, "curves");
-    auto sp = numbers(c, "spread_s", path, "curves");
+    auto count = column_numbers(c, "count", path, "curves");
+    auto x = column_numbers(c, "x", path, "curves");
+    auto t = column_numbers(c, "time_s", path, "curves");
+    auto sp = column_numbers(c, "spread_s", path, "curves");
     for (std::size_t i = 0; i < op.size(); ++i) {
       if (p.curves.empty() || p.curves.back().op != op[i]) {
         p.curves.push_back({op[i], scope[i], axis[i], count[i], {}, {}, {}});
@@ -402,21 +387,21 @@ Profile read_profile(const std::string& path) {
   }
   {
     Table a = table("attention");
-    auto c = numbers(a, "prefill_chunk", path, "attention");
-    auto kp = numbers(a, "kv_prefill", path, "attention");
-    auto n = numbers(a, "n_decode", path, "attention");
-    auto kd = numbers(a, "kv_decode", path, "attention");
-    auto t = numbers(a, "time_s", path, "attention");
-    auto s = numbers(a, "spread_s", path, "attention");
+    auto c = column_numbers(a, "prefill_chunk", path, "attention");
+    auto kp = column_numbers(a, "kv_prefill", path, "attention");
+    auto n = column_numbers(a, "n_decode", path, "attention");
+    auto kd = column_numbers(a, "kv_decode", path, "attention");
+    auto t = column_numbers(a, "time_s", path, "attention");
+    auto s = column_numbers(a, "spread_s", path, "attention");
     for (std::size_t i = 0; i < c.size(); ++i)
       p.attention.push_back({c[i], kp[i], n[i], kd[i], t[i], s[i]});
   }
   if (h5::has_link(file.id, "moe")) {
     Table m = table("moe");
-    auto tok = numbers(m, "tokens", path, "moe");
-    auto act = numbers(m, "activated_experts", path, "moe");
-    auto t = numbers(m, "time_s", path, "moe");
-    auto s = numbers(m, "spread_s", path, "moe");
+    auto tok = column_numbers(m, "tokens", path, "moe");
+    auto act = column_numbers(m, "activated_experts", path, "moe");
+    auto t = column_numbers(m, "time_s", path, "moe");
+    auto s = column_numbers(m, "spread_s", path, "moe");
     for (std::size_t i = 0; i < tok.size(); ++i) p.moe.push_back({tok[i], act[i], t[i], s[i]});
   }
   if (h5::has_link(file.id, "skew")) {
@@ -424,7 +409,7 @@ Profile read_profile(const std::string& path) {
     std::vector<std::vector<double>> c;
     for (const char* name : {"prefill_chunk", "n_lo", "n_hi", "rate_lo", "rate_hi", "kv_max_lo",
                              "kv_max_hi", "prefix_lo", "prefix_hi", "alpha", "samples"})
-      c.push_back(numbers(k, name, path, "skew"));
+      c.push_back(column_numbers(k, name, path, "skew"));
     for (std::size_t i = 0; i < c[0].size(); ++i)
       p.skew.push_back({c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i], c[7][i],
                         c[8][i], c[9][i], c[10][i]});
@@ -434,10 +419,10 @@ Profile read_profile(const std::string& path) {
     const auto& op = column<std::vector<std::string>>(f, "op", path, "fits");
     const auto& model = column<std::vector<std::string>>(f, "model", path, "fits");
     const auto& params = column<std::vector<std::string>>(f, "params", path, "fits");
-    auto ntr = numbers(f, "n_train", path, "fits");
-    auto nte = numbers(f, "n_test", path, "fits");
-    auto med = numbers(f, "median_ape", path, "fits");
-    auto p95 = numbers(f, "p95_ape", path, "fits");
+    auto ntr = column_numbers(f, "n_train", path, "fits");
+    auto nte = column_numbers(f, "n_test", path, "fits");
+    auto med = column_numbers(f, "median_ape", path, "fits");
+    auto p95 = column_numbers(f, "p95_ape", path, "fits");
     for (std::size_t i = 0; i < op.size(); ++i) {
       p.fits.push_back({op[i], model[i], params[i], static_cast<long>(ntr[i]),
                         static_cast<long>(nte[i]), med[i], p95[i]});

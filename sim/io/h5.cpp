@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "sim/core/error.h"
@@ -81,6 +82,37 @@ void write_string_dataset(hid_t loc, const char* name, const std::string& text,
   if (!desc.empty()) set_text_attribute(ds.id, "description", desc);
 }
 
+namespace {
+
+// A scalar string of `type` (variable or fixed length, as kvfleet and h5py write them), read by
+// `read(memory type, buffer)` (H5Dread or H5Aread); nullopt when `type` is no such string or a
+// fixed length is 0 or above `max_width`.
+std::optional<std::string> read_scalar_text(hid_t type, hid_t space, std::size_t max_width,
+                                            const char* what,
+                                            const std::function<herr_t(hid_t, void*)>& read) {
+  if (H5Tget_class(type) != H5T_STRING || H5Sget_simple_extent_type(space) != H5S_SCALAR)
+    return std::nullopt;
+  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_cset(mt.id, H5Tget_cset(type)), "string charset");
+  if (H5Tis_variable_str(type) > 0) {
+    check(H5Tset_size(mt.id, H5T_VARIABLE), "string size");
+    char* p = nullptr;
+    check(read(mt.id, &p), what);
+    std::string s = p ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t w = H5Tget_size(type);
+  if (w == 0 || w > max_width) return std::nullopt;
+  check(H5Tset_size(mt.id, w), "string size");
+  std::string s(w, '\0');
+  check(read(mt.id, s.data()), what);
+  s.resize(strnlen(s.data(), w));
+  return s;
+}
+
+}  // namespace
+
 std::string read_string_dataset(hid_t loc, const char* name) {
   H5 ds{check_id(H5Dopen2(loc, name, H5P_DEFAULT), name), H5Dclose};
   H5 type{check_id(H5Dget_type(ds.id), name), H5Tclose};
@@ -89,26 +121,11 @@ std::string read_string_dataset(hid_t loc, const char* name) {
   // as h5py writes either; anything else is refused before reading.
   if (H5Tget_class(type.id) != H5T_STRING || H5Sget_simple_extent_type(space.id) != H5S_SCALAR)
     throw std::runtime_error(std::string("dataset '") + name + "' is not a text (scalar string)");
-  if (H5Tis_variable_str(type.id) > 0) {
-    H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
-    check(H5Tset_size(mt.id, H5T_VARIABLE), "string size");
-    check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
-    char* p = nullptr;
-    check(H5Dread(ds.id, mt.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), name);
-    std::string s = p ? p : "";
-    H5free_memory(p);
-    return s;
-  }
-  const std::size_t w = H5Tget_size(type.id);
-  if (w == 0 || w > (std::size_t{64} << 20))
-    throw std::runtime_error(std::string("dataset '") + name + "': text of unusable size");
-  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
-  check(H5Tset_size(mt.id, w), "string size");
-  check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
-  std::string s(w, '\0');
-  check(H5Dread(ds.id, mt.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()), name);
-  s.resize(strnlen(s.data(), w));
-  return s;
+  auto text = read_scalar_text(
+      type.id, space.id, std::size_t{64} << 20, name,
+      [&](hid_t mt, void* buf) { return H5Dread(ds.id, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf); });
+  if (!text) throw std::runtime_error(std::string("dataset '") + name + "': text of unusable size");
+  return *text;
 }
 
 H5 open_for_reading(const std::string& path, const std::string& kind) {
@@ -233,25 +250,9 @@ std::string read_text_attribute(hid_t loc, const char* object, const char* attri
        H5Aclose};
   H5 type{check_id(H5Aget_type(a.id), attribute), H5Tclose};
   H5 space{check_id(H5Aget_space(a.id), attribute), H5Sclose};
-  if (H5Tget_class(type.id) != H5T_STRING || H5Sget_simple_extent_type(space.id) != H5S_SCALAR)
-    return fallback;
-  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
-  check(H5Tset_cset(mt.id, H5Tget_cset(type.id)), "string charset");
-  if (H5Tis_variable_str(type.id) > 0) {
-    check(H5Tset_size(mt.id, H5T_VARIABLE), "string size");
-    char* p = nullptr;
-    check(H5Aread(a.id, mt.id, &p), attribute);
-    std::string s = p ? p : "";
-    H5free_memory(p);
-    return s;
-  }
-  const std::size_t w = H5Tget_size(type.id);
-  if (w == 0 || w > 65536) return fallback;
-  check(H5Tset_size(mt.id, w), "string size");
-  std::string s(w, '\0');
-  check(H5Aread(a.id, mt.id, s.data()), attribute);
-  s.resize(strnlen(s.data(), w));
-  return s;
+  return read_scalar_text(type.id, space.id, 65536, attribute,
+                          [&](hid_t mt, void* buf) { return H5Aread(a.id, mt, buf); })
+      .value_or(fallback);
 }
 
 Table read_table(hid_t loc, const char* name) {

@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "sim/core/error.h"
+
 namespace kvfleet::sim {
 
 // A categorical column: each row a code into `names`, or kNoCategory (a request that reached no
@@ -49,6 +51,12 @@ struct Table {
   std::deque<Column> columns;  // deque: references returned by i64() etc. stay valid
   std::string desc;            // what a row is
   std::size_t rows() const { return columns.empty() ? 0 : columns.front().size(); }
+  // The column named `name`, or null.
+  const Column* find(const std::string& name) const {
+    for (const auto& c : columns)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
   std::vector<std::int64_t>& i64(const std::string& name, std::string unit = "",
                                  std::string what = "") {
     columns.push_back({name, std::vector<std::int64_t>{}, std::move(unit), std::move(what)});
@@ -70,6 +78,18 @@ struct Table {
     return std::get<3>(columns.back().data).codes;
   }
 };
+
+// A numeric column of a table read from a file (`where`, dataset `ds`), as doubles: integer
+// columns are converted. Throws InputError naming ds.name when it is missing or not numeric.
+inline std::vector<double> column_numbers(const Table& t, const std::string& name,
+                                          const std::string& where, const std::string& ds) {
+  const Column* c = t.find(name);
+  if (!c) throw InputError(where, ds + "." + name, "column is missing");
+  if (auto* v = std::get_if<std::vector<double>>(&c->data)) return *v;
+  if (auto* v = std::get_if<std::vector<std::int64_t>>(&c->data))
+    return std::vector<double>(v->begin(), v->end());
+  throw InputError(where, ds + "." + name, "is not numeric");
+}
 
 // How one column of an output table is documented (docs/outputs.md).
 struct ColumnDoc {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -324,6 +325,12 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
        "kv_cache_usage_max, kv_token_utilization; prefix_cache_hit_rate; busy_fraction, "
        "compute_utilization, memory_bandwidth_utilization; latencies as above; every one: "
        "kvfleet outputs\n";
+}
+
+std::string report_text(const Scenario& sc, const RunResult& r, const Summary& s) {
+  std::ostringstream o;
+  print_report(o, sc, r, s);
+  return o.str();
 }
 
 }  // namespace kvfleet::sim

@@ -8,23 +8,20 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 #include "sim/config/params.h"
 #include "sim/io/h5.h"
 #include "sim/io/text_file.h"
-#include "sim/output/report.h"
 
 namespace kvfleet::sim {
-namespace {
 
-// A replica name usable as one HDF5 link or file name ("pool/3" -> "pool_3").
-std::string flat_name(std::string name) {
-  for (char& c : name)
+std::string timeseries_name(std::string replica) {
+  for (char& c : replica)
     if (c == '/') c = '_';
-  return name;
+  return replica;
 }
+namespace {
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -504,14 +501,12 @@ std::vector<TableDoc> run_table_docs() {
 }
 
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
-                      const Summary& s) {
+                      const Summary& s, const std::string& report) {
   using namespace h5;
   write_file_atomically(path, [&](hid_t file) {
     write_string_dataset(file, "scenario", sc.resolved_yaml,
                          "the scenario as run: every key, defaults filled in (YAML)");
-    std::ostringstream report;
-    print_report(report, sc, r, s);
-    write_string_dataset(file, "report", report.str(), "the text report kvfleet run prints");
+    write_string_dataset(file, "report", report, "the text report kvfleet run prints");
     write_table(file, "requests", requests_table(r));
     write_table(file, "summary", summary_table(s));
     write_table(file, "replicas", replicas_table(r));
@@ -524,7 +519,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     }
     const H5 group = create_group(file, "timeseries");
     for (const auto& ts : r.timeseries) {
-      const std::string name = flat_name(ts.replica);
+      const std::string name = timeseries_name(ts.replica);
       write_table(group.id, name.c_str(), timeseries_table(ts));
       // The replica's name as /replicas and /requests spell it (h100/0 for h100_0).
       const H5 ds{check_id(H5Dopen2(group.id, name.c_str(), H5P_DEFAULT), "timeseries"), H5Dclose};
@@ -571,7 +566,7 @@ void write_results_csv(const std::string& dir, const RunResult& r, const Summary
     write_csv((d / "alert_events.csv").string(), alert_events_table(r.alerts));
   }
   for (const auto& ts : r.timeseries)
-    write_csv((d / ("timeseries_" + flat_name(ts.replica) + ".csv")).string(),
+    write_csv((d / ("timeseries_" + timeseries_name(ts.replica) + ".csv")).string(),
               timeseries_table(ts));
 }
 

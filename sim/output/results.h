@@ -11,6 +11,10 @@
 
 namespace kvfleet::sim {
 
+// A replica's time-series table name, one HDF5 link or file name: "pool/3" -> "pool_3"
+// (/timeseries/pool_3, timeseries_pool_3.csv).
+std::string timeseries_name(std::string replica);
+
 Table requests_table(const RunResult& r);
 Table timeseries_table(const TimeSeries& ts);
 Table summary_table(const Summary& s);
@@ -20,9 +24,10 @@ Table tenants_table(const RunResult& r);
 // One row per conversation: turns, prompt tokens served from cache or recomputed, TTFT.
 Table sessions_table(const RequestLog& log);
 
-// Writes the HDF5 result file at `path` (atomically). Throws std::runtime_error on I/O failure.
+// Writes the HDF5 result file at `path` (atomically), with `report` (report_text) as /report.
+// Throws std::runtime_error on I/O failure.
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
-                      const Summary& s);
+                      const Summary& s, const std::string& report);
 
 // Writes requests.csv, summary.csv, replicas.csv and timeseries_<replica>.csv into `dir`
 // (created if needed); each file atomically.

@@ -746,8 +746,7 @@ SweepResults read_sweep_h5(const std::string& path) {
   }
   // Typed access that names what is missing or of the wrong type.
   auto column = [&](const Table& tb, const char* ds, const std::string& n) -> const Column& {
-    for (const auto& c : tb.columns)
-      if (c.name == n) return c;
+    if (const Column* c = tb.find(n)) return *c;
     throw InputError(path, std::string(ds) + "." + n, "column is missing");
   };
   auto typed = [&]<class V>(const Table& tb, const char* ds, const std::string& n,
