@@ -133,8 +133,10 @@ int main(int argc, char** argv) {
   bool run_file = false;
   if (vm.count("results") && !std::filesystem::is_regular_file(vm["results"].as<std::string>())) {
     const std::string f = vm["results"].as<std::string>();
-    std::cerr << "kvfleet plot: error: " << f
-              << (std::filesystem::exists(f) ? ": not a regular file" : ": results file not found")
+    std::cerr << "kvfleet plot: error: " << (f.empty() ? "the results file" : f)
+              << (f.empty()                    ? ": the path is empty"
+                  : std::filesystem::exists(f) ? ": not a regular file"
+                                               : ": results file not found")
               << " (a run's or a sweep's HDF5 file is expected)\n";
     return 2;
   }
