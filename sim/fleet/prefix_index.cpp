@@ -1,181 +1,295 @@
 #include "sim/fleet/prefix_index.h"
 
 #include <algorithm>
-#include <bit>
+#include <stdexcept>
+#include <string>
 
 namespace kvfleet::sim {
 
-void PoolPrefixIndex::ensure_replicas(std::size_t n) {
-  if (lru_.size() < n) lru_.resize(n);
-  const std::size_t words = (n + 63) / 64;
-  if (words <= words_) return;
-  // More replicas than the holder sets have bits for: widen every set.
-  const std::size_t entries = entries_.size();
-  std::vector<std::uint64_t> wider(entries * (words - 1), 0);
-  if (words_ > 1)  // words 1.. exist only beyond 64 replicas
-    for (std::size_t e = 0; e < entries; ++e)
-      std::copy_n(masks_.data() + e * (words_ - 1), words_ - 1, wider.data() + e * (words - 1));
-  masks_.swap(wider);
-  words_ = words;
+namespace {
+
+// How many leading hashes of `a` and `b` agree, knowing a[0] == b[0]. Chained hashes agree on a
+// prefix and differ everywhere after it, so a binary search finds where.
+std::size_t agree(std::span<const std::uint64_t> a, std::span<const std::uint64_t> b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  if (a[n - 1] == b[n - 1]) return n;
+  std::size_t lo = 1, hi = n - 1;  // a[lo - 1] == b[lo - 1]; a[hi] != b[hi]
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (a[mid] == b[mid])
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+std::size_t PoolPrefixIndex::walk(std::span<const std::uint64_t> hashes,
+                                  std::vector<Step>& path) const {
+  path.clear();
+  std::size_t d = 0;
+  while (d < hashes.size()) {
+    const auto it = head_.find(hashes[d]);
+    if (it == head_.end()) break;
+    const Edge& e = edges_[it->second];
+    const std::size_t k = agree(e.h, hashes.subspan(d));
+    path.push_back({it->second, static_cast<std::uint32_t>(k)});
+    d += k;  // the next edge, if any, hangs at offset k of this one (or continues it)
+  }
+  return d;
 }
 
 void PoolPrefixIndex::match(std::span<const std::uint64_t> hashes, std::size_t replicas,
                             std::vector<std::size_t>& matched) const {
   matched.assign(replicas, 0);
-  found_.clear();
-  if (replicas == 0) return;
-  const std::size_t words = (replicas + 63) / 64;
-  alive_.assign(words, ~0ull);
-  if (replicas % 64) alive_[words - 1] = (1ull << (replicas % 64)) - 1;
-  const std::size_t own = std::min(words, words_);  // replicas beyond words_ hold nothing
-  for (std::size_t w = own; w < words; ++w) alive_[w] = 0;
-  std::size_t j = 0;
-  for (; j < hashes.size(); ++j) {
-    if (j + 4 < hashes.size()) entry_of_.prefetch(hashes[j + 4]);
-    auto it = entry_of_.find(hashes[j]);
-    if (it == entry_of_.end()) break;
-    const std::uint32_t e = *it;
-    found_.push_back(e);
-    bool any = false;
-    for (std::size_t w = 0; w < own; ++w) {
-      const std::uint64_t m = word(e, w);
-      std::uint64_t gone = alive_[w] & ~m;
-      alive_[w] &= m;
-      any |= alive_[w] != 0;
-      while (gone) {
-        matched[w * 64 + static_cast<std::size_t>(std::countr_zero(gone))] = j;
-        gone &= gone - 1;
+  walk(hashes, match_path_);
+  for (const Step& s : match_path_) {
+    const Edge& e = edges_[s.edge];
+    // A holder of this edge holds the whole path above it (its set is closed under prefixes).
+    for (const Holder& h : e.holders)
+      if (h.replica < replicas) matched[h.replica] = e.depth + std::min(h.len, s.shared);
+  }
+}
+
+PoolPrefixIndex::Holder* PoolPrefixIndex::holder(std::uint32_t edge, std::size_t replica) {
+  for (Holder& h : edges_[edge].holders)
+    if (h.replica == replica) return &h;
+  return nullptr;
+}
+
+namespace {
+
+// A free slot of `items` (one given back earlier, or a new one) for an edge or a run.
+template <class T>
+std::uint32_t take_slot(std::vector<T>& items, std::vector<std::uint32_t>& free, const char* what) {
+  if (!free.empty()) {
+    const std::uint32_t i = free.back();
+    free.pop_back();
+    return i;
+  }
+  if (items.size() >= UINT32_MAX)
+    throw std::length_error(std::string("router index: too many ") + what);
+  items.emplace_back();
+  return static_cast<std::uint32_t>(items.size() - 1);
+}
+
+}  // namespace
+
+std::uint32_t PoolPrefixIndex::new_edge() { return take_slot(edges_, free_edges_, "edges"); }
+
+std::uint32_t PoolPrefixIndex::new_run() { return take_slot(runs_, free_runs_, "runs"); }
+
+void PoolPrefixIndex::remove_holder(std::uint32_t edge, std::size_t replica) {
+  Edge& e = edges_[edge];
+  for (std::size_t i = 0; i < e.holders.size(); ++i)
+    if (e.holders[i].replica == replica) {
+      if (i + 1 != e.holders.size()) std::swap(e.holders[i], e.holders.back());
+      e.holders.pop_back();
+      break;
+    }
+  if (!e.holders.empty()) return;
+  // Held by nobody: neither is anything below it (every set is closed under prefixes).
+  head_.erase(e.h.front());
+  e.h.clear();
+  e.parent = kNil;
+  free_edges_.push_back(edge);
+}
+
+std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
+                                   const std::vector<Step>& path, std::size_t& on_path) {
+  Rep& rep = reps_[replica];
+  std::size_t done = 0;
+  while (done < n && rep.head < rep.queue.size()) {
+    const std::uint32_t r = rep.queue[rep.head];
+    while (done < n && runs_[r].hi > runs_[r].lo) {
+      Run& run = runs_[r];
+      const std::uint32_t edge = run.edge;
+      Edge& e = edges_[edge];
+      // The run's depths in this edge, from its deepest up: offsets [first, run.off].
+      const std::uint32_t first = run.lo > e.depth ? run.lo - e.depth : 0;
+      const std::uint32_t take =
+          static_cast<std::uint32_t>(std::min<std::size_t>(run.off - first + 1, n - done));
+      const std::uint32_t left = run.off + 1 - take;  // what the replica keeps of this edge
+      for (const Step& s : path)
+        if (s.edge == edge) {
+          on_path +=
+              std::min(run.off + 1, s.shared) > left ? std::min(run.off + 1, s.shared) - left : 0;
+          break;
+        }
+      run.hi -= take;
+      done += take;
+      const std::uint32_t parent = e.parent, parent_off = e.parent_off;
+      if (left > 0) {
+        Holder* h = holder(edge, replica);
+        h->len = left;
+        while (h->pieces.back().start >= left) h->pieces.pop_back();
+        run.off = left - 1;
+      } else {
+        remove_holder(edge, replica);  // may free the edge
+        run.edge = parent;
+        run.off = parent_off - 1;  // unused once the run is empty (hi == lo)
       }
     }
-    if (!any) return;
-  }
-  for (std::size_t w = 0; w < own; ++w)
-    for (std::uint64_t a = alive_[w]; a; a &= a - 1)
-      matched[w * 64 + static_cast<std::size_t>(std::countr_zero(a))] = j;
-}
-
-std::uint32_t PoolPrefixIndex::node_of(std::uint32_t entry, std::size_t replica) const {
-  const Entry& e = entries_[entry];
-  return e.holders == 1 ? e.node : lru_[replica].shared.at(e.hash);
-}
-
-std::size_t PoolPrefixIndex::only_holder(std::uint32_t entry) const {
-  std::size_t w = 0;
-  while (word(entry, w) == 0) ++w;
-  return w * 64 + static_cast<std::size_t>(std::countr_zero(word(entry, w)));
-}
-
-void PoolPrefixIndex::unlink(Lru& l, std::uint32_t n) {
-  Node& k = nodes_[n];
-  if (k.prev != kNil)
-    nodes_[k.prev].next = k.next;
-  else
-    l.head = k.next;
-  if (k.next != kNil)
-    nodes_[k.next].prev = k.prev;
-  else
-    l.tail = k.prev;
-  k.prev = k.next = kNil;
-}
-
-void PoolPrefixIndex::push_back(Lru& l, std::uint32_t n) {
-  Node& k = nodes_[n];
-  k.prev = l.tail;
-  k.next = kNil;
-  if (l.tail != kNil)
-    nodes_[l.tail].next = n;
-  else
-    l.head = n;
-  l.tail = n;
-}
-
-void PoolPrefixIndex::evict_front(std::size_t replica) {
-  Lru& l = lru_[replica];
-  const std::uint32_t n = l.head;
-  unlink(l, n);
-  --l.size;
-  free_nodes_.push_back(n);
-  const std::uint32_t e = nodes_[n].entry;
-  Entry& entry = entries_[e];
-  word(e, replica / 64) &= ~(1ull << (replica % 64));
-  if (--entry.holders == 0) {
-    entry_of_.erase(entry.hash);
-    free_entries_.push_back(e);
-    return;
-  }
-  l.shared.erase(entry.hash);
-  if (entry.holders == 1) {  // the last holder's node moves into the entry
-    auto& other = lru_[only_holder(e)].shared;
-    auto it = other.find(entry.hash);
-    entry.node = it->second;
-    other.erase(it);
-  }
-}
-
-void PoolPrefixIndex::insert(std::size_t replica, std::uint64_t h) {
-  Lru& l = lru_[replica];
-  if (static_cast<std::int64_t>(l.size) >= capacity_) evict_front(replica);
-  std::uint32_t n;
-  if (!free_nodes_.empty()) {
-    n = free_nodes_.back();
-    free_nodes_.pop_back();
-  } else {
-    n = static_cast<std::uint32_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
-  std::uint32_t e;
-  if (auto it = entry_of_.find(h); it == entry_of_.end()) {
-    if (!free_entries_.empty()) {
-      e = free_entries_.back();
-      free_entries_.pop_back();
-    } else {
-      e = static_cast<std::uint32_t>(entries_.size());
-      entries_.emplace_back();
-      masks_.resize(masks_.size() + words_ - 1, 0);
+    if (runs_[r].hi <= runs_[r].lo) {
+      free_runs_.push_back(r);
+      ++rep.head;
     }
-    entries_[e] = Entry{h, 0, 1, n};
-    entry_of_.insert(e);
-  } else {
-    e = *it;
-    Entry& entry = entries_[e];
-    if (entry.holders == 1) {  // its node moves to its replica's map of shared hashes
-      lru_[only_holder(e)].shared.emplace(h, entry.node);
-      entry.node = kNil;
-    }
-    ++entry.holders;
-    l.shared.emplace(h, n);
   }
-  word(e, replica / 64) |= 1ull << (replica % 64);
-  nodes_[n].entry = e;
-  push_back(l, n);
-  ++l.size;
+  if (rep.head > 64 && rep.head * 2 > rep.queue.size()) {
+    rep.queue.erase(rep.queue.begin(), rep.queue.begin() + static_cast<std::ptrdiff_t>(rep.head));
+    rep.head = 0;
+  }
+  rep.size -= done;
+  return done;
 }
 
 void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t> hashes) {
+  const std::size_t m = hashes.size();
+  if (m == 0) return;
   ensure_replicas(replica + 1);
-  Lru& l = lru_[replica];
-  for (std::size_t k = hashes.size(); k-- > 0;) {
-    const std::uint64_t h = hashes[k];
-    // Past what match found, each hash is looked up: start loading its slot early.
-    if (k >= found_.size() + 4) entry_of_.prefetch(hashes[k - 4]);
-    std::uint32_t e = kNil;
-    // The entry match found, unless an eviction since has freed it.
-    if (k < found_.size() && entries_[found_[k]].hash == h && entries_[found_[k]].holders > 0) {
-      e = found_[k];
-      if (k >= 4) __builtin_prefetch(&entries_[found_[k - 4]]);
-    } else if (auto it = entry_of_.find(h); it != entry_of_.end()) {
-      e = *it;
-    }
-    if (e != kNil && holds(e, replica)) {
-      const std::uint32_t n = node_of(e, replica);
-      if (l.tail != n) {
-        unlink(l, n);
-        push_back(l, n);
-      }
-      continue;
-    }
-    insert(replica, h);
+  const std::size_t capacity = static_cast<std::size_t>(std::max<std::int64_t>(capacity_, 1));
+
+  // What the replica holds of the prompt: its first j hashes.
+  walk(hashes, path_);
+  std::size_t j = 0;
+  for (const Step& s : path_)
+    if (const Holder* h = holder(s.edge, replica))
+      j = edges_[s.edge].depth + std::min<std::size_t>(h->len, s.shared);
+
+  // The reference touches the hashes last first: each of the m - j new ones is inserted, evicting
+  // the least recent hash when full. Those evictions may reach the prompt's own held hashes
+  // (their deepest first); each such hash is inserted again when its turn comes, evicting one
+  // more. The evicted are the least recent hashes in order: pop until the count is reached.
+  const std::size_t size0 = reps_[replica].size;
+  std::size_t popped = 0, again = 0;  // evicted; of them, the prompt's own
+  for (;;) {
+    const std::size_t want = size0 + (m - j) + again;
+    const std::size_t target = want > capacity ? want - capacity : 0;
+    if (popped >= target || popped == size0) break;
+    std::size_t own = 0;
+    const std::size_t got = evict(replica, target - popped, path_, own);
+    if (got == 0) throw std::logic_error("router index: a replica's runs hold fewer than its size");
+    popped += got;
+    again += own;
   }
+  // Past the old hashes, the new ones go (the deepest first, the first inserted).
+  const std::size_t want = size0 + (m - j) + again;
+  const std::size_t extra = want > capacity + popped ? want - capacity - popped : 0;
+  const std::size_t hi = m - extra;
+
+  // The new run owns depths [0, hi): it takes over what the replica kept of the prompt.
+  const std::uint32_t r = new_run();
+  runs_[r] = Run{kNil, 0, 0, static_cast<std::uint32_t>(hi)};
+  const std::size_t reached = walk(hashes, path_);
+  for (const Step& s : path_) {
+    const std::uint32_t depth = edges_[s.edge].depth;
+    if (depth >= hi) break;
+    const std::uint32_t c =
+        std::min<std::uint32_t>(s.shared, static_cast<std::uint32_t>(hi) - depth);
+    Holder* h = holder(s.edge, replica);
+    if (h == nullptr) {
+      edges_[s.edge].holders.push_back(
+          Holder{static_cast<std::uint32_t>(replica), c, {Piece{0, r}}});
+    } else {
+      // Runs that owned offsets below c lose them (touched: now the new run's).
+      pieces_.clear();
+      pieces_.push_back(Piece{0, r});
+      for (std::size_t i = 0; i < h->pieces.size(); ++i) {
+        const Piece p = h->pieces[i];
+        const std::uint32_t end = i + 1 < h->pieces.size() ? h->pieces[i + 1].start : h->len;
+        if (p.start < c) {
+          Run& old = runs_[p.run];
+          old.lo = std::max(old.lo, depth + std::min(end, c));
+          if (end > c) pieces_.push_back(Piece{c, p.run});
+        } else {
+          pieces_.push_back(p);
+        }
+      }
+      h->pieces.assign(pieces_.begin(), pieces_.end());
+      h->len = std::max(h->len, c);
+    }
+    if (depth + c == hi) runs_[r].edge = s.edge, runs_[r].off = c - 1;
+  }
+  if (reached < hi) {  // the rest of the prompt is new to the tree: one new edge
+    const std::uint32_t e = new_edge();
+    Edge& edge = edges_[e];
+    edge.h.assign(hashes.begin() + static_cast<std::ptrdiff_t>(reached),
+                  hashes.begin() + static_cast<std::ptrdiff_t>(hi));
+    edge.parent = path_.empty() ? kNil : path_.back().edge;
+    edge.parent_off = path_.empty() ? 0 : path_.back().shared;
+    edge.depth = static_cast<std::uint32_t>(reached);
+    edge.holders.clear();
+    edge.holders.push_back(Holder{static_cast<std::uint32_t>(replica),
+                                  static_cast<std::uint32_t>(hi - reached),
+                                  {Piece{0, r}}});
+    head_.emplace(hashes[reached], e);
+    runs_[r].edge = e;
+    runs_[r].off = static_cast<std::uint32_t>(hi - reached - 1);
+  }
+  Rep& rep = reps_[replica];
+  rep.queue.push_back(r);
+  rep.size = size0 + (m - j) + again - popped - extra;
+}
+
+bool PoolPrefixIndex::check_consistency() const {
+  std::vector<std::size_t> held(reps_.size(), 0);
+  std::vector<std::size_t> owned(runs_.size(), 0);
+  std::size_t live_edges = 0;
+  for (std::size_t e = 0; e < edges_.size(); ++e) {
+    const Edge& edge = edges_[e];
+    if (edge.h.empty()) continue;
+    ++live_edges;
+    const auto it = head_.find(edge.h.front());
+    if (it == head_.end() || it->second != e || edge.holders.empty()) return false;
+    if (edge.parent != kNil) {
+      const Edge& p = edges_[edge.parent];
+      if (p.h.empty() || edge.parent_off == 0 || edge.parent_off > p.h.size() ||
+          edge.depth != p.depth + edge.parent_off)
+        return false;
+    } else if (edge.depth != 0) {
+      return false;
+    }
+    for (const Holder& h : edge.holders) {
+      if (h.replica >= reps_.size() || h.len == 0 || h.len > edge.h.size()) return false;
+      if (h.pieces.empty() || h.pieces.front().start != 0) return false;
+      // A holder holds the path above the edge.
+      if (edge.parent != kNil) {
+        bool above = false;
+        for (const Holder& ph : edges_[edge.parent].holders)
+          above = above || (ph.replica == h.replica && ph.len >= edge.parent_off);
+        if (!above) return false;
+      }
+      held[h.replica] += h.len;
+      for (std::size_t i = 0; i < h.pieces.size(); ++i) {
+        const std::uint32_t end = i + 1 < h.pieces.size() ? h.pieces[i + 1].start : h.len;
+        if (h.pieces[i].start >= end || h.pieces[i].run >= runs_.size()) return false;
+        const Run& run = runs_[h.pieces[i].run];
+        // The run owns these depths.
+        if (edge.depth + h.pieces[i].start < run.lo || edge.depth + end > run.hi) return false;
+        owned[h.pieces[i].run] += end - h.pieces[i].start;
+      }
+    }
+  }
+  if (live_edges != head_.size()) return false;
+  for (std::size_t x = 0; x < reps_.size(); ++x) {
+    const Rep& rep = reps_[x];
+    if (held[x] != rep.size) return false;
+    std::size_t in_runs = 0;
+    for (std::size_t i = rep.head; i < rep.queue.size(); ++i) {
+      const std::uint32_t r = rep.queue[i];
+      const Run& run = runs_[r];
+      if (run.hi <= run.lo) continue;  // taken over entirely, not yet dequeued
+      if (owned[r] != run.hi - run.lo) return false;
+      // Its deepest depth is where its cursor says.
+      const Edge& e = edges_[run.edge];
+      if (e.h.empty() || e.depth + run.off + 1 != run.hi) return false;
+      in_runs += run.hi - run.lo;
+    }
+    if (in_runs != rep.size) return false;
+  }
+  return true;
 }
 
 }  // namespace kvfleet::sim

@@ -1,14 +1,25 @@
 #pragma once
 // What a prefix-aware router believes the replicas of a pool cache (the Gateway API Inference
 // Extension's approximate prefix cache, SGLang's router tree): for each replica, an LRU set of
-// the block hashes of the prompts it was sent, bounded per replica. One index serves the whole
-// pool: every hash it holds knows which replicas hold it, so that scoring a prompt against all
-// replicas is one walk of its hashes (one lookup per block), not one walk per replica.
-// Behaves exactly as one independent LRU per replica (tests/reference/lru_prefix_index.h; the
-// differential test is tests/differential/prefix_index_diff_test.cpp).
+// the block hashes of the prompts it was sent, bounded per replica.
+//
+// Behaves exactly as one independent LRU set of hashes per replica (tests/reference/
+// lru_prefix_index.h; the differential test is tests/differential/prefix_index_diff_test.cpp),
+// but is kept in runs of blocks, not block by block:
+// - Block hashes are chained (a hash stands for its block and all before it), so the prompts
+//   form a tree. A prompt is recorded last block first, so each block of a replica's set is more
+//   recent than every block below it on the same path, and the LRU evicts a path's deepest block
+//   first: a replica's set is closed under prefixes (a subtree).
+// - One radix tree for the pool, with compressed edges (arrays of hashes), each listing the
+//   replicas that hold some of it and how many of its leading hashes each holds. Matching a
+//   prompt against every replica is one walk down the tree: a lookup per edge and an array
+//   compare inside it (chained hashes: where the last hashes agree, all before them do).
+// - A replica's LRU order is a queue of runs, one per prompt it was sent, in order. A run owns
+//   the depths of its prompt that no later prompt took over (a later prompt sharing its prefix
+//   takes those), and is evicted from its deepest depth up. Touching a shared prefix, inserting a
+//   new suffix and evicting many blocks cost per run and per edge, not per block.
+// The one assumption beyond the reference's: distinct prefixes have distinct 64-bit hashes.
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
-#include <absl/hash/hash.h>
 
 #include <cstdint>
 #include <span>
@@ -18,14 +29,11 @@ namespace kvfleet::sim {
 
 class PoolPrefixIndex {
  public:
-  explicit PoolPrefixIndex(std::int64_t capacity_per_replica)
-      : capacity_(capacity_per_replica), entry_of_(0, ByHash{&entries_}, SameHash{&entries_}) {}
-  // The entry set refers to entries_ by address.
-  PoolPrefixIndex(const PoolPrefixIndex&) = delete;
-  PoolPrefixIndex& operator=(const PoolPrefixIndex&) = delete;
+  explicit PoolPrefixIndex(std::int64_t capacity_per_replica) : capacity_(capacity_per_replica) {}
 
-  // For each of the first `replicas` replicas, how many of `hashes` it holds counting from the
-  // first, into `matched` (resized to `replicas`). Changes nothing.
+  // For each of the first `replicas` replicas, how many of `hashes` (a prompt's chained block
+  // hashes) it holds counting from the first, into `matched` (resized to `replicas`). Changes
+  // nothing.
   void match(std::span<const std::uint64_t> hashes, std::size_t replicas,
              std::vector<std::size_t>& matched) const;
   // Records that `replica` was sent `hashes`: each is touched in its LRU, last first (so that a
@@ -34,77 +42,71 @@ class PoolPrefixIndex {
   void record(std::size_t replica, std::span<const std::uint64_t> hashes);
   // Hashes the replica's LRU holds.
   std::size_t size(std::size_t replica) const {
-    return replica < lru_.size() ? lru_[replica].size : 0;
+    return replica < reps_.size() ? reps_[replica].size : 0;
   }
+  // Checks the tree, the holders and the runs against each other (tests). O(everything).
+  bool check_consistency() const;
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
-  struct Node {  // one (hash, replica) in the replica's LRU list
-    std::uint32_t prev = kNil, next = kNil;
-    std::uint32_t entry = kNil;  // the hash's holder set
+  // A replica's run owns the edge's offsets from `start` to the next piece's start (or to the
+  // replica's held length).
+  struct Piece {
+    std::uint32_t start;
+    std::uint32_t run;
   };
-  struct Entry {  // a hash some replica holds
-    std::uint64_t hash = 0;
-    std::uint64_t mask0 = 0;    // holders among replicas 0-63 (others in masks_)
-    std::uint32_t holders = 0;  // 0: a free entry
-    std::uint32_t node = kNil;  // the only holder's node, when holders == 1
+  struct Holder {
+    std::uint32_t replica;
+    std::uint32_t len;          // it holds the edge's first len hashes
+    std::vector<Piece> pieces;  // by start; the first starts at 0
   };
-  // The set of live entries, found by hash: it stores entry numbers only (the hash is in the
-  // entry, which a lookup reads anyway for the holders).
-  struct ByHash {
-    using is_transparent = void;
-    const std::vector<Entry>* entries;
-    std::size_t operator()(std::uint64_t h) const { return absl::Hash<std::uint64_t>()(h); }
-    std::size_t operator()(std::uint32_t e) const { return (*this)((*entries)[e].hash); }
+  struct Edge {
+    std::vector<std::uint64_t> h;  // empty: a free edge
+    std::uint32_t parent = kNil;   // the edge it continues (kNil: it starts at the root)
+    std::uint32_t parent_off = 0;  // it follows the parent's first parent_off hashes
+    std::uint32_t depth = 0;       // depth of h[0] in every prompt through it
+    std::vector<Holder> holders;
   };
-  struct SameHash {
-    using is_transparent = void;
-    const std::vector<Entry>* entries;
-    std::uint64_t key(std::uint64_t h) const { return h; }
-    std::uint64_t key(std::uint32_t e) const { return (*entries)[e].hash; }
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      return key(a) == key(b);
-    }
+  // One prompt sent to a replica: it owns depths [lo, hi) of its path. The deepest, hi - 1, is at
+  // offset `off` of edge `edge` (the path is followed up from there through the parents).
+  struct Run {
+    std::uint32_t edge = kNil, off = 0;
+    std::uint32_t lo = 0, hi = 0;
   };
-  struct Lru {
-    std::uint32_t head = kNil, tail = kNil;  // least recent at the head
-    std::size_t size = 0;
-    // hash -> node, for hashes that other replicas hold too (a hash held by one replica finds its
-    // node through its entry): most hashes live on one replica, so these maps stay small.
-    absl::flat_hash_map<std::uint64_t, std::uint32_t> shared;
+  struct Rep {
+    std::vector<std::uint32_t> queue;  // runs, least recent first, from `head`
+    std::size_t head = 0;
+    std::size_t size = 0;  // hashes held
   };
-  void ensure_replicas(std::size_t n);
-  // Word w of an entry's holder bits.
-  std::uint64_t& word(std::uint32_t entry, std::size_t w) {
-    return w == 0 ? entries_[entry].mask0 : masks_[entry * (words_ - 1) + w - 1];
+  struct Step {  // an edge on a prompt's path and how many of its hashes the prompt shares
+    std::uint32_t edge;
+    std::uint32_t shared;
+  };
+
+  void ensure_replicas(std::size_t n) {
+    if (reps_.size() < n) reps_.resize(n);
   }
-  std::uint64_t word(std::uint32_t entry, std::size_t w) const {
-    return w == 0 ? entries_[entry].mask0 : masks_[entry * (words_ - 1) + w - 1];
-  }
-  bool holds(std::uint32_t entry, std::size_t replica) const {
-    return (word(entry, replica / 64) >> (replica % 64)) & 1;
-  }
-  std::uint32_t node_of(std::uint32_t entry, std::size_t replica) const;
-  std::size_t only_holder(std::uint32_t entry) const;
-  void unlink(Lru& l, std::uint32_t n);
-  void push_back(Lru& l, std::uint32_t n);
-  void evict_front(std::size_t replica);
-  void insert(std::size_t replica, std::uint64_t h);
+  // The edges along `hashes` as far as the tree has them; returns the depth reached.
+  std::size_t walk(std::span<const std::uint64_t> hashes, std::vector<Step>& path) const;
+  Holder* holder(std::uint32_t edge, std::size_t replica);
+  // Evicts up to n hashes, least recent first, from the replica's runs; counts in `on_path` those
+  // on the first `shared` hashes of the edges of `path`. Returns how many it evicted.
+  std::size_t evict(std::size_t replica, std::size_t n, const std::vector<Step>& path,
+                    std::size_t& on_path);
+  void remove_holder(std::uint32_t edge, std::size_t replica);
+  std::uint32_t new_edge();
+  std::uint32_t new_run();
 
   std::int64_t capacity_;
-  std::vector<Lru> lru_;
-  std::vector<Node> nodes_;
-  std::vector<std::uint32_t> free_nodes_;
-  // Holder sets: an entry's bits (words_ 64-bit words) say which replicas hold its hash.
-  std::vector<Entry> entries_;
-  absl::flat_hash_set<std::uint32_t, ByHash, SameHash> entry_of_;
-  std::vector<std::uint64_t> masks_;  // words 1.. of each entry's bits, words_ - 1 per entry
-  std::vector<std::uint32_t> free_entries_;
-  std::size_t words_ = 1;
-  mutable std::vector<std::uint64_t> alive_;  // scratch of match
-  // The entries match found for the last prompt, which record reuses while they stay valid.
-  mutable std::vector<std::uint32_t> found_;
+  std::vector<Edge> edges_;
+  std::vector<std::uint32_t> free_edges_;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> head_;  // an edge's first hash -> the edge
+  std::vector<Run> runs_;
+  std::vector<std::uint32_t> free_runs_;
+  std::vector<Rep> reps_;
+  std::vector<Step> path_;  // scratch of record
+  mutable std::vector<Step> match_path_;
+  std::vector<Piece> pieces_;
 };
 
 }  // namespace kvfleet::sim
