@@ -34,6 +34,7 @@ std::size_t PoolPrefixIndex::walk(std::span<const std::uint64_t> hashes,
     const auto it = head_.find(hashes[d]);
     if (it == head_.end()) break;
     const Edge& e = edges_[it->second];
+    if (e.depth != d) break;  // only a 64-bit collision puts a hash at another depth
     const std::size_t k = agree(e.h, hashes.subspan(d));
     path.push_back({it->second, static_cast<std::uint32_t>(k)});
     d += k;  // the next edge, if any, hangs at offset k of this one (or continues it)
@@ -123,6 +124,7 @@ std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
       const std::uint32_t parent = e.parent, parent_off = e.parent_off;
       if (left > 0) {
         Holder* h = holder(edge, replica);
+        if (h == nullptr) throw std::logic_error("router index: a run's edge lost its holder");
         h->len = left;
         while (h->pieces.back().start >= left) h->pieces.pop_back();
         run.off = left - 1;
@@ -213,6 +215,9 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
     if (depth + c == hi) runs_[r].edge = s.edge, runs_[r].off = c - 1;
   }
   if (reached < hi) {  // the rest of the prompt is new to the tree: one new edge
+    // Only a 64-bit collision (two prefixes, one hash) finds the hash at another depth.
+    if (head_.contains(hashes[reached]))
+      throw std::runtime_error("router index: two prompt prefixes share a 64-bit block hash");
     const std::uint32_t e = new_edge();
     Edge& edge = edges_[e];
     edge.h.assign(hashes.begin() + static_cast<std::ptrdiff_t>(reached),
