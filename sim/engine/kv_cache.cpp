@@ -65,14 +65,31 @@ void KvCacheManager::compact(std::uint32_t l) {
   list.head = 0;
 }
 
+void KvCacheManager::unindex(std::uint32_t b) {
+  Block& k = blocks_[b];
+  k.indexed = 0;  // a table entry goes stale (find checks the block; pruned in bulk)
+  --num_indexed_;
+  if (k.pred != kNil) {
+    blocks_[k.pred].link = kNil;
+    k.pred = kNil;
+  } else {
+    --num_heads_;
+  }
+  if (k.link != kNil) {
+    // The block found through this one heads its chain now: into the table. (Usually it went
+    // first: vLLM frees a request's blocks last first.)
+    const std::uint32_t c = k.link;
+    k.link = kNil;
+    blocks_[c].pred = kNil;
+    ++num_heads_;
+    table_insert(blocks_[c].hash, c);
+  }
+}
+
 void KvCacheManager::drop_hash(std::uint32_t b) {
   Block& k = blocks_[b];
   if (k.indexed) {  // the index's block for its hash: the hash leaves the index
-    k.indexed = 0;  // its entry goes stale (lookups check the block; pruned in bulk)
-    --num_indexed_;
-    // Blocks cached since with the same hash found this one in the index: they stay duplicates.
-    for (Pending& p : pending_)
-      if (p.hash == k.hash) p.duplicate = 1;
+    unindex(b);
     if (record_) evicted_.push_back(k.hash);
   }
   k.hash = 0;
@@ -93,16 +110,13 @@ std::uint32_t KvCacheManager::take_free() {
     b = num_free_cached_ == 0 ? back(0) : front(0);
   }
   unlink_free(b);
-  // Nothing is cached without shared content: skip the hash then (whether the index is empty
-  // counts the deferred entries).
-  if (num_indexed_ == 0) sync();
+  // Nothing is cached without shared content: skip the hash then.
   if (num_indexed_ != 0 && blocks_[b].hash != 0) drop_hash(b);
   blocks_[b].ref = 1;
   return b;
 }
 
 std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t max_blocks) {
-  sync();
   std::int64_t n = 0;
   auto it = session_list_.find(session);
   if (it == session_list_.end()) return 0;
@@ -119,28 +133,25 @@ std::int64_t KvCacheManager::evict_session(std::uint64_t session, std::int64_t m
 
 std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes) const {
   if (!caching_) return 0;
-  sync();
   std::size_t n = 0;
-  for (; n < hashes.size(); ++n) {
-    prefetch_lookup(hashes, n);
-    if (lookup(hashes[n]) == kNil) break;
+  for (std::uint32_t b = kNil; n < hashes.size(); ++n) {
+    if ((b = find(hashes[n], b)) == kNil) break;
+    prefetch_ahead(b);
   }
   return static_cast<std::int64_t>(n);
 }
 
 bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                                           std::int64_t hit_blocks, std::int64_t total_tokens) {
-  sync();
   Table& t = table(slot);
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
   // Hit blocks that sit in the free queue leave it when touched.
   std::int64_t evictable_hits = 0;
   hits_.clear();
   for (std::int64_t i = 0; i < hit_blocks; ++i) {
-    prefetch_lookup(hashes.first(static_cast<std::size_t>(hit_blocks)),
-                    static_cast<std::size_t>(i));
-    const std::uint32_t b = lookup(hashes[i]);
+    const std::uint32_t b = find(hashes[i], hits_.empty() ? kNil : hits_.back());
     if (b == kNil) throw std::out_of_range("allocate_with_prefix: a hit block is not cached");
+    prefetch_ahead(b);
     hits_.push_back(b);
     evictable_hits += blocks_[b].ref == 0;
   }
@@ -152,6 +163,7 @@ bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const st
     t.blocks.push_back(b);
   }
   t.num_cached = hit_blocks;
+  t.last = hits_.empty() ? kNil : hits_.back();
   for (std::int64_t i = 0; i < need; ++i) t.blocks.push_back(take_free());
   return true;
 }
@@ -163,58 +175,68 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
   const std::int64_t upto =
       std::min<std::int64_t>({num_full, static_cast<std::int64_t>(hashes.size()),
                               static_cast<std::int64_t>(t.blocks.size())});
-  for (std::int64_t i = t.num_cached; i < upto; ++i) {
-    const std::uint32_t b = t.blocks[i];
-    const std::uint64_t h = hashes[i];
-    // Start loading what the entry will touch; it is made later, with others (flush_pending).
-    __builtin_prefetch(&blocks_[b]);
-    index_.prefetch(h);
-    pending_.push_back(Pending{h, b, 0});
+  if (upto <= t.num_cached) return;
+  // The index's block for the hash before the first to enter: the one noted when it was entered,
+  // if that still holds it (a held block stays indexed; an equal block it deferred to may have
+  // been evicted since), else found again along the prompt.
+  std::uint32_t prev = kNil;
+  if (t.num_cached > 0) {
+    const std::uint64_t h = hashes[static_cast<std::size_t>(t.num_cached - 1)];
+    prev = t.last;
+    if (prev == kNil || !blocks_[prev].indexed || blocks_[prev].hash != h) {
+      prev = kNil;
+      for (std::int64_t i = 0; i < t.num_cached; ++i) prev = find(hashes[i], prev);
+    }
   }
-  t.num_cached = std::max(t.num_cached, upto);
-  // Bounded, so that an eviction's scan of the pending entries stays short.
-  if (pending_.size() >= 64) flush_pending();
+  for (std::int64_t i = t.num_cached; i < upto; ++i) {
+    prev = enter(t.blocks[i], hashes[i], prev);
+    if (i >= 8) blocks_[t.blocks[i - 8]].ahead = prev;  // walks through here load it early
+  }
+  t.num_cached = upto;
+  t.last = prev;
+}
+
+std::uint32_t KvCacheManager::enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev) {
+  Block& k = blocks_[b];
+  if (k.indexed) {
+    if (k.hash == h) return b;  // entered already
+    unindex(b);                 // indexed under another hash: that hash leaves the index
+  }
+  k.hash = h;
+  // As vLLM, an equal block already in the index stays the one that lookups return.
+  const std::uint32_t held = find(h, prev);
+  if (held != kNil) return held;
+  k.indexed = 1;
+  ++num_indexed_;
+  if (prev != kNil && blocks_[prev].link == kNil) {
+    blocks_[prev].link = b;  // found through the block before it: no table entry
+    k.pred = prev;
+  } else {
+    ++num_heads_;
+    table_insert(h, b);
+  }
+  return b;
 }
 
 // Entries of evicted blocks are dropped in bulk when the table would otherwise grow for them: the
-// index is rebuilt from the blocks (a sequential scan), amortized over the evictions that made
+// table is rebuilt from the blocks (a sequential scan), amortized over the evictions that made
 // the stale entries.
 void KvCacheManager::prune_index() {
   index_.clear();
   for (std::size_t b = 0; b < blocks_.size(); ++b)
-    if (blocks_[b].indexed) index_.insert(blocks_[b].hash, static_cast<std::uint32_t>(b));
+    if (blocks_[b].indexed && blocks_[b].pred == kNil)
+      index_.insert(blocks_[b].hash, static_cast<std::uint32_t>(b));
 }
 
-void KvCacheManager::flush_pending() {
-  for (const Pending& p : pending_) {
-    Block& k = blocks_[p.block];
-    if (k.indexed) {
-      if (k.hash == p.hash) continue;  // entered already
-      k.indexed = 0;                   // indexed under another hash: that entry goes stale
-      --num_indexed_;
-    }
-    k.hash = p.hash;
-    if (p.duplicate) continue;
-    // Stale entries are dropped rather than letting the table grow for them.
-    if (index_.size() + 1 > index_.capacity() &&
-        index_.size() > static_cast<std::size_t>(num_indexed_ + num_indexed_ / 4) + 64)
-      prune_index();
-    // As vLLM, an equal block already in the index stays the one that lookups return; an entry
-    // of an evicted block is taken over.
-    const std::uint32_t held = index_.insert(p.hash, p.block);
-    if (held != p.block) {
-      const Block& other = blocks_[held];
-      if (other.indexed && other.hash == p.hash) continue;
-      index_.assign(p.hash, p.block);
-    }
-    k.indexed = 1;
-    ++num_indexed_;
-  }
-  pending_.clear();
+void KvCacheManager::table_insert(std::uint64_t h, std::uint32_t b) {
+  if (index_.size() + 1 > index_.capacity() &&
+      index_.size() > static_cast<std::size_t>(num_heads_ + num_heads_ / 4) + 64)
+    prune_index();
+  // An entry under `h` now is stale (no indexed block holds h): it is taken over.
+  if (index_.insert(h, b) != b) index_.assign(h, b);
 }
 
 void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
-  sync();  // a freed block's hash decides its list, and eviction reads its index entry
   Table& t = table(slot);
   const std::size_t n = t.blocks.size();
   for (std::size_t j = 0; j < n; ++j) {
@@ -226,10 +248,10 @@ void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
   }
   t.blocks.clear();
   t.num_cached = 0;
+  t.last = kNil;
 }
 
 bool KvCacheManager::check_consistency() const {
-  sync();
   std::vector<std::int32_t> refs(num_blocks_, 0);
   for (const auto& t : tables_)
     for (auto b : t.blocks) {
@@ -253,17 +275,32 @@ bool KvCacheManager::check_consistency() const {
     free_count += n;
   }
   if (free_count != num_free_ || cached_free != num_free_cached_) return false;
-  std::int64_t zero = 0, indexed = 0;
+  std::int64_t zero = 0, indexed = 0, heads = 0;
   for (std::int64_t b = 0; b < num_blocks_; ++b) {
     const Block& k = blocks_[b];
     if (refs[b] != k.ref) return false;
     zero += k.ref == 0;
     if ((k.ref == 0) != (k.pos != kNil)) return false;  // free exactly when in a list
-    if (k.indexed) {
-      ++indexed;
-      if (k.hash == 0 || index_.find(k.hash) != static_cast<std::uint32_t>(b)) return false;
+    if (!k.indexed) {
+      if (k.pred != kNil || k.link != kNil) return false;  // links join indexed blocks only
+      continue;
     }
+    ++indexed;
+    if (k.hash == 0) return false;
+    // Found through its predecessor's link, or through the table.
+    if (k.pred != kNil) {
+      if (k.pred >= num_blocks_ || !blocks_[k.pred].indexed ||
+          blocks_[k.pred].link != static_cast<std::uint32_t>(b))
+        return false;
+    } else {
+      ++heads;
+      if (index_.find(k.hash) != static_cast<std::uint32_t>(b)) return false;
+    }
+    if (k.link != kNil &&
+        (k.link >= num_blocks_ || blocks_[k.link].pred != static_cast<std::uint32_t>(b)))
+      return false;
   }
+  if (heads != num_heads_) return false;
   // Every entry names a block (an indexed one, or a stale entry of an evicted one).
   bool entries_ok = true;
   index_.for_each(

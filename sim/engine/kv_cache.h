@@ -11,11 +11,18 @@
 // Sequences are identified by a slot index.
 // The behaviour is exactly that of the block-by-block manager kept in
 // tests/reference/block_kv_cache.* (tests/differential/kv_cache_diff_test.cpp); the representation
-// is built for speed on large fleets, where every operation here is a cache miss: free lists are
-// arrays with lazy removal (no pointer chasing, prefetchable), the hash index is an open-addressing
-// table whose lookup reads one cache line (core/hash_index.h), a block's hash, counts and list
-// position share one 24-byte record, and the blocks a step fills are entered in the index together
-// (deferred until something could tell the difference, so that their cache misses overlap).
+// is built for speed on large fleets, where a random memory access is a cache miss:
+//  - free lists are arrays with lazy removal (no pointer chasing, prefetchable);
+//  - the index is kept along chains, not hash by hash. Block hashes are chained (a hash stands for
+//    its block and all before it), so an indexed block cached right after the indexed block of
+//    the hash before it is found through that block (its `link`), next to it in memory; only the
+//    heads of such chains (a prompt's first block, the first block after a shared prefix, a block
+//    whose predecessor was evicted first) are entered in a hash table (core/hash_index.h), which
+//    stays small. A lookup walks a prompt: the link of the block found for the previous hash,
+//    else the table. Caching a step's blocks sets links, not table entries;
+//  - a block's hash, counts, list position and links share one 32-byte record.
+// Exact under the assumption the rest of the simulator makes: distinct prefixes have distinct
+// 64-bit hashes.
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
@@ -47,10 +54,7 @@ class KvCacheManager {
   double usage() const {
     return num_blocks_ ? static_cast<double>(num_used_blocks()) / num_blocks_ : 0.0;
   }
-  std::int64_t num_cached_blocks() const {
-    sync();
-    return num_indexed_;
-  }
+  std::int64_t num_cached_blocks() const { return num_indexed_; }
   bool caching() const { return caching_; }
 
   std::int64_t blocks_for(std::int64_t tokens) const {
@@ -79,8 +83,9 @@ class KvCacheManager {
   }
 
   // Enters the first `num_full` blocks of `slot` in the index under `hashes` (the slot's block
-  // hashes, at least as many as will be entered). Blocks already entered are skipped. The entries
-  // are made when the next operation could see them (the answers are those of entering them now).
+  // hashes, at least as many as will be entered). Blocks already entered are skipped. A block
+  // whose hash is indexed already (an equal block computed elsewhere) keeps its hash without
+  // becoming the one lookups find, as in vLLM.
   void cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
                     std::int64_t num_full);
 
@@ -129,14 +134,23 @@ class KvCacheManager {
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
-  // 24 bytes: everything an allocation, a hit, a free or an eviction touches sits in one record.
+  // 32 bytes: everything an allocation, a hit, a free or an eviction touches sits in one record.
   struct Block {
-    std::uint64_t hash = 0;     // 0: not cached
-    std::int32_t ref = 0;       // sequences holding it; 0: in a free list
-    std::uint32_t list = 0;     // which free list (0: the global queue, or uncached blocks)
-    std::uint32_t pos = kNil;   // index of its live entry in that list's queue (kNil: none)
-    std::uint32_t indexed = 0;  // 1: the index's block for `hash` (0: a duplicate, or uncached)
+    std::uint64_t hash = 0;         // 0: not cached
+    std::int32_t ref = 0;           // sequences holding it; 0: in a free list
+    std::uint32_t list : 31 = 0;    // which free list (0: the global queue, or uncached blocks)
+    std::uint32_t indexed : 1 = 0;  // 1: the index's block for `hash` (0: a duplicate, uncached)
+    std::uint32_t pos = kNil;       // index of its live entry in that list's queue (kNil: none)
+    // Indexed blocks only: `pred` is the indexed block of the hash before this one when this one
+    // is found through it (kNil: found through the table); `link` is the block found through
+    // this one (kNil: none). link and pred point at each other.
+    std::uint32_t pred = kNil;
+    std::uint32_t link = kNil;
+    // A hint, for loading ahead while walking a chain: the block eight hashes further along
+    // the chain when this one was cached (it may have changed since; only its address is used).
+    std::uint32_t ahead = kNil;
   };
+  static_assert(sizeof(Block) == 32);
   // A free list in the order blocks joined it, kept as an array: blocks that leave from the
   // middle (a hit) or at either end are dropped lazily (an entry is live only while its block
   // points back at it), so the list's order is vLLM's doubly linked queue's, walking it is a
@@ -150,6 +164,9 @@ class KvCacheManager {
   struct Table {
     std::vector<std::uint32_t> blocks;
     std::int64_t num_cached = 0;  // leading blocks already entered in the index
+    // The index's block for the hash of block num_cached - 1 when it was entered (its own block,
+    // or an equal one): where entering the next block starts (checked before use).
+    std::uint32_t last = kNil;
   };
 
   Table& table(std::uint32_t slot) {
@@ -177,38 +194,33 @@ class KvCacheManager {
   void compact(std::uint32_t l);
   void recycle(std::uint32_t l);
 
-  // The block the index holds for `h`, or kNil. Entries of evicted blocks stay until pruned: an
-  // entry counts while its block is indexed under that hash.
-  std::uint32_t lookup(std::uint64_t h) const {
+  // The index's block for `h`, the hash after that of `prev` (the index's block for the previous
+  // hash of the same prompt, or kNil when that hash is not indexed or `h` comes first), or kNil.
+  // Table entries of evicted blocks stay until pruned: an entry counts while its block is
+  // indexed under that hash.
+  std::uint32_t find(std::uint64_t h, std::uint32_t prev) const {
+    if (prev != kNil) {
+      const std::uint32_t c = blocks_[prev].link;
+      if (c != kNil && blocks_[c].hash == h) return c;
+    }
     const std::uint32_t b = index_.find(h);
     if (b == kNil) return kNil;
     const Block& k = blocks_[b];
     return k.indexed && k.hash == h ? b : kNil;
   }
-  // Walking `hashes` from `n`: starts loading the index slot 8 ahead and the block record 4 ahead
-  // (its slot was loaded 4 steps ago).
-  void prefetch_lookup(std::span<const std::uint64_t> hashes, std::size_t n) const {
-    if (n + 8 < hashes.size()) index_.prefetch(hashes[n + 8]);
-    if (n + 4 < hashes.size()) {
-      const std::uint32_t b = index_.find(hashes[n + 4]);
-      if (b != kNil) __builtin_prefetch(&blocks_[b]);
-    }
+  // Walking a chain at block b: start loading the block eight hashes on (dependent loads would
+  // otherwise wait for each other).
+  void prefetch_ahead(std::uint32_t b) const {
+    const std::uint32_t a = blocks_[b].ahead;
+    if (a != kNil) __builtin_prefetch(&blocks_[a]);
   }
+  // Makes block b, which holds `h` and follows `prev` (as in find), the index's block for `h`
+  // unless one is; returns the index's block for `h`.
+  std::uint32_t enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev);
+  // Takes b out of the index (its hash leaves it); a block found through it moves to the table.
+  void unindex(std::uint32_t b);
+  void table_insert(std::uint64_t h, std::uint32_t b);
   void prune_index();
-  // Deferred entries (cache_blocks): a block and its hash, in the order they were cached.
-  // `duplicate`: an equal block was in the index when it was cached and has been evicted since,
-  // so this block keeps its hash without becoming the index's block, as if entered at once.
-  struct Pending {
-    std::uint64_t hash;
-    std::uint32_t block;
-    std::uint32_t duplicate;
-  };
-  void flush_pending();
-  // Completes the deferred entries before an operation that reads the index or the blocks'
-  // hashes (logically const: the answers do not depend on when the entries are made).
-  void sync() const {
-    if (!pending_.empty()) const_cast<KvCacheManager*>(this)->flush_pending();
-  }
   std::uint32_t take_free();  // pops the next free block, evicting its hash
   inline void push_free(std::uint32_t b, std::uint32_t l) {
     List& list = lists_[l];
@@ -250,12 +262,12 @@ class KvCacheManager {
   std::uint64_t victim_session_ = 0;
   std::int64_t num_free_ = 0;
   std::int64_t num_free_cached_ = 0;  // free blocks that carry a hash
-  std::int64_t num_indexed_ = 0;      // blocks indexed (live entries)
+  std::int64_t num_indexed_ = 0;      // blocks indexed
+  std::int64_t num_heads_ = 0;        // of them, found through the table (live table entries)
   std::int64_t evictions_ = 0;
   bool record_ = false;
   std::vector<std::uint64_t> evicted_;
-  HashIndex index_;  // hash -> the block lookups return (the first cached, as vLLM)
-  std::vector<Pending> pending_;
+  HashIndex index_;  // hash -> the block lookups return, for blocks not found through a link
   std::vector<std::uint32_t> hits_;  // scratch of allocate_with_prefix
   std::vector<Table> tables_;
 };

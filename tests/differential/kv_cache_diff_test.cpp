@@ -43,6 +43,8 @@ struct Seq {
   std::int64_t tokens = 0;            // tokens that exist (prompt so far + output)
   std::int64_t total = 0;             // tokens it will reach
   std::uint64_t session = 0;
+  std::vector<std::uint64_t> contents;  // conversations: the content of each block, in order
+  int chat = -1;                        // conversations: which
 };
 
 struct Case {
@@ -52,8 +54,9 @@ struct Case {
   bool sessions;
   bool record;
   int families;
-  int frees = 40;   // percent of an active sequence's operations that free it
-  int observe = 1;  // the index is observed (num_cached_blocks) every `observe` operations
+  int frees = 40;      // percent of an active sequence's operations that free it
+  int observe = 1;     // the index is observed (num_cached_blocks) every `observe` operations
+  bool chats = false;  // multi-turn conversations: a finished turn's blocks start the next prompt
 };
 
 void run_case(const Case& c, int ops) {
@@ -75,7 +78,44 @@ void run_case(const Case& c, int ops) {
   auto u = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
+  // Conversations: each turn's prompt is the previous turn's blocks (prompt and output) and a new
+  // message after a system prompt per family, sometimes with the oldest turns dropped; two turns
+  // of one conversation may run side by side (duplicates).
+  std::vector<std::vector<std::uint64_t>> chats(static_cast<std::size_t>(3 * c.families));
+  auto make_chat = [&](Seq& s) {
+    s.chat = static_cast<int>(u(0, 3 * c.families - 1));
+    auto& history = chats[static_cast<std::size_t>(s.chat)];
+    if (history.size() > 8 && u(0, 9) == 0)
+      history.erase(history.begin(),
+                    history.begin() + u(1, static_cast<std::int64_t>(history.size()) / 2));
+    if (history.size() > 60) history.erase(history.begin(), history.begin() + 20);
+    s.contents = history;
+    const std::int64_t message = u(0, 5), output = 25;
+    for (std::int64_t i = 0; i < message + output; ++i) s.contents.push_back(rng() | 1);
+    const std::int64_t family = s.chat % c.families, system = 1 + family % 4;
+    std::uint64_t parent = 0x99;
+    s.hashes.clear();
+    for (std::int64_t i = 0; i < system; ++i)
+      s.hashes.push_back(parent = mix64(parent, 77 + family));
+    for (const std::uint64_t x : s.contents) s.hashes.push_back(parent = mix64(parent, x));
+    s.session = 1 + static_cast<std::uint64_t>(s.chat);
+    s.tokens = (system + static_cast<std::int64_t>(history.size()) + message) * c.block_size +
+               u(0, c.block_size - 1);
+    s.total = s.tokens + u(1, 20 * c.block_size);
+  };
+  auto end_chat = [&](Seq& s) {
+    // The next turn resends what this one computed (whole blocks past the system prompt).
+    if (s.chat < 0) return;
+    const std::int64_t system = 1 + (s.chat % c.families) % 4;
+    const std::int64_t blocks = s.tokens / c.block_size - system;
+    auto& history = chats[static_cast<std::size_t>(s.chat)];
+    if (blocks > 0 && u(0, 3) != 0)
+      history.assign(s.contents.begin(),
+                     s.contents.begin() + std::min<std::int64_t>(blocks, static_cast<std::int64_t>(
+                                                                             s.contents.size())));
+  };
   auto make_hashes = [&](Seq& s) {
+    if (c.chats) return make_chat(s);
     // A shared prefix of one family (a system prompt, a conversation's history) then content of
     // its own; its session is the family's in session mode, so retention groups them.
     const std::int64_t f = u(0, c.families - 1);
@@ -141,6 +181,7 @@ void run_case(const Case& c, int ops) {
       const bool ok = fast.allocate(slot, to);
       ASSERT_EQ(ok, ref.allocate(slot, to)) << "op " << op;
       if (ok) {
+        s.tokens = std::max(s.tokens, to);
         fast.cache_blocks(slot, s.hashes, to / c.block_size);
         ref.cache_blocks(slot, s.hashes, to / c.block_size);
       }
@@ -149,6 +190,7 @@ void run_case(const Case& c, int ops) {
       fast.free(slot, s.session);
       ref.free(slot, s.session);
       s.active = false;
+      end_chat(s);
     } else {
       // Proactive retention: a session's free cached blocks are evicted.
       const auto sess = static_cast<std::uint64_t>(u(1, 3 * c.families + 2));
@@ -214,6 +256,24 @@ TEST(KvCacheDifferential, DuplicatesCachedThenTheOriginalsEvicted) {
   EXPECT_EQ(fast.match_prefix(h), ref.match_prefix(h));
   EXPECT_EQ(ref.num_cached_blocks(), 0);
   EXPECT_TRUE(fast.check_consistency());
+}
+
+// Multi-turn conversations: prompts that walk long chains cached by earlier turns (links from
+// block to block), that leave them where a history was truncated, and blocks evicted in the
+// middle of cached chains (the rest then found through the table).
+TEST(KvCacheDifferential, Conversations) {
+  for (std::uint64_t seed = 80; seed <= 91; ++seed) {
+    Case c{seed,
+           200 + static_cast<std::int64_t>(seed % 4) * 150,
+           seed % 3 == 0 ? 4 : 16,
+           seed % 2 == 0,
+           true,
+           3,
+           30,
+           1 + static_cast<int>(seed % 3) * 6};
+    c.chats = true;
+    run_case(c, 8000);
+  }
 }
 
 TEST(KvCacheDifferential, TinyPoolConstantEviction) {
