@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""How the fleet simulation's cost grows (docs/performance.md): reads the JSON output of
+kvfleet-sim-bench's BM_FleetScaling cases, prints the Markdown table and draws the plot of wall
+time per simulated request and per engine step.
+
+Usage:
+  build/bin/kvfleet-sim-bench --benchmark_filter=BM_FleetScaling \
+      --benchmark_out=scaling.json --benchmark_out_format=json
+  docs/tools/plot_performance_scaling.py scaling.json docs/img/performance_fleet_scaling.png
+
+Needs Debian's python3-matplotlib.
+"""
+import json
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def cases(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = []
+    for b in data["benchmarks"]:
+        m = re.match(r"BM_FleetScaling/(\d+)/(\d+)", b["name"])
+        if not m or b.get("run_type") == "aggregate":
+            continue
+        wall = b["real_time"] * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
+        out.append({"replicas": int(m.group(1)), "seconds": int(m.group(2)), "wall": wall,
+                    "requests": int(b["requests"]), "steps": int(b["steps"])})
+    if not out:
+        sys.exit(f"{path}: no BM_FleetScaling results")
+    return sorted(out, key=lambda c: (c["replicas"], c["seconds"]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    rows = cases(sys.argv[1])
+    print("| replicas × simulated s | requests | engine steps | wall time | µs per request "
+          "| µs per step |")
+    print("|---|---|---|---|---|---|")
+    for c in rows:
+        print(f"| {c['replicas']} × {c['seconds']} | {c['requests']:,} | {c['steps']:,} "
+              f"| {c['wall']:.2f} s | {1e6 * c['wall'] / c['requests']:.1f} "
+              f"| {1e6 * c['wall'] / c['steps']:.2f} |")
+    by_size = [c for c in rows if c["seconds"] == 600]
+    by_time = [c for c in rows if c["replicas"] == 64]
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharey="row")
+    for row, (per, label) in enumerate((("requests", "µs per simulated request"),
+                                        ("steps", "µs per engine step"))):
+        for col, (group, key, xlabel) in enumerate(
+                ((by_size, "replicas", "replicas (600 simulated s)"),
+                 (by_time, "seconds", "simulated seconds (64 replicas)"))):
+            ax = axes[row][col]
+            ax.plot([c[key] for c in group], [1e6 * c["wall"] / c[per] for c in group], "o-")
+            ax.set_xscale("log")
+            ax.set_xticks([c[key] for c in group])
+            ax.set_xticklabels([str(c[key]) for c in group])
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            if col == 0:
+                ax.set_ylabel(label)
+            if row == 1:
+                ax.set_xlabel(xlabel)
+    fig.suptitle("Wall time per unit of simulated work (flat = linear growth)")
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=110)
+
+
+if __name__ == "__main__":
+    main()
