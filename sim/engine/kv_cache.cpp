@@ -197,11 +197,9 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
 }
 
 std::uint32_t KvCacheManager::enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev) {
+  // b is past the table's entered blocks: the table alone holds it since it was taken from the
+  // free pool, which took it out of the index, so it is not indexed.
   Block& k = blocks_[b];
-  if (k.indexed) {
-    if (k.hash == h) return b;  // entered already
-    unindex(b);                 // indexed under another hash: that hash leaves the index
-  }
   k.hash = h;
   // As vLLM, an equal block already in the index stays the one that lookups return.
   const std::uint32_t held = find(h, prev);
@@ -249,6 +247,14 @@ void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
   t.blocks.clear();
   t.num_cached = 0;
   t.last = kNil;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint32_t>> KvCacheManager::index_entries() const {
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> v;
+  for (std::size_t b = 0; b < blocks_.size(); ++b)
+    if (blocks_[b].indexed) v.emplace_back(blocks_[b].hash, static_cast<std::uint32_t>(b));
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 bool KvCacheManager::check_consistency() const {
@@ -301,6 +307,10 @@ bool KvCacheManager::check_consistency() const {
       return false;
   }
   if (heads != num_heads_) return false;
+  // At most one indexed block per hash.
+  const auto entries = index_entries();
+  for (std::size_t i = 1; i < entries.size(); ++i)
+    if (entries[i].first == entries[i - 1].first) return false;
   // Every entry names a block (an indexed one, or a stale entry of an evicted one).
   bool entries_ok = true;
   index_.for_each(

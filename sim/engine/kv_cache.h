@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "sim/core/hash_index.h"
@@ -131,6 +132,9 @@ class KvCacheManager {
   // Checks reference counts against block tables, the free queue against reference counts and
   // the index against block hashes. O(blocks).
   bool check_consistency() const;
+  // For differential tests: what the index holds, (hash, block) in order; each block's hash.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> index_entries() const;
+  std::uint64_t block_hash(std::uint32_t b) const { return blocks_[b].hash; }
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;

@@ -91,11 +91,41 @@ void PoolPrefixIndex::remove_holder(std::uint32_t edge, std::size_t replica) {
       break;
     }
   if (!e.holders.empty()) return;
-  // Held by nobody: neither is anything below it (every set is closed under prefixes).
-  head_.erase(e.h.front());
-  e.h.clear();
-  e.parent = kNil;
-  free_edges_.push_back(edge);
+  if (e.holders.empty()) {
+    // Held by nobody: neither is anything below it (every set is closed under prefixes).
+    head_.erase(e.h.front());
+    std::vector<std::uint64_t>().swap(e.h);  // an edge's hashes can be many: give them back
+    e.parent = kNil;
+    free_edges_.push_back(edge);
+    return;
+  }
+  trim(edge);
+}
+
+void PoolPrefixIndex::trim(std::uint32_t edge) {
+  Edge& e = edges_[edge];
+  std::uint32_t held = 0;
+  for (const Holder& h : e.holders) held = std::max(held, h.len);
+  // Nothing hangs past `held` either: a child's holders hold the edge up to where it hangs.
+  if (held > 0 && 2 * static_cast<std::size_t>(held) < e.h.size()) {
+    e.h.resize(held);
+    e.h.shrink_to_fit();
+  }
+}
+
+void PoolPrefixIndex::drop_dead_runs(std::size_t replica) {
+  Rep& rep = reps_[replica];
+  std::size_t j = 0;
+  for (std::size_t i = rep.head; i < rep.queue.size(); ++i) {
+    const std::uint32_t r = rep.queue[i];
+    if (runs_[r].hi <= runs_[r].lo)
+      free_runs_.push_back(r);
+    else
+      rep.queue[j++] = r;
+  }
+  rep.queue.resize(j);
+  rep.head = 0;
+  rep.dead = 0;
 }
 
 std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
@@ -104,6 +134,12 @@ std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
   std::size_t done = 0;
   while (done < n && rep.head < rep.queue.size()) {
     const std::uint32_t r = rep.queue[rep.head];
+    if (runs_[r].hi <= runs_[r].lo) {  // taken over entirely by later prompts
+      --rep.dead;
+      free_runs_.push_back(r);
+      ++rep.head;
+      continue;
+    }
     while (done < n && runs_[r].hi > runs_[r].lo) {
       Run& run = runs_[r];
       const std::uint32_t edge = run.edge;
@@ -128,6 +164,7 @@ std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
         h->len = left;
         while (h->pieces.back().start >= left) h->pieces.pop_back();
         run.off = left - 1;
+        if (2 * static_cast<std::size_t>(left) < e.h.size()) trim(edge);
       } else {
         remove_holder(edge, replica);  // may free the edge
         run.edge = parent;
@@ -203,7 +240,9 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
         const std::uint32_t end = i + 1 < h->pieces.size() ? h->pieces[i + 1].start : h->len;
         if (p.start < c) {
           Run& old = runs_[p.run];
+          const bool live = old.lo < old.hi;
           old.lo = std::max(old.lo, depth + std::min(end, c));
+          if (live && old.lo >= old.hi) ++reps_[replica].dead;
           if (end > c) pieces_.push_back(Piece{c, p.run});
         } else {
           pieces_.push_back(p);
@@ -236,6 +275,7 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
   Rep& rep = reps_[replica];
   rep.queue.push_back(r);
   rep.size = size0 + (m - j) + again - popped - extra;
+  if (rep.dead > 64 && 2 * rep.dead > rep.queue.size() - rep.head) drop_dead_runs(replica);
 }
 
 bool PoolPrefixIndex::check_consistency() const {
@@ -278,22 +318,36 @@ bool PoolPrefixIndex::check_consistency() const {
     }
   }
   if (live_edges != head_.size()) return false;
+  // Every run is in one queue once, or free.
+  std::vector<char> seen(runs_.size(), 0);
+  for (const std::uint32_t r : free_runs_) {
+    if (r >= runs_.size() || seen[r]) return false;
+    seen[r] = 1;
+  }
   for (std::size_t x = 0; x < reps_.size(); ++x) {
     const Rep& rep = reps_[x];
     if (held[x] != rep.size) return false;
-    std::size_t in_runs = 0;
+    std::size_t in_runs = 0, dead = 0;
     for (std::size_t i = rep.head; i < rep.queue.size(); ++i) {
       const std::uint32_t r = rep.queue[i];
+      if (r >= runs_.size() || seen[r]) return false;
+      seen[r] = 1;
       const Run& run = runs_[r];
-      if (run.hi <= run.lo) continue;  // taken over entirely, not yet dequeued
+      if (run.hi <= run.lo) {  // taken over entirely, not yet dequeued
+        ++dead;
+        if (owned[r] != 0) return false;
+        continue;
+      }
       if (owned[r] != run.hi - run.lo) return false;
       // Its deepest depth is where its cursor says.
       const Edge& e = edges_[run.edge];
       if (e.h.empty() || e.depth + run.off + 1 != run.hi) return false;
       in_runs += run.hi - run.lo;
     }
-    if (in_runs != rep.size) return false;
+    if (in_runs != rep.size || dead != rep.dead) return false;
   }
+  for (const char s : seen)
+    if (!s) return false;
   return true;
 }
 

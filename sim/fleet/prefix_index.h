@@ -77,6 +77,7 @@ class PoolPrefixIndex {
     std::vector<std::uint32_t> queue;  // runs, least recent first, from `head`
     std::size_t head = 0;
     std::size_t size = 0;  // hashes held
+    std::size_t dead = 0;  // runs in the queue that later prompts took over entirely
   };
   struct Step {  // an edge on a prompt's path and how many of its hashes the prompt shares
     std::uint32_t edge;
@@ -94,6 +95,11 @@ class PoolPrefixIndex {
   std::size_t evict(std::size_t replica, std::size_t n, const std::vector<Step>& path,
                     std::size_t& on_path);
   void remove_holder(std::uint32_t edge, std::size_t replica);
+  // Drops the hashes past what any holder holds when they are most of the edge.
+  void trim(std::uint32_t edge);
+  // Drops the runs that later prompts took over entirely (a replica that never fills its LRU
+  // would otherwise keep one per prompt).
+  void drop_dead_runs(std::size_t replica);
   std::uint32_t new_edge();
   std::uint32_t new_run();
 

@@ -15,6 +15,9 @@
 // Sequences are identified by a slot index.
 #include <absl/container/flat_hash_map.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "sim/engine/kv_cache.h"
 
 #include <cstdint>
@@ -113,6 +116,13 @@ class BlockKvCacheManager {
   // Checks reference counts against block tables, the free queue against reference counts and
   // the index against block hashes. O(blocks).
   bool check_consistency() const;
+  // For differential tests: what the index holds, (hash, block) in order; each block's hash.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> index_entries() const {
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> v(index_.begin(), index_.end());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+  std::uint64_t block_hash(std::uint32_t b) const { return hash_[b]; }
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
