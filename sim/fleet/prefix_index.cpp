@@ -90,7 +90,6 @@ void PoolPrefixIndex::remove_holder(std::uint32_t edge, std::size_t replica) {
       e.holders.pop_back();
       break;
     }
-  if (!e.holders.empty()) return;
   if (e.holders.empty()) {
     // Held by nobody: neither is anything below it (every set is closed under prefixes).
     head_.erase(e.h.front());
@@ -113,7 +112,7 @@ void PoolPrefixIndex::trim(std::uint32_t edge) {
   }
 }
 
-void PoolPrefixIndex::drop_dead_runs(std::size_t replica) {
+void PoolPrefixIndex::compact_queue(std::size_t replica) {
   Rep& rep = reps_[replica];
   std::size_t j = 0;
   for (std::size_t i = rep.head; i < rep.queue.size(); ++i) {
@@ -176,10 +175,7 @@ std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
       ++rep.head;
     }
   }
-  if (rep.head > 64 && rep.head * 2 > rep.queue.size()) {
-    rep.queue.erase(rep.queue.begin(), rep.queue.begin() + static_cast<std::ptrdiff_t>(rep.head));
-    rep.head = 0;
-  }
+  if (rep.head > 64 && rep.head * 2 > rep.queue.size()) compact_queue(replica);
   rep.size -= done;
   return done;
 }
@@ -275,7 +271,7 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
   Rep& rep = reps_[replica];
   rep.queue.push_back(r);
   rep.size = size0 + (m - j) + again - popped - extra;
-  if (rep.dead > 64 && 2 * rep.dead > rep.queue.size() - rep.head) drop_dead_runs(replica);
+  if (rep.dead > 64 && 2 * rep.dead > rep.queue.size() - rep.head) compact_queue(replica);
 }
 
 bool PoolPrefixIndex::check_consistency() const {

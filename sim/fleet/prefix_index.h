@@ -97,9 +97,9 @@ class PoolPrefixIndex {
   void remove_holder(std::uint32_t edge, std::size_t replica);
   // Drops the hashes past what any holder holds when they are most of the edge.
   void trim(std::uint32_t edge);
-  // Drops the runs that later prompts took over entirely (a replica that never fills its LRU
-  // would otherwise keep one per prompt).
-  void drop_dead_runs(std::size_t replica);
+  // Drops the queue's dequeued entries and the runs that later prompts took over entirely (a
+  // replica that never fills its LRU would otherwise keep one per prompt).
+  void compact_queue(std::size_t replica);
   std::uint32_t new_edge();
   std::uint32_t new_run();
 
