@@ -6,7 +6,10 @@
 namespace kvfleet::sim {
 
 KvCacheManager::KvCacheManager(std::int64_t num_blocks, int block_size, bool enable_caching)
-    : num_blocks_(num_blocks), block_size_(block_size), caching_(enable_caching) {
+    : num_blocks_(num_blocks),
+      block_size_(block_size),
+      caching_(enable_caching),
+      loose_limit_(static_cast<std::size_t>(num_blocks) + 1024) {
   if (num_blocks <= 0 || num_blocks >= kNil) throw std::invalid_argument("bad block count");
   blocks_.resize(num_blocks);
   lists_.resize(1);
@@ -69,6 +72,9 @@ void KvCacheManager::unindex(std::uint32_t b) {
   Block& k = blocks_[b];
   k.indexed = 0;  // a table entry goes stale (find checks the block; pruned in bulk)
   --num_indexed_;
+  // Heads after it (its link, moved to the table below, or branches) become loose.
+  if (k.link != kNil || k.branch) note_loose(k.hash);
+  k.branch = 0;
   if (k.pred != kNil) {
     blocks_[k.pred].link = kNil;
     k.pred = kNil;
@@ -189,14 +195,25 @@ void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint6
     }
   }
   for (std::int64_t i = t.num_cached; i < upto; ++i) {
-    prev = enter(t.blocks[i], hashes[i], prev);
+    prev = enter(t.blocks[i], hashes[i], prev, i > 0 ? hashes[i - 1] : 0);
     if (i >= 8) blocks_[t.blocks[i - 8]].ahead = prev;  // walks through here load it early
   }
   t.num_cached = upto;
   t.last = prev;
 }
 
-std::uint32_t KvCacheManager::enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev) {
+void KvCacheManager::note_loose(std::uint64_t parent) {
+  if (always_probe_) return;
+  if (loose_.size() >= loose_limit_) {
+    always_probe_ = true;  // bounded memory; lookups stay exact by reading the table
+    loose_.clear();
+    return;
+  }
+  loose_.insert(parent);
+}
+
+std::uint32_t KvCacheManager::enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev,
+                                    std::uint64_t parent) {
   // b is past the table's entered blocks: the table alone holds it since it was taken from the
   // free pool, which took it out of the index, so it is not indexed.
   Block& k = blocks_[b];
@@ -206,12 +223,18 @@ std::uint32_t KvCacheManager::enter(std::uint32_t b, std::uint64_t h, std::uint3
   if (held != kNil) return held;
   k.indexed = 1;
   ++num_indexed_;
+  // Loose heads that follow `h` are found through the table from now on.
+  if (!loose_.empty() && loose_.erase(h) != 0) k.branch = 1;
   if (prev != kNil && blocks_[prev].link == kNil) {
     blocks_[prev].link = b;  // found through the block before it: no table entry
     k.pred = prev;
   } else {
     ++num_heads_;
     table_insert(h, b);
+    if (prev != kNil)
+      blocks_[prev].branch = 1;  // a head after an indexed block
+    else if (parent != 0)
+      note_loose(parent);  // after a hash not indexed now
   }
   return b;
 }
@@ -288,7 +311,8 @@ bool KvCacheManager::check_consistency() const {
     zero += k.ref == 0;
     if ((k.ref == 0) != (k.pos != kNil)) return false;  // free exactly when in a list
     if (!k.indexed) {
-      if (k.pred != kNil || k.link != kNil) return false;  // links join indexed blocks only
+      // Links and branches belong to indexed blocks only.
+      if (k.pred != kNil || k.link != kNil || k.branch) return false;
       continue;
     }
     ++indexed;
@@ -311,6 +335,9 @@ bool KvCacheManager::check_consistency() const {
   const auto entries = index_entries();
   for (std::size_t i = 1; i < entries.size(); ++i)
     if (entries[i].first == entries[i - 1].first) return false;
+  // A loose hash is not indexed (the block that indexes it takes `branch` and it leaves).
+  for (const auto& [h, b] : entries)
+    if (loose_.contains(h)) return false;
   // Every entry names a block (an indexed one, or a stale entry of an evicted one).
   bool entries_ok = true;
   index_.for_each(

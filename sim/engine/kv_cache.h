@@ -19,11 +19,14 @@
 //    heads of such chains (a prompt's first block, the first block after a shared prefix, a block
 //    whose predecessor was evicted first) are entered in a hash table (core/hash_index.h), which
 //    stays small. A lookup walks a prompt: the link of the block found for the previous hash,
-//    else the table. Caching a step's blocks sets links, not table entries;
+//    else the table. Caching a step's blocks sets links, not table entries. A block notes when
+//    a head may follow it (`branch`), so that entering or finding a block after one without
+//    reads no table (whose lookup is a cache miss and almost always comes back empty);
 //  - a block's hash, counts, list position and links share one 32-byte record.
 // Exact under the assumption the rest of the simulator makes: distinct prefixes have distinct
 // 64-bit hashes.
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <cstdint>
 #include <span>
@@ -135,6 +138,8 @@ class KvCacheManager {
   // For differential tests: what the index holds, (hash, block) in order; each block's hash.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> index_entries() const;
   std::uint64_t block_hash(std::uint32_t b) const { return blocks_[b].hash; }
+  // For tests: how many loose hashes (see find) are kept before every lookup reads the table.
+  void set_loose_limit(std::size_t n) { loose_limit_ = n; }
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
@@ -142,9 +147,12 @@ class KvCacheManager {
   struct Block {
     std::uint64_t hash = 0;         // 0: not cached
     std::int32_t ref = 0;           // sequences holding it; 0: in a free list
-    std::uint32_t list : 31 = 0;    // which free list (0: the global queue, or uncached blocks)
+    std::uint32_t list : 30 = 0;    // which free list (0: the global queue, or uncached blocks)
     std::uint32_t indexed : 1 = 0;  // 1: the index's block for `hash` (0: a duplicate, uncached)
-    std::uint32_t pos = kNil;       // index of its live entry in that list's queue (kNil: none)
+    // Indexed blocks only: 1 when blocks that follow this one's hash may be table entries (see
+    // find); 0 promises that the only indexed block after it is `link`.
+    std::uint32_t branch : 1 = 0;
+    std::uint32_t pos = kNil;  // index of its live entry in that list's queue (kNil: none)
     // Indexed blocks only: `pred` is the indexed block of the hash before this one when this one
     // is found through it (kNil: found through the table); `link` is the block found through
     // this one (kNil: none). link and pred point at each other.
@@ -202,10 +210,16 @@ class KvCacheManager {
   // hash of the same prompt, or kNil when that hash is not indexed or `h` comes first), or kNil.
   // Table entries of evicted blocks stay until pruned: an entry counts while its block is
   // indexed under that hash.
+  // An indexed block after `prev` is its link or a table entry (a head), and a head whose
+  // predecessor's hash is indexed was either entered after a block whose link was taken (which
+  // then got `branch`), or is loose: its predecessor was not indexed when it became a head, and
+  // that hash, in loose_, gives `branch` to the block that indexes it next. So without `branch`
+  // on `prev` the table need not be read (a cache miss per block entered, almost always empty).
   std::uint32_t find(std::uint64_t h, std::uint32_t prev) const {
     if (prev != kNil) {
-      const std::uint32_t c = blocks_[prev].link;
-      if (c != kNil && blocks_[c].hash == h) return c;
+      const Block& p = blocks_[prev];
+      if (p.link != kNil && blocks_[p.link].hash == h) return p.link;
+      if (!p.branch && !always_probe_) return kNil;
     }
     const std::uint32_t b = index_.find(h);
     if (b == kNil) return kNil;
@@ -220,7 +234,10 @@ class KvCacheManager {
   }
   // Makes block b, which holds `h` and follows `prev` (as in find), the index's block for `h`
   // unless one is; returns the index's block for `h`.
-  std::uint32_t enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev);
+  // `parent` is the hash before `h` (0: h comes first).
+  std::uint32_t enter(std::uint32_t b, std::uint64_t h, std::uint32_t prev, std::uint64_t parent);
+  // Hashes that heads may follow although their block (when indexed again) lacks `branch`.
+  void note_loose(std::uint64_t parent);
   // Takes b out of the index (its hash leaves it); a block found through it moves to the table.
   void unindex(std::uint32_t b);
   void table_insert(std::uint64_t h, std::uint32_t b);
@@ -272,6 +289,11 @@ class KvCacheManager {
   bool record_ = false;
   std::vector<std::uint64_t> evicted_;
   HashIndex index_;  // hash -> the block lookups return, for blocks not found through a link
+  // Predecessor hashes of loose heads (see find), none of them indexed. Entries outlive their
+  // heads; past a bound the set is dropped and every lookup reads the table (always_probe_).
+  absl::flat_hash_set<std::uint64_t> loose_;
+  std::size_t loose_limit_;
+  bool always_probe_ = false;
   std::vector<std::uint32_t> hits_;  // scratch of allocate_with_prefix
   std::vector<Table> tables_;
 };
