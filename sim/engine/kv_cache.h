@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "sim/core/hash_index.h"
+#include "sim/core/huge_pages.h"
 
 namespace kvfleet::sim {
 
@@ -274,7 +275,7 @@ class KvCacheManager {
   std::int64_t num_blocks_;
   int block_size_;
   bool caching_;
-  std::vector<Block> blocks_;
+  std::vector<Block, HugePageAllocator<Block>> blocks_;
   std::vector<List> lists_;  // [0]: the global queue (lru) or the uncached free blocks
   absl::flat_hash_map<std::uint64_t, std::uint32_t> session_list_;
   std::vector<std::uint32_t> spare_lists_;
