@@ -55,9 +55,7 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
         }
         content = salt_;
       }
-      h = mix64(h, content);
-      h = mix64(h, (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset));
-      h = mix64(h, static_cast<std::uint64_t>(take));
+      h = mix64(h, piece_key(content, owner, offset, take));
       need -= take;
     }
     if (h == 0) h = 1;  // 0 means "no hash" in the block pool

@@ -1,9 +1,11 @@
 #pragma once
 // Chained block hashes over prompt segments (vLLM: vllm/v1/core/kv_cache_utils.py,
 // hash_block_tokens): the hash of block i mixes the hash of block i − 1 with the pieces of content
-// the block holds (content id, owner tenant, offset, length). Only full blocks are hashed. A block
-// holding any unique content (content id 0) cannot match anything, and neither can any block
-// after it, so hashing stops there: an exact shortcut that keeps private prompts free of cost.
+// the block holds (content id, owner tenant, offset, length; piece_key). Results depend on hashes
+// only through their equality (distinct contents are assumed to have distinct 64-bit hashes). Only
+// full blocks are hashed. A block holding any unique content (content id 0) cannot match anything,
+// and neither can any block after it, so hashing stops there: an exact shortcut that keeps private
+// prompts free of cost.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,6 +22,16 @@ inline std::uint64_t mix64(std::uint64_t h, std::uint64_t x) {
   h *= 0xC4CEB9FE1A85EC53ull;
   h ^= h >> 33;
   return h;
+}
+
+// A piece of a block's content (a content id, its owner, where it starts in that content, how
+// many tokens) as one well-mixed 64-bit key. It does not depend on the chain, so a block's hash
+// waits for one mixing step per piece, not three: keys of later pieces are computed meanwhile.
+inline std::uint64_t piece_key(std::uint64_t content, std::uint32_t owner, std::int64_t offset,
+                               std::int64_t take) {
+  std::uint64_t k = mix64(0x70696563656B6579ull, content);
+  k = mix64(k, (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset));
+  return mix64(k, static_cast<std::uint64_t>(take));
 }
 
 // Walks a request's tokens (prompt segments, then its output) block by block, hashing as it goes.

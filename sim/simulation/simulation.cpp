@@ -241,11 +241,17 @@ void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool
   // The router's hashes of the prompt go with it, so that the engine need not hash it again.
   int hash_block = 0;
   const auto hashes = p.router->prompt_hashes(hash_block);
+  const RequestRecord& rec = log_[id];
   if (!hashes.empty()) {
+    // Room for the engine's hashes of the output blocks too (it appends them here), within
+    // reason: a reply of a million tokens grows the array as it goes.
+    const std::int64_t blocks =
+        (static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens) / hash_block + 1;
+    spec.block_hashes.reserve(static_cast<std::size_t>(
+        std::min<std::int64_t>(blocks, static_cast<std::int64_t>(hashes.size()) + 1024)));
     spec.block_hashes.assign(hashes.begin(), hashes.end());
     spec.block_hashes_size = hash_block;
   }
-  const RequestRecord& rec = log_[id];
   p.gateway->on_dispatch(rec.input_tokens,
                          static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);
   replicas_[p.nodes[r]]->submit(id, std::move(spec), now);
