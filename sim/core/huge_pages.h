@@ -1,11 +1,15 @@
 #pragma once
-// An allocator for large arrays that the simulator reads at random (a replica's KV block
-// records): on Linux it asks the kernel for transparent huge pages (2 MiB, madvise), so that a
-// random read does not also miss the TLB. On a fleet-hour this alone took a tenth of the run
-// time (docs/performance.md). Only arrays of at least kMinBytes take it, rounded up to whole huge
-// pages (so at most 1.5 MiB more memory per array); smaller ones, other systems and sanitizer
-// builds (whose checks need the ordinary heap) get ordinary memory. Where the kernel declines,
-// the memory is ordinary pages: contents and results never depend on it.
+// Memory for large arrays that the simulator reads at random (a replica's KV block records): on
+// Linux it comes from a process-wide pool that can move onto transparent huge pages (2 MiB), so
+// that a random read does not also miss the TLB. On a fleet-hour this took a seventh of the run
+// time (docs/performance.md). The pool hands out slices of 64 MiB chunks, so replicas share huge
+// pages and memory use stays what the arrays need (one partly used huge page per chunk at most).
+// Huge pages cost more to fault in than they save in a short run (a fresh virtual machine backs
+// them slowly), so the pool starts on ordinary pages and moves to huge pages when promote() is
+// called: a simulation does it once it has run long enough to have paid for it (Simulation::run).
+// Arrays under kMinBytes, other systems and sanitizer builds (whose checks need the ordinary
+// heap) get ordinary memory; where the kernel declines huge pages, the pool's pages are ordinary
+// ones. Contents and results never depend on it.
 #include <cstddef>
 #include <new>
 
@@ -19,56 +23,52 @@
 #endif
 #endif
 
-#ifdef KVFLEET_HUGE_PAGES
-#include <sys/mman.h>
-#endif
-
 namespace kvfleet::sim {
+
+namespace huge_pages {
+inline constexpr std::size_t kPage = std::size_t{2} << 20;
+inline constexpr std::size_t kChunk = std::size_t{64} << 20;
+inline constexpr std::size_t kAlign = 64;
+inline constexpr std::size_t kMinBytes = std::size_t{256} << 10;
+// Whether the pool is built in (Linux, no sanitizers).
+bool available();
+// A slice of at least `bytes` (aligned to kAlign) from the pool; throws std::bad_alloc.
+void* allocate(std::size_t bytes);
+// Gives a slice back; a chunk whose slices are all back is reused, or unmapped if another chunk
+// takes new slices.
+void deallocate(void* p, std::size_t bytes) noexcept;
+// Chunks mapped now (for tests).
+std::size_t chunks();
+// Asks for huge pages for the pool's memory, now (MADV_COLLAPSE where the kernel has it) and for
+// chunks mapped later. Idempotent; contents are kept.
+void promote();
+bool promoted();
+// Bytes handed out and not given back.
+std::size_t bytes_in_use();
+}  // namespace huge_pages
 
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  static constexpr std::size_t kMinBytes = std::size_t{512} << 10;
 
   HugePageAllocator() = default;
   template <class U>
   HugePageAllocator(const HugePageAllocator<U>&) {}
 
-  // Whether an array of n elements takes huge pages.
-  static bool huge(std::size_t n) {
-#ifdef KVFLEET_HUGE_PAGES
-    return n * sizeof(T) >= kMinBytes;
-#else
-    (void)n;
-    return false;
-#endif
+  // Whether an array of n elements comes from the pool.
+  static bool pooled(std::size_t n) {
+    return huge_pages::available() && n * sizeof(T) >= huge_pages::kMinBytes;
   }
-  static std::size_t rounded(std::size_t n) {
-    return (n * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
-  }
-
   T* allocate(std::size_t n) {
     if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
-#ifdef KVFLEET_HUGE_PAGES
-    if (huge(n)) {
-      void* p =
-          mmap(nullptr, rounded(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      madvise(p, rounded(n), MADV_HUGEPAGE);  // a hint: refused, the pages stay ordinary
-      return static_cast<T*>(p);
-    }
-#endif
+    if (pooled(n)) return static_cast<T*>(huge_pages::allocate(n * sizeof(T)));
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t n) noexcept {
-#ifdef KVFLEET_HUGE_PAGES
-    if (huge(n)) {
-      munmap(p, rounded(n));
-      return;
-    }
-#endif
-    ::operator delete(p);
+    if (pooled(n))
+      huge_pages::deallocate(p, n * sizeof(T));
+    else
+      ::operator delete(p);
   }
   template <class U>
   bool operator==(const HugePageAllocator<U>&) const {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace kvfleet::sim {
@@ -15,14 +16,15 @@ struct Record {
 };
 
 // Arrays on either side of the threshold hold what they are given, through growth (which moves
-// them between ordinary and huge-page memory), copies and shrinking.
+// them between ordinary and pooled memory), copies and shrinking.
 TEST(HugePageAllocator, VectorsAcrossTheThreshold) {
   using A = HugePageAllocator<Record>;
-  const std::size_t big = A::kMinBytes / sizeof(Record) + 1000;
-  EXPECT_FALSE(A::huge(10));
+  const std::size_t big = huge_pages::kMinBytes / sizeof(Record) + 1000;
+  EXPECT_FALSE(A::pooled(10));
+  EXPECT_EQ(A::pooled(big), huge_pages::available());
   std::vector<Record, A> v(10);
   for (std::size_t i = 0; i < v.size(); ++i) v[i].c = static_cast<std::uint32_t>(i);
-  v.resize(big);  // moves into huge-page memory (on Linux)
+  v.resize(big);
   for (std::size_t i = 0; i < big; ++i) {
     ASSERT_EQ(v[i].a, 7u);
     ASSERT_EQ(v[i].b, UINT32_MAX);
@@ -31,12 +33,45 @@ TEST(HugePageAllocator, VectorsAcrossTheThreshold) {
   }
   std::vector<Record, A> w = v;
   w.resize(5);
-  w.shrink_to_fit();  // back into ordinary memory
+  w.shrink_to_fit();
   for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(w[i].c, 3 * i);
   EXPECT_EQ(v[big - 1].c, 3 * (big - 1));
-  EXPECT_EQ(A::rounded(1) % A::kHugePage, 0u);
-  EXPECT_EQ(A::rounded(big),
-            (big * sizeof(Record) + A::kHugePage - 1) / A::kHugePage * A::kHugePage);
+}
+
+// Slices are aligned, do not overlap, keep their contents while others come and go, and a chunk
+// whose slices are all back is reused or unmapped: the pool does not grow with churn.
+TEST(HugePagePool, SlicesAndChunks) {
+  if (!huge_pages::available()) GTEST_SKIP() << "no huge-page pool on this build";
+  const std::size_t before = huge_pages::chunks();
+  std::vector<std::pair<unsigned char*, std::size_t>> live;
+  for (int round = 0; round < 6; ++round) {
+    for (int k = 0; k < 40; ++k) {
+      const std::size_t bytes = huge_pages::kMinBytes + static_cast<std::size_t>(k) * 12345;
+      auto* p = static_cast<unsigned char*>(huge_pages::allocate(bytes));
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % huge_pages::kAlign, 0u);
+      std::memset(p, k + round, bytes);
+      live.emplace_back(p, bytes);
+    }
+    // One slice larger than a chunk.
+    const std::size_t huge = huge_pages::kChunk + 3 * huge_pages::kPage + 17;
+    auto* q = static_cast<unsigned char*>(huge_pages::allocate(huge));
+    q[0] = q[huge - 1] = 0xAB;
+    EXPECT_EQ(q[huge - 1], 0xAB);
+    huge_pages::deallocate(q, huge);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const auto [p, bytes] = live[i];
+      const unsigned char want = static_cast<unsigned char>(i % 40 + round);
+      ASSERT_EQ(p[0], want);
+      ASSERT_EQ(p[bytes - 1], want);
+    }
+    if (round == 3) huge_pages::promote();  // moves live slices; contents stay
+    for (std::size_t i = 0; i < live.size(); ++i)
+      ASSERT_EQ(live[i].first[live[i].second / 2], static_cast<unsigned char>(i % 40 + round));
+    for (const auto& [p, bytes] : live) huge_pages::deallocate(p, bytes);
+    live.clear();
+    EXPECT_LE(huge_pages::chunks(), before + 1) << "round " << round;
+  }
+  EXPECT_TRUE(huge_pages::promoted());
 }
 
 }  // namespace

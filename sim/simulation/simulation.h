@@ -1,6 +1,7 @@
 #pragma once
 // Runs one scenario: the arrival source feeds the router, the router picks replicas, replicas
 // step through their batches, and a sampler records each replica's state at fixed intervals.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -159,6 +160,10 @@ class Simulation final : public EventHandler,
   std::size_t timeseries_rows_ = 0;  // rows written so far, all replicas
   Progress progress_;
   const CancelToken* cancel_ = nullptr;
+  // When run() started (wall clock), until the memory pool moved to huge pages (core/huge_pages.h).
+  std::chrono::steady_clock::time_point started_;
+  bool huge_pages_asked_ = false;
+  void promote_when_paid();
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
 };
 
