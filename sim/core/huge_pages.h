@@ -3,13 +3,15 @@
 // Linux it comes from a process-wide pool that can move onto transparent huge pages (2 MiB), so
 // that a random read does not also miss the TLB. On a fleet-hour this took a seventh of the run
 // time (docs/performance.md). The pool hands out slices of 64 MiB chunks, so replicas share huge
-// pages and memory use stays what the arrays need (one partly used huge page per chunk at most).
+// pages and memory use stays what the arrays need (one partly used huge page per chunk at most);
+// a slice given back returns its pages to the kernel and is reused by the next request of its
+// size (a replica that restarts), and a chunk whose slices are all back is reused or unmapped.
 // Huge pages cost more to fault in than they save in a short run (a fresh virtual machine backs
 // them slowly), so the pool starts on ordinary pages and moves to huge pages when promote() is
 // called: a simulation does it once it has run long enough to have paid for it (Simulation::run).
-// Arrays under kMinBytes, other systems and sanitizer builds (whose checks need the ordinary
-// heap) get ordinary memory; where the kernel declines huge pages, the pool's pages are ordinary
-// ones. Contents and results never depend on it.
+// Arrays under kMinBytes, other systems and AddressSanitizer or MemorySanitizer builds (whose
+// checks need the ordinary heap) get ordinary memory; where the kernel declines huge pages, the
+// pool's pages are ordinary ones. Contents and results never depend on it.
 #include <cstddef>
 #include <new>
 
@@ -50,6 +52,8 @@ std::size_t bytes_in_use();
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ && alignof(T) <= huge_pages::kAlign,
+                "HugePageAllocator: over-aligned types are not supported");
 
   HugePageAllocator() = default;
   template <class U>

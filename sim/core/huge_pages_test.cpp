@@ -74,5 +74,30 @@ TEST(HugePagePool, SlicesAndChunks) {
   EXPECT_TRUE(huge_pages::promoted());
 }
 
+// Replicas that restart give their array back after taking a new one of the same size: the
+// slices given back are reused, so the pool does not grow with restarts. (This test and the one
+// above promote the process's pool, for the rest of this test binary.)
+TEST(HugePagePool, RestartsReuseWhatWasGivenBack) {
+  if (!huge_pages::available()) GTEST_SKIP() << "no huge-page pool on this build";
+  const std::size_t bytes = huge_pages::kMinBytes * 5 + 4096 + 64;  // 1.3 MB, as a replica's
+  std::vector<unsigned char*> live;
+  for (int k = 0; k < 100; ++k)
+    live.push_back(static_cast<unsigned char*>(huge_pages::allocate(bytes)));
+  const std::size_t chunks = huge_pages::chunks();
+  const std::size_t in_use = huge_pages::bytes_in_use();
+  std::uint64_t x = 1;
+  for (int restart = 0; restart < 2000; ++restart) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const std::size_t k = (x >> 33) % live.size();
+    auto* fresh = static_cast<unsigned char*>(huge_pages::allocate(bytes));
+    fresh[0] = fresh[bytes - 1] = static_cast<unsigned char>(restart);
+    huge_pages::deallocate(live[k], bytes);
+    live[k] = fresh;
+  }
+  EXPECT_LE(huge_pages::chunks(), chunks + 1);
+  EXPECT_EQ(huge_pages::bytes_in_use(), in_use);
+  for (auto* p : live) huge_pages::deallocate(p, bytes);
+}
+
 }  // namespace
 }  // namespace kvfleet::sim
