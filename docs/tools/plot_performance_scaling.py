@@ -21,16 +21,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def cases(path):
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        sys.exit(f"{path}: cannot read: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        sys.exit(f"{path}: not kvfleet-sim-bench JSON output: {e}")
     out = []
-    for b in data["benchmarks"]:
-        m = re.match(r"BM_FleetScaling/(\d+)/(\d+)", b["name"])
-        if not m or b.get("run_type") == "aggregate":
-            continue
-        wall = b["real_time"] * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
-        out.append({"replicas": int(m.group(1)), "seconds": int(m.group(2)), "wall": wall,
-                    "requests": int(b["requests"]), "steps": int(b["steps"])})
+    try:
+        for b in data["benchmarks"]:
+            m = re.match(r"BM_FleetScaling/(\d+)/(\d+)", b["name"])
+            if not m or b.get("run_type") == "aggregate":
+                continue
+            unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
+            out.append({"replicas": int(m.group(1)), "seconds": int(m.group(2)),
+                        "wall": float(b["real_time"]) * unit,
+                        "requests": int(b["requests"]), "steps": int(b["steps"])})
+    except (KeyError, TypeError, ValueError) as e:
+        sys.exit(f"{path}: a benchmark entry lacks or garbles a field ({e!r}); expected the "
+                 f"JSON that kvfleet-sim-bench --benchmark_out_format=json writes")
     if not out:
         sys.exit(f"{path}: no BM_FleetScaling results")
     return sorted(out, key=lambda c: (c["replicas"], c["seconds"]))
