@@ -481,7 +481,7 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     case kSample:
       sample(now);
       if (progress_) progress_(now, log_.size());
-      if (!huge_pages_asked_) promote_when_paid();
+      if (!huge_pages::promoted()) promote_when_paid();
       if (cancel_ && cancel_->cancelled()) {
         queue_.stop();
         return;
@@ -555,9 +555,7 @@ void Simulation::promote_when_paid() {
   const double mib = static_cast<double>(huge_pages::bytes_in_use()) / (1 << 20);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  if (waited < std::max(2.0, 0.08 * mib)) return;
-  huge_pages_asked_ = true;
-  huge_pages::promote();
+  if (waited >= std::max(2.0, 0.08 * mib)) huge_pages::promote();
 }
 
 RunResult Simulation::run() {

@@ -110,6 +110,7 @@ class Simulation final : public EventHandler,
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
   void sample(SimTime now);
+  void promote_when_paid();
   // Moves the run's records, series and counters into `res` (at the end of run()).
   void collect(RunResult& res);
   bool active() const override;
@@ -160,10 +161,8 @@ class Simulation final : public EventHandler,
   std::size_t timeseries_rows_ = 0;  // rows written so far, all replicas
   Progress progress_;
   const CancelToken* cancel_ = nullptr;
-  // When run() started (wall clock), until the memory pool moved to huge pages (core/huge_pages.h).
+  // When run() started (wall clock), for moving the memory pool to huge pages (core/huge_pages.h).
   std::chrono::steady_clock::time_point started_;
-  bool huge_pages_asked_ = false;
-  void promote_when_paid();
   std::int32_t long_pool_ = -1;  // gateway: the pool for long prompts
 };
 
