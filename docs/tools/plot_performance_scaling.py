@@ -11,8 +11,10 @@ Usage:
 Needs Debian's python3-matplotlib.
 """
 import json
+import os
 import re
 import sys
+import tempfile
 
 import matplotlib
 
@@ -20,14 +22,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def fail(message):
+    """Bad input: one line naming the file and what was wrong, exit status 2."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def cases(path):
+    if not os.path.isfile(path):
+        fail(f"{path}: not a readable file (missing, a directory or a special file)")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except OSError as e:
-        sys.exit(f"{path}: cannot read: {e.strerror}")
+        fail(f"{path}: cannot read: {e.strerror}")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        sys.exit(f"{path}: not kvfleet-sim-bench JSON output: {e}")
+        fail(f"{path}: not kvfleet-sim-bench JSON output: {e}")
     out = []
     try:
         for b in data["benchmarks"]:
@@ -39,16 +49,16 @@ def cases(path):
                         "wall": float(b["real_time"]) * unit,
                         "requests": int(b["requests"]), "steps": int(b["steps"])})
     except (KeyError, TypeError, ValueError) as e:
-        sys.exit(f"{path}: a benchmark entry lacks or garbles a field ({e!r}); expected the "
-                 f"JSON that kvfleet-sim-bench --benchmark_out_format=json writes")
+        fail(f"{path}: a benchmark entry lacks or garbles a field ({e!r}); expected the "
+             f"JSON that kvfleet-sim-bench --benchmark_out_format=json writes")
     if not out:
-        sys.exit(f"{path}: no BM_FleetScaling results")
+        fail(f"{path}: no BM_FleetScaling results")
     return sorted(out, key=lambda c: (c["replicas"], c["seconds"]))
 
 
 def main():
     if len(sys.argv) != 3:
-        sys.exit(__doc__)
+        fail(__doc__.rstrip())
     rows = cases(sys.argv[1])
     print("| replicas × simulated s | requests | engine steps | wall time | µs per request "
           "| µs per step |")
@@ -78,7 +88,19 @@ def main():
                 ax.set_xlabel(xlabel)
     fig.suptitle("Wall time per unit of simulated work (flat = linear growth)")
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=110)
+    # Written beside the target and renamed over it: a failure leaves no half-written image.
+    out = sys.argv[2]
+    try:
+        fd, tmp = tempfile.mkstemp(suffix=".png", dir=os.path.dirname(out) or ".")
+    except OSError as e:
+        fail(f"{out}: cannot write: {e.strerror}")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=110)
+        os.replace(tmp, out)
+    except OSError as e:
+        os.unlink(tmp)
+        fail(f"{out}: cannot write: {e.strerror}")
 
 
 if __name__ == "__main__":
