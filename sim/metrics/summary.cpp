@@ -1,9 +1,11 @@
 #include "sim/metrics/summary.h"
 
+#include <boost/sort/spreadsort/float_sort.hpp>
+#include <boost/sort/spreadsort/integer_sort.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 
 namespace kvfleet::sim {
 
@@ -29,7 +31,9 @@ LatencyStats latency_stats(std::vector<double> v) {
     s.mean = s.p50 = s.p90 = s.p99 = s.max = nan;
     return s;
   }
-  std::sort(v.begin(), v.end());
+  // A radix sort (Boost's spreadsort): the same order as std::sort, several times faster on the
+  // millions of latencies of a long fleet run. The mean is summed in that order.
+  boost::sort::spreadsort::float_sort(v.begin(), v.end());
   double sum = 0;
   for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
@@ -47,7 +51,7 @@ Summary summarize(const RunResult& r, int pool) {
   std::vector<double> client_e2e;
   double out_ok = 0;
   std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
-  std::set<std::uint64_t> sessions;
+  std::vector<std::uint64_t> sessions;  // distinct ones counted once at the end
   SimTime first_arrival = kTimeNever, last_end = 0;
   double in_tokens = 0, out_tokens = 0;
   for (const auto& q : r.requests) {
@@ -77,7 +81,7 @@ Summary summarize(const RunResult& r, int pool) {
     s.recomputed_tokens += q.recomputed_tokens;
     if (q.truncated_tokens > 0) ++s.truncated_requests, s.truncated_tokens += q.truncated_tokens;
     if (q.reject_reason == RejectReason::kContextOverflow) ++s.context_overflows;
-    if (q.session != 0) sessions.insert(q.session);
+    if (q.session != 0) sessions.push_back(q.session);
     if (q.purpose == kPurposeSummary) {
       ++s.summary_requests;
       s.summary_input_tokens += q.input_tokens;
@@ -121,7 +125,8 @@ Summary summarize(const RunResult& r, int pool) {
   s.ttft_first = latency_stats(std::move(first));
   s.ttft_warm = latency_stats(std::move(warm));
   s.ttft_cold = latency_stats(std::move(cold));
-  s.sessions = static_cast<std::int64_t>(sessions.size());
+  boost::sort::spreadsort::integer_sort(sessions.begin(), sessions.end());
+  s.sessions = std::unique(sessions.begin(), sessions.end()) - sessions.begin();
   s.workload_stats = r.workload_stats;
   s.client_e2e = latency_stats(std::move(client_e2e));
   s.tpot = latency_stats(std::move(tpot));
