@@ -89,7 +89,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   content_[s].preload_pending = spec.preloaded_tokens > 0;
   // Async scheduling: the step after the one in flight is already scheduled without it.
   content_[s].eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
-  q.num_output = q.num_computed = q.max_computed = q.kv_room = 0;
+  q.num_output = q.num_computed = q.max_computed = q.kv_room = q.cache_at = 0;
   gpu_s_[s] = 0;
   q.hashed = false;
   q.all_cached = false;
@@ -172,7 +172,7 @@ void Replica::preempt(std::uint32_t slot) {
   }
   keep_own_blocks(slot, q);
   kv_.free(slot, content_[slot].session);
-  q.kv_room = 0;
+  q.kv_room = q.cache_at = 0;
   q.num_computed = 0;
   q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
   ++r.num_preemptions;
@@ -216,8 +216,9 @@ std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int
 void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
   const std::int64_t full = tokens_after_step / kv_.block_size();
   kv_.cache_blocks(slot, hashes_upto(slot, full), full);
-  q.all_cached = !q.hashable && kv_.num_cached_in_table(slot) >=
-                                    static_cast<std::int64_t>(content_[slot].hashes.size());
+  const std::int64_t cached = kv_.num_cached_in_table(slot);
+  q.all_cached = !q.hashable && cached >= static_cast<std::int64_t>(content_[slot].hashes.size());
+  q.cache_at = static_cast<std::int32_t>((cached + 1) * kv_.block_size());
 }
 
 void Replica::schedule() {
@@ -264,8 +265,9 @@ void Replica::schedule_running(std::int64_t& budget) {
     if (grow && !make_room(s, q.num_computed + n, i, budget)) break;
     if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
     // Between block boundaries there is nothing to enter (every full block is in already), and
-    // the call would only touch the sequence's cold block table and hashes: skip it.
-    if (wants_caching(q) && (q.num_computed + n) / kv_.block_size() > kv_.num_cached_in_table(s))
+    // the call would only touch the sequence's cold block table and hashes: skip it. (cache_at
+    // is at most where the next block fills: a call it lets through early enters nothing.)
+    if (wants_caching(q) && q.num_computed + n >= q.cache_at)
       cache_new_blocks(s, q, q.num_computed + n);
     schedule_tokens(s, q, n);
     budget -= n;
@@ -395,6 +397,7 @@ bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_bud
   } else {
     q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
   }
+  q.cache_at = 0;  // its table was (re)filled with hits: cache_full_blocks below sets it
   RequestRecord& rec = log_[q.request];
   count_prefix_hits(s, q, rec, preload, hit_blocks * kv_.block_size());
   if (tier_blocks > 0) load_from_tiers(hit_hashes, hit_blocks, tier_blocks, load_s, rec);
@@ -739,7 +742,12 @@ void Replica::finish_step(SimTime now) {
   in_flight_ = false;
   bool any_finished = false;
   in_end_step_ = true;
-  for (const auto& sc : scheduled_) {
+  const std::size_t num = scheduled_.size();
+  for (std::size_t i = 0; i < num; ++i) {
+    const Scheduled sc = scheduled_[i];
+    // The records were last touched when this step was scheduled, before other replicas' events:
+    // start loading those a few iterations on.
+    if (i + 4 < num) __builtin_prefetch(&seqs_[scheduled_[i + 4].slot]);
     Seq& q = seqs_[sc.slot];
     if (!is_decode(q, sc.tokens)) stats_.prompt_tokens += sc.tokens;
     // Positions below the highest ever computed are recomputation after a preemption.

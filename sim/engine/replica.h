@@ -186,9 +186,13 @@ class Replica final : public EventHandler, private VictimChooser {
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
     std::int32_t kv_room = 0;       // tokens its KV blocks can hold (saves a block-table look)
-    bool hashable = false;          // more blocks may still be hashed (see Content)
-    bool hashed = false;            // some of its blocks have hashes
-    bool all_cached = false;        // hashing ended and every hash is in the index
+    // At most the token count at which its next block not yet in the index is full: below it a
+    // step has nothing to enter (saves a division and a block-table look per sequence and step;
+    // 0 where unknown).
+    std::int32_t cache_at = 0;
+    bool hashable = false;    // more blocks may still be hashed (see Content)
+    bool hashed = false;      // some of its blocks have hashes
+    bool all_cached = false;  // hashing ended and every hash is in the index
     std::int32_t num_tokens() const { return prompt_tokens + num_output; }
   };
   // What a sequence holds, kept apart from Seq so that the scheduler's per-step loops over Seq
