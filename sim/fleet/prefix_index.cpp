@@ -46,6 +46,8 @@ void PoolPrefixIndex::match(std::span<const std::uint64_t> hashes, std::size_t r
                             std::vector<std::size_t>& matched) const {
   matched.assign(replicas, 0);
   walk(hashes, match_path_);
+  match_shape_ = shape_;
+  match_hashes_.assign(hashes.begin(), hashes.end());
   for (const Step& s : match_path_) {
     const Edge& e = edges_[s.edge];
     // A holder of this edge holds the whole path above it (its set is closed under prefixes).
@@ -93,6 +95,7 @@ void PoolPrefixIndex::remove_holder(std::uint32_t edge, std::size_t replica) {
   if (e.holders.empty()) {
     // Held by nobody: neither is anything below it (every set is closed under prefixes).
     head_.erase(e.h.front());
+    ++shape_;
     std::vector<std::uint64_t>().swap(e.h);  // an edge's hashes can be many: give them back
     e.parent = kNil;
     free_edges_.push_back(edge);
@@ -107,6 +110,7 @@ void PoolPrefixIndex::trim(std::uint32_t edge) {
   for (const Holder& h : e.holders) held = std::max(held, h.len);
   // Nothing hangs past `held` either: a child's holders hold the edge up to where it hangs.
   if (held > 0 && 2 * static_cast<std::size_t>(held) < e.h.size()) {
+    ++shape_;
     e.h.resize(held);
     e.h.shrink_to_fit();
   }
@@ -187,7 +191,13 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
   const std::size_t capacity = static_cast<std::size_t>(std::max<std::int64_t>(capacity_, 1));
 
   // What the replica holds of the prompt: its first j hashes.
-  walk(hashes, path_);
+  if (match_shape_ == shape_ &&
+      std::equal(hashes.begin(), hashes.end(), match_hashes_.begin(), match_hashes_.end()))
+    path_ = match_path_;  // the tree has not changed since match() walked these hashes
+  else
+    walk(hashes, path_);
+  std::size_t reached = path_.empty() ? 0 : edges_[path_.back().edge].depth + path_.back().shared;
+  const std::uint64_t shape = shape_;
   std::size_t j = 0;
   for (const Step& s : path_)
     if (const Holder* h = holder(s.edge, replica))
@@ -217,7 +227,7 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
   // The new run owns depths [0, hi): it takes over what the replica kept of the prompt.
   const std::uint32_t r = new_run();
   runs_[r] = Run{kNil, 0, 0, static_cast<std::uint32_t>(hi)};
-  const std::size_t reached = walk(hashes, path_);
+  if (shape_ != shape) reached = walk(hashes, path_);  // evictions changed the tree
   for (const Step& s : path_) {
     const std::uint32_t depth = edges_[s.edge].depth;
     if (depth >= hi) break;
@@ -265,6 +275,7 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
                                   static_cast<std::uint32_t>(hi - reached),
                                   {Piece{0, r}}});
     head_.emplace(hashes[reached], e);
+    ++shape_;
     runs_[r].edge = e;
     runs_[r].off = static_cast<std::uint32_t>(hi - reached - 1);
   }

@@ -112,6 +112,12 @@ class PoolPrefixIndex {
   std::vector<Rep> reps_;
   std::vector<Step> path_;  // scratch of record
   mutable std::vector<Step> match_path_;
+  // walk() reads only the edges' hashes and depths and head_: its result stays valid until one
+  // of those changes (a new edge, a freed or trimmed one), which bumps shape_. record() reuses
+  // the walk of the match() before it, and its own first walk, while shape_ is unchanged.
+  std::uint64_t shape_ = 0;
+  mutable std::uint64_t match_shape_ = UINT64_MAX;
+  mutable std::vector<std::uint64_t> match_hashes_;  // what match_path_ is the walk of
   std::vector<Piece> pieces_;
 };
 

@@ -83,9 +83,21 @@ void run_case(std::uint64_t seed, std::size_t max_replicas, std::int64_t capacit
     if (rng() % 3 != 0)
       for (std::size_t i = 0; i < replicas; ++i)
         if (matched[i] > matched[pick]) pick = i;
-    pool.record(pick, h);
+    // record() reuses match()'s walk of the same hashes while the tree is unchanged: now and then
+    // record a prompt that was not the one matched last (a shorter one, or another one).
+    std::vector<std::uint64_t> sent = h;
+    const int variant = static_cast<int>(rng() % 16);
+    if (variant == 0 && sent.size() > 1) sent.resize(sent.size() - 1 - rng() % (sent.size() - 1));
+    if (variant == 1) sent = conversations ? chats.next(rng, families) : prompt(rng, families, 40);
+    pool.record(pick, sent);
     if (ref.size() <= pick) ref.resize(pick + 1);
-    ref[pick].record(h, capacity);
+    ref[pick].record(sent, capacity);
+    if (variant == 2) {  // the same prompt sent to a second replica, with no match() between
+      const std::size_t other = (pick + 1) % replicas;
+      pool.record(other, sent);
+      if (ref.size() <= other) ref.resize(other + 1);
+      ref[other].record(sent, capacity);
+    }
     for (std::size_t i = 0; i < replicas; ++i)
       ASSERT_EQ(pool.size(i), i < ref.size() ? ref[i].size() : 0) << "request " << r;
     if (r % 25 == 0) {
