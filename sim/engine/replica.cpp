@@ -52,7 +52,6 @@ std::uint32_t Replica::new_slot() {
   }
   seqs_.emplace_back();
   content_.emplace_back();
-  gpu_s_.push_back(0);
   return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
@@ -90,7 +89,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   // Async scheduling: the step after the one in flight is already scheduled without it.
   content_[s].eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = q.cache_at = 0;
-  gpu_s_[s] = 0;
+  q.gpu_s = 0;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content_[s];
@@ -742,12 +741,7 @@ void Replica::finish_step(SimTime now) {
   in_flight_ = false;
   bool any_finished = false;
   in_end_step_ = true;
-  const std::size_t num = scheduled_.size();
-  for (std::size_t i = 0; i < num; ++i) {
-    const Scheduled sc = scheduled_[i];
-    // The records were last touched when this step was scheduled, before other replicas' events:
-    // start loading those a few iterations on.
-    if (i + 4 < num) __builtin_prefetch(&seqs_[scheduled_[i + 4].slot]);
+  for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
     if (!is_decode(q, sc.tokens)) stats_.prompt_tokens += sc.tokens;
     // Positions below the highest ever computed are recomputation after a preemption.
@@ -758,7 +752,7 @@ void Replica::finish_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
-    gpu_s_[sc.slot] += static_cast<float>(gpu_s_per_token_ * sc.tokens);
+    q.gpu_s += static_cast<float>(gpu_s_per_token_ * sc.tokens);
     held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {
@@ -797,7 +791,7 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
     r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
     r.finish = now;
   }
-  r.gpu_s += gpu_s_[slot];
+  r.gpu_s += q.gpu_s;
   r.generated_tokens = q.num_output + c.output_offset;
   // Positions the engine computed here: prefill, every decode step, and recomputation; not
   // those served from the prefix cache or a tier, nor KV that arrived with the request.

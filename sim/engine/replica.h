@@ -190,6 +190,7 @@ class Replica final : public EventHandler, private VictimChooser {
     // step has nothing to enter (saves a division and a block-table look per sequence and step;
     // 0 where unknown).
     std::int32_t cache_at = 0;
+    float gpu_s = 0;  // GPU-seconds of its share of the steps so far
     bool hashable = false;    // more blocks may still be hashed (see Content)
     bool hashed = false;      // some of its blocks have hashes
     bool all_cached = false;  // hashing ended and every hash is in the index
@@ -332,7 +333,6 @@ class Replica final : public EventHandler, private VictimChooser {
 
   std::vector<Seq> seqs_;         // by slot
   std::vector<Content> content_;  // by slot
-  std::vector<float> gpu_s_;      // by slot: GPU-seconds of its share of the steps so far
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> retired_slots_;  // freed during end_step, reusable after it
   absl::flat_hash_map<std::uint32_t, std::uint32_t> handed_;  // request -> slot, KV in transfer
