@@ -87,4 +87,61 @@ void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std
   h.extend(out, req.input_tokens / block_size, req.input_tokens);
 }
 
+namespace {
+
+// Tokens at the front of `a` and `b` made of the same pieces: equal segments, then the common
+// start of one more segment of the same content and owner (its first tokens are the same
+// pieces). Empty segments count only where both lists have them alike.
+std::int64_t shared_tokens(std::span<const Segment> a, std::span<const Segment> b) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const Segment& x = a[i];
+    const Segment& y = b[i];
+    if (x.content == 0 || x.content != y.content || x.owner != y.owner) break;
+    if (x.tokens != y.tokens) return n + std::max(0, std::min(x.tokens, y.tokens));
+    n += std::max(0, x.tokens);
+  }
+  return n;
+}
+
+}  // namespace
+
+void PromptHashCache::hash(const RequestSpec& req, int block_size,
+                           std::vector<std::uint64_t>& out) {
+  if (req.session == 0) {
+    prompt_block_hashes(req, block_size, out);
+    return;
+  }
+  out.clear();
+  if (req.segments.empty() || req.segments.front().content == 0) return;
+  auto it = now_.find(req.session);
+  if (it == now_.end()) {
+    Entry last;  // the session's entry of the older generation, if any, moves to the new one
+    if (const auto old = old_.find(req.session); old != old_.end()) {
+      last = std::move(old->second);
+      old_.erase(old);
+    }
+    if (now_.size() >= capacity_) {  // a new generation: the oldest sessions are forgotten
+      old_ = std::move(now_);
+      now_.clear();
+    }
+    it = now_.emplace(req.session, std::move(last)).first;
+  }
+  Entry& e = it->second;
+  const std::int64_t blocks = req.input_tokens / block_size;
+  if (e.block_size == block_size) {
+    const std::int64_t keep = std::min({shared_tokens(e.segments, req.segments) / block_size,
+                                        static_cast<std::int64_t>(e.hashes.size()), blocks});
+    out.assign(e.hashes.begin(), e.hashes.begin() + keep);
+    reused_ += keep;
+  }
+  BlockHasher h;
+  h.reset(req.segments, 0, req.tenant, block_size);
+  h.skip(out);
+  h.extend(out, blocks, req.input_tokens);
+  e.block_size = block_size;
+  e.segments.assign(req.segments.begin(), req.segments.end());
+  e.hashes.assign(out.begin(), out.end());
+}
+
 }  // namespace kvfleet::sim
