@@ -32,6 +32,7 @@ std::uint32_t KvCacheManager::list_of(std::uint64_t session) {
   }
   List& list = lists_[l];
   list.q.clear();
+  list.base = 0;
   list.head = 0;
   list.count = 0;
   list.session = session;
@@ -49,22 +50,33 @@ void KvCacheManager::recycle(std::uint32_t l) {
   session_list_.erase(list.session);
   spare_lists_.push_back(l);
   list.q.clear();
+  list.base = 0;
   list.head = 0;
 }
 
-// Drops the entries of blocks that left the list, renumbering the live ones. Amortized: it runs
-// when the dead entries outnumber the live ones.
+// Drops the entries of blocks that left the list. Amortized: it runs when the dead entries
+// outnumber the live ones. Those before the head go first, by moving the array down (no block is
+// read); only if the dead entries left in the middle are still many are the live ones renumbered,
+// which reads each one's block.
 void KvCacheManager::compact(std::uint32_t l) {
   List& list = lists_[l];
+  const auto live_count = static_cast<std::size_t>(list.count);
+  if (list.head > 0 && list.base + list.q.size() < rebase_limit_) {
+    list.q.erase(list.q.begin(), list.q.begin() + static_cast<std::ptrdiff_t>(list.head));
+    list.base += static_cast<std::uint32_t>(list.head);
+    list.head = 0;
+    if (list.q.size() <= live_count + live_count / 2 + 64) return;
+  }
   std::size_t j = 0;
   for (std::size_t i = list.head; i < list.q.size(); ++i) {
     const std::uint32_t b = list.q[i];
-    if (blocks_[b].pos != i || blocks_[b].list != l) continue;
+    if (blocks_[b].pos != list.base + i || blocks_[b].list != l) continue;
     list.q[j] = b;
     blocks_[b].pos = static_cast<std::uint32_t>(j);
     ++j;
   }
   list.q.resize(j);
+  list.base = 0;
   list.head = 0;
 }
 
@@ -294,7 +306,7 @@ bool KvCacheManager::check_consistency() const {
     for (std::size_t i = list.head; i < list.q.size(); ++i) {
       const std::uint32_t b = list.q[i];
       if (b >= num_blocks_) return false;
-      if (blocks_[b].pos != i || blocks_[b].list != l) continue;  // a dead entry
+      if (blocks_[b].pos != list.base + i || blocks_[b].list != l) continue;  // a dead entry
       if (blocks_[b].ref != 0) return false;
       if (l != 0 && blocks_[b].hash == 0) return false;  // session lists hold cached blocks only
       cached_free += blocks_[b].hash != 0;

@@ -141,6 +141,8 @@ class KvCacheManager {
   std::uint64_t block_hash(std::uint32_t b) const { return blocks_[b].hash; }
   // For tests: how many loose hashes (see find) are kept before every lookup reads the table.
   void set_loose_limit(std::size_t n) { loose_limit_ = n; }
+  // For tests: the list position past which a compaction renumbers every entry (see compact).
+  void set_rebase_limit(std::uint32_t n) { rebase_limit_ = n; }
 
  private:
   static constexpr std::uint32_t kNil = UINT32_MAX;
@@ -170,6 +172,9 @@ class KvCacheManager {
   // sequential scan the processor can prefetch, and a touch writes nothing but the block.
   struct List {
     std::vector<std::uint32_t> q;
+    // A block's `pos` is base + its entry's index in q, so dropping the entries before the head
+    // moves the array down without touching a block.
+    std::uint32_t base = 0;
     std::size_t head = 0;  // entries before it are gone
     std::int64_t count = 0;
     std::uint64_t session = 0;
@@ -187,8 +192,9 @@ class KvCacheManager {
     return tables_[slot];
   }
   bool live(std::uint32_t l, std::size_t i) const {
-    const Block& k = blocks_[lists_[l].q[i]];
-    return k.pos == i && k.list == l;
+    const List& list = lists_[l];
+    const Block& k = blocks_[list.q[i]];
+    return k.pos == list.base + i && k.list == l;
   }
   // Small and hot (every block allocated or freed): defined here so that they inline.
   std::uint32_t front(std::uint32_t l) {
@@ -252,7 +258,7 @@ class KvCacheManager {
       compact(l);
     Block& k = blocks_[b];
     k.list = l;
-    k.pos = static_cast<std::uint32_t>(list.q.size());
+    k.pos = list.base + static_cast<std::uint32_t>(list.q.size());
     list.q.push_back(b);
     ++list.count;
     ++num_free_;
@@ -295,7 +301,8 @@ class KvCacheManager {
   absl::flat_hash_set<std::uint64_t> loose_;
   std::size_t loose_limit_;
   bool always_probe_ = false;
-  std::vector<std::uint32_t> hits_;  // scratch of allocate_with_prefix
+  std::uint32_t rebase_limit_ = 1u << 31;  // positions stay far below kNil
+  std::vector<std::uint32_t> hits_;        // scratch of allocate_with_prefix
   std::vector<Table> tables_;
 };
 
