@@ -75,7 +75,7 @@ void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std
 // of the last `capacity` to `2 × capacity` prompts (two generations).
 class PromptHashCache {
  public:
-  explicit PromptHashCache(std::size_t capacity = 1 << 14) : capacity_(capacity) {}
+  explicit PromptHashCache(std::size_t capacity = 1 << 16) : capacity_(capacity) {}
   // What prompt_block_hashes(req, block_size, out) gives.
   void hash(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out);
   // Blocks whose hashes came from memory rather than hashing (for tests).
