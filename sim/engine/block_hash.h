@@ -6,8 +6,6 @@
 // full blocks are hashed. A block holding any unique content (content id 0) cannot match anything,
 // and neither can any block after it, so hashing stops there: an exact shortcut that keeps private
 // prompts free of cost.
-#include <absl/container/flat_hash_map.h>
-
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -66,30 +64,5 @@ class BlockHasher {
 // The full-block hashes of a request's prompt at `block_size` into `out` (empty when the prompt
 // starts with unique content): what a router or a decider matches against prefix caches.
 void prompt_block_hashes(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out);
-
-// prompt_block_hashes for a stream of requests, remembering each session's last prompt: a
-// conversation's next turn resends its history (its last prompt, then the reply) at the front,
-// and the blocks inside the run of segments the two prompts share keep their hashes, so only the
-// rest is hashed. Exact: a remembered hash is used only for a block whose tokens lie wholly in
-// that shared run, where both prompts have the same pieces. Bounded: it remembers the sessions
-// of the last `capacity` to `2 × capacity` prompts (two generations).
-class PromptHashCache {
- public:
-  explicit PromptHashCache(std::size_t capacity = 1 << 16) : capacity_(capacity) {}
-  // What prompt_block_hashes(req, block_size, out) gives.
-  void hash(const RequestSpec& req, int block_size, std::vector<std::uint64_t>& out);
-  // Blocks whose hashes came from memory rather than hashing (for tests).
-  std::int64_t reused_blocks() const { return reused_; }
-
- private:
-  struct Entry {
-    int block_size = 0;
-    std::vector<Segment> segments;
-    std::vector<std::uint64_t> hashes;
-  };
-  std::size_t capacity_;
-  absl::flat_hash_map<std::uint64_t, Entry> now_, old_;  // by session
-  std::int64_t reused_ = 0;
-};
 
 }  // namespace kvfleet::sim

@@ -97,52 +97,5 @@ TEST(BlockHash, ContinuingFromTheRoutersHashesEqualsHashingEverything) {
   }
 }
 
-// A router hashes each session's prompts through PromptHashCache, which reuses the blocks a
-// prompt shares with the session's last one. On random conversations (turns that append a reply
-// and a message, segments that grow, histories cut at the front, unique content, empty segments,
-// other block sizes, sessions forgotten past a tiny capacity) every prompt's hashes equal
-// prompt_block_hashes's.
-TEST(BlockHash, PromptHashCacheEqualsHashingEveryPrompt) {
-  std::mt19937_64 rng(11);
-  for (const std::size_t capacity : {std::size_t{1}, std::size_t{3}, std::size_t{1000}}) {
-    PromptHashCache cache(capacity);
-    std::vector<std::vector<Segment>> sessions(6);
-    std::vector<std::uint64_t> got, want;
-    for (int r = 0; r < 6000; ++r) {
-      const std::size_t id = rng() % sessions.size();
-      std::vector<Segment>& segs = sessions[id];
-      const int what = static_cast<int>(rng() % 10);
-      auto piece = [&] {
-        const std::uint64_t content = rng() % 12 == 0 ? 0 : 1 + rng() % 7;
-        return Segment{content, std::uniform_int_distribution<std::int32_t>(0, 60)(rng),
-                       static_cast<std::uint32_t>(rng() % 2)};
-      };
-      if (segs.empty() || what == 0) {
-        segs = {Segment{100 + id, std::uniform_int_distribution<std::int32_t>(1, 40)(rng), 0}};
-      } else if (what == 1 && segs.size() > 2) {
-        segs.erase(segs.begin() + 1, segs.begin() + 2);  // history cut after the system prompt
-      } else if (what == 2) {
-        segs.back().tokens += std::uniform_int_distribution<std::int32_t>(-5, 30)(rng);
-        segs.back().tokens = std::max(0, segs.back().tokens);
-      } else if (what == 3) {
-        segs.back().content ^= 1;  // the same lengths, other content
-      } else {
-        for (int k = 0, n = 1 + static_cast<int>(rng() % 2); k < n; ++k) segs.push_back(piece());
-      }
-      RequestSpec req;
-      req.segments = segs;
-      for (const Segment& sg : segs) req.input_tokens += sg.tokens;
-      if (rng() % 20 == 0) req.input_tokens = std::max(0, req.input_tokens - 17);  // shorter
-      req.session = rng() % 25 == 0 ? 0 : 1 + id;
-      req.tenant = 1;
-      const int bs = rng() % 10 == 0 ? 8 : 16;
-      cache.hash(req, bs, got);
-      prompt_block_hashes(req, bs, want);
-      ASSERT_EQ(got, want) << "capacity " << capacity << ", request " << r;
-    }
-    if (capacity == 1000) EXPECT_GT(cache.reused_blocks(), 10000);  // the memory is used
-  }
-}
-
 }  // namespace
 }  // namespace kvfleet::sim

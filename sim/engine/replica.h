@@ -190,7 +190,7 @@ class Replica final : public EventHandler, private VictimChooser {
     // step has nothing to enter (saves a division and a block-table look per sequence and step;
     // 0 where unknown).
     std::int32_t cache_at = 0;
-    float gpu_s = 0;          // GPU-seconds of its share of the steps so far
+    float gpu_s = 0;  // GPU-seconds of its share of the steps so far
     bool hashable = false;    // more blocks may still be hashed (see Content)
     bool hashed = false;      // some of its blocks have hashes
     bool all_cached = false;  // hashing ended and every hash is in the index

@@ -23,7 +23,7 @@ Disaggregation::Disaggregation(const DisaggregationConfig& c, std::size_t prefil
 
 bool Disaggregation::prefill_remotely(const RequestSpec& spec) {
   std::int64_t cached = 0;
-  hasher_.hash(spec, block_size_, hash_scratch_);
+  prompt_block_hashes(spec, block_size_, hash_scratch_);
   if (!hash_scratch_.empty())
     for (std::size_t i = 0; i < host_.pool_size(decode_pool_); ++i)
       cached =

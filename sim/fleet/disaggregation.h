@@ -11,7 +11,6 @@
 
 #include "sim/config/params.h"
 #include "sim/core/event_queue.h"
-#include "sim/engine/block_hash.h"
 #include "sim/fleet/router.h"
 #include "sim/workload/request.h"
 #include "sim/workload/request_log.h"
@@ -119,7 +118,6 @@ class Disaggregation final : public EventHandler {
   DisaggregationHost& host_;
   absl::flat_hash_map<std::uint32_t, Handoff> handoffs_;
   std::vector<SimTime> link_out_free_, link_in_free_;  // by replica: when its link is free
-  PromptHashCache hasher_;  // prompts of a session hash only what the last one lacked
   std::vector<std::uint64_t> hash_scratch_;
 };
 

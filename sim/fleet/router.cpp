@@ -195,7 +195,7 @@ class PrefixIndex {
   // Hashes `req` (at the engines' block size when exact) and, for the approximate index, matches
   // it against the first `replicas` replicas at once.
   std::span<const std::uint64_t> hash(const RequestSpec& req, std::size_t replicas) {
-    hasher_.hash(req, probe_ ? probe_->block_size() : block_size_, hashes_);
+    prompt_block_hashes(req, probe_ ? probe_->block_size() : block_size_, hashes_);
     if (!probe_) pool_.match(hashes_, replicas, matched_);
     return hashes_;
   }
@@ -220,7 +220,6 @@ class PrefixIndex {
   int block_size_;
   const CacheProbe* probe_ = nullptr;
   PoolPrefixIndex pool_;
-  PromptHashCache hasher_;  // a session's next prompt hashes only what its last one lacked
   std::vector<std::uint64_t> hashes_;
   std::vector<std::size_t> matched_;
 };
