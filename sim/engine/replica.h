@@ -186,11 +186,12 @@ class Replica final : public EventHandler, private VictimChooser {
     std::int32_t num_computed = 0;  // tokens whose KV is computed
     std::int32_t max_computed = 0;  // highest num_computed reached (recomputation below it)
     std::int32_t kv_room = 0;       // tokens its KV blocks can hold (saves a block-table look)
-    // At most the token count at which its next block not yet in the index is full: below it a
-    // step has nothing to enter (saves a division and a block-table look per sequence and step;
-    // 0 where unknown).
+    // While more of its blocks may be entered (wants_caching): the token count at which the
+    // first block the index lacks is full, (num_cached_in_table + 1) × block size, set by each
+    // cache_new_blocks; 0 after its table was emptied or refilled, until that call. Below it a
+    // step has nothing to enter (saves a division and a block-table look per sequence and step).
     std::int32_t cache_at = 0;
-    float gpu_s = 0;  // GPU-seconds of its share of the steps so far
+    float gpu_s = 0;          // GPU-seconds of its share of the steps so far
     bool hashable = false;    // more blocks may still be hashed (see Content)
     bool hashed = false;      // some of its blocks have hashes
     bool all_cached = false;  // hashing ended and every hash is in the index
