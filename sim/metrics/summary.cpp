@@ -1,8 +1,5 @@
 #include "sim/metrics/summary.h"
 
-#include <boost/sort/spreadsort/float_sort.hpp>
-#include <boost/sort/spreadsort/integer_sort.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,9 +28,7 @@ LatencyStats latency_stats(std::vector<double> v) {
     s.mean = s.p50 = s.p90 = s.p99 = s.max = nan;
     return s;
   }
-  // A radix sort (Boost's spreadsort): the same order as std::sort, several times faster on the
-  // millions of latencies of a long fleet run. The mean is summed in that order.
-  boost::sort::spreadsort::float_sort(v.begin(), v.end());
+  std::sort(v.begin(), v.end());
   double sum = 0;
   for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
@@ -125,7 +120,7 @@ Summary summarize(const RunResult& r, int pool) {
   s.ttft_first = latency_stats(std::move(first));
   s.ttft_warm = latency_stats(std::move(warm));
   s.ttft_cold = latency_stats(std::move(cold));
-  boost::sort::spreadsort::integer_sort(sessions.begin(), sessions.end());
+  std::sort(sessions.begin(), sessions.end());
   s.sessions = std::unique(sessions.begin(), sessions.end()) - sessions.begin();
   s.workload_stats = r.workload_stats;
   s.client_e2e = latency_stats(std::move(client_e2e));
