@@ -265,7 +265,8 @@ void Replica::schedule_running(std::int64_t& budget) {
     if (grow) q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
     // Between block boundaries there is nothing to enter (every full block is in already), and
     // the call would only touch the sequence's cold block table and hashes: skip it. (cache_at
-    // is at most where the next block fills: a call it lets through early enters nothing.)
+    // is exactly where the first block the index lacks fills, or 0 after the table changed:
+    // a call it lets through then enters what there is, possibly nothing.)
     if (wants_caching(q) && q.num_computed + n >= q.cache_at)
       cache_new_blocks(s, q, q.num_computed + n);
     schedule_tokens(s, q, n);
