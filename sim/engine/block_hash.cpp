@@ -23,6 +23,7 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
   while (!dead_ && static_cast<std::int64_t>(out.size()) < blocks) {
     const std::int64_t end = static_cast<std::int64_t>(out.size() + 1) * block_size_;
     if (end > available_tokens) return true;  // not full yet; may extend later
+    if (whole_blocks(out, blocks, available_tokens)) continue;
     std::uint64_t h = parent_;
     std::int64_t need = block_size_;
     while (need > 0) {
@@ -63,6 +64,54 @@ bool BlockHasher::extend(std::vector<std::uint64_t>& out, std::int64_t blocks,
     parent_ = h;
   }
   return !dead_;
+}
+
+bool BlockHasher::whole_blocks(std::vector<std::uint64_t>& out, std::int64_t blocks,
+                               std::int64_t available_tokens) {
+  // The next block lies wholly in one piece of content: in a prompt segment or in the output.
+  std::uint64_t content;
+  std::uint32_t owner;
+  std::int64_t offset, room;
+  if (seg_ < prompt_.size()) {
+    const Segment& s = prompt_[seg_];
+    room = s.tokens - seg_off_;
+    if (room < block_size_) return false;
+    content = s.content;
+    owner = s.owner;
+    offset = seg_off_;
+  } else {
+    content = output_content_;
+    owner = tenant_;
+    offset = out_off_;
+    room = INT64_MAX;
+  }
+  if (content == 0) {
+    if (salt_ == 0) return false;  // the general path ends the chain
+    content = salt_;
+  }
+  const std::int64_t bs = block_size_;
+  const std::int64_t done = static_cast<std::int64_t>(out.size());
+  const std::int64_t n = std::min({room / bs, blocks - done, available_tokens / bs - done});
+  if (n <= 0) return false;
+  // piece_key(content, owner, offset, bs), its first step taken once for all n blocks.
+  const std::uint64_t k0 = piece_key_content(content);
+  const std::uint64_t high = static_cast<std::uint64_t>(owner) << 32;
+  std::uint64_t h = parent_;
+  out.resize(static_cast<std::size_t>(done + n));
+  std::uint64_t* dst = out.data() + done;
+  for (std::int64_t i = 0; i < n; ++i, offset += bs) {
+    h = mix64(h, piece_key_rest(k0, high ^ static_cast<std::uint64_t>(offset), bs));
+    if (h == 0) h = 1;  // 0 means "no hash" in the block pool
+    dst[i] = h;
+  }
+  parent_ = h;
+  if (seg_ < prompt_.size()) {
+    seg_off_ = offset;
+    if (seg_off_ == prompt_[seg_].tokens) ++seg_, seg_off_ = 0;
+  } else {
+    out_off_ = offset;
+  }
+  return true;
 }
 
 void BlockHasher::skip(std::span<const std::uint64_t> done) {

@@ -27,11 +27,19 @@ inline std::uint64_t mix64(std::uint64_t h, std::uint64_t x) {
 // A piece of a block's content (a content id, its owner, where it starts in that content, how
 // many tokens) as one well-mixed 64-bit key. It does not depend on the chain, so a block's hash
 // waits for one mixing step per piece, not three: keys of later pieces are computed meanwhile.
+// Its first step depends on the content alone (a run of blocks in one segment takes it once).
+inline std::uint64_t piece_key_content(std::uint64_t content) {
+  return mix64(0x70696563656B6579ull, content);
+}
+inline std::uint64_t piece_key_rest(std::uint64_t k, std::uint64_t owner_offset,
+                                    std::int64_t take) {
+  return mix64(mix64(k, owner_offset), static_cast<std::uint64_t>(take));
+}
 inline std::uint64_t piece_key(std::uint64_t content, std::uint32_t owner, std::int64_t offset,
                                std::int64_t take) {
-  std::uint64_t k = mix64(0x70696563656B6579ull, content);
-  k = mix64(k, (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset));
-  return mix64(k, static_cast<std::uint64_t>(take));
+  return piece_key_rest(
+      piece_key_content(content),
+      (static_cast<std::uint64_t>(owner) << 32) ^ static_cast<std::uint64_t>(offset), take);
 }
 
 // Walks a request's tokens (prompt segments, then its output) block by block, hashing as it goes.
@@ -49,6 +57,12 @@ class BlockHasher {
   void skip(std::span<const std::uint64_t> done);
 
  private:
+  // The fast path of extend: hashes the blocks ahead that lie wholly in the current piece of
+  // content (each one piece), with that content's part of the key computed once. Returns false,
+  // changing nothing, when the next block is not such a block; the general path takes it then.
+  bool whole_blocks(std::vector<std::uint64_t>& out, std::int64_t blocks,
+                    std::int64_t available_tokens);
+
   std::span<const Segment> prompt_;
   std::uint64_t output_content_ = 0;
   std::uint32_t tenant_ = 0;
