@@ -1,6 +1,7 @@
 #pragma once
 // One event queue for the whole simulation, ordered by (time, sequence number) so that events at
 // equal times run in the order they were scheduled: ties break deterministically.
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <optional>
@@ -106,24 +107,36 @@ class EventQueue {
   static bool before(const Event& a, const Event& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
   }
+  // A 4-ary heap (half the levels of a binary one, each level's children in one or two cache
+  // lines); an element moves by filling a hole, not by swaps. The order (time, then sequence
+  // number) is total, so the delivery order is the same as any other heap's.
+  static constexpr std::size_t kArity = 4;
   void sift_up(std::size_t i) {
+    if (i == 0) return;
+    const Event x = heap_[i];
     while (i > 0) {
-      std::size_t p = (i - 1) / 2;
-      if (!before(heap_[i], heap_[p])) break;
-      std::swap(heap_[i], heap_[p]);
+      const std::size_t p = (i - 1) / kArity;
+      if (!before(x, heap_[p])) break;
+      heap_[i] = heap_[p];
       i = p;
     }
+    heap_[i] = x;
   }
   void sift_down(std::size_t i) {
     const std::size_t n = heap_.size();
+    const Event x = heap_[i];
     for (;;) {
-      std::size_t l = 2 * i + 1, r = l + 1, m = i;
-      if (l < n && before(heap_[l], heap_[m])) m = l;
-      if (r < n && before(heap_[r], heap_[m])) m = r;
-      if (m == i) break;
-      std::swap(heap_[i], heap_[m]);
+      const std::size_t first = kArity * i + 1;
+      if (first >= n) break;
+      const std::size_t last = std::min(first + kArity, n);
+      std::size_t m = first;
+      for (std::size_t c = first + 1; c < last; ++c)
+        if (before(heap_[c], heap_[m])) m = c;
+      if (!before(heap_[m], x)) break;
+      heap_[i] = heap_[m];
       i = m;
     }
+    heap_[i] = x;
   }
 
   std::vector<Event> heap_;

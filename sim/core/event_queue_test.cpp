@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
 #include <vector>
 
 namespace kvfleet::sim {
@@ -54,6 +56,53 @@ TEST(EventQueue, ManyRandomEventsComeOutSorted) {
     if (r.seen[i - 1].first == r.seen[i].first) {
       ASSERT_LT(r.seen[i - 1].second, r.seen[i].second);
     }
+  }
+}
+
+// Pushes, deliveries, cancels and reinsertions interleaved at random (many equal times) against
+// a sorted set of (time, sequence number): every event comes out in that order.
+TEST(EventQueue, InterleavedPushPopCancelMatchesASortedSet) {
+  struct Expect : EventHandler {
+    std::set<std::pair<SimTime, std::uint64_t>>* pending = nullptr;
+    std::uint64_t bad = 0, delivered = 0;
+    void on_event(std::uint32_t, std::uint64_t arg, SimTime now) override {
+      // The earliest pending (time, push number) must be this one.
+      const auto first = *pending->begin();
+      if (first.first != now || first.second != arg) ++bad;
+      pending->erase(pending->begin());
+      ++delivered;
+    }
+  };
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    EventQueue q;
+    std::set<std::pair<SimTime, std::uint64_t>> pending;
+    Expect e;
+    e.pending = &pending;
+    Recorder other;  // cancels look for this target's events of kind 7
+    std::uint64_t pushes = 0;
+    for (int op = 0; op < 20000; ++op) {
+      const auto r = rng() % 10;
+      if (r < 5) {
+        const SimTime t = q.now() + static_cast<SimTime>(rng() % (trial % 2 ? 4 : 1000));
+        q.push(t, &e, 0, pushes);
+        pending.emplace(t, pushes);
+        ++pushes;
+      } else if (r < 9) {
+        q.step();
+      } else {
+        // Cancel an event of another target and put it back: its place is unchanged.
+        q.push(q.now() + static_cast<SimTime>(rng() % 50), &other, 7, 0);
+        ++pushes;
+        const auto ev = q.cancel(&other, 7);
+        ASSERT_TRUE(ev.has_value());
+        if (rng() % 2) q.reinsert(*ev);
+      }
+    }
+    while (q.step()) {
+    }
+    EXPECT_EQ(e.bad, 0u) << "trial " << trial;
+    EXPECT_TRUE(pending.empty()) << "trial " << trial;
   }
 }
 
