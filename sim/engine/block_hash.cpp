@@ -97,7 +97,6 @@ bool BlockHasher::whole_blocks(std::vector<std::uint64_t>& out, std::int64_t blo
   const std::uint64_t k0 = piece_key_content(content);
   const std::uint64_t high = static_cast<std::uint64_t>(owner) << 32;
   std::uint64_t h = parent_;
-  out.reserve(static_cast<std::size_t>(done + n));  // (resize would write every entry twice)
   for (std::int64_t i = 0; i < n; ++i, offset += bs) {
     h = mix64(h, piece_key_rest(k0, high ^ static_cast<std::uint64_t>(offset), bs));
     if (h == 0) h = 1;  // 0 means "no hash" in the block pool

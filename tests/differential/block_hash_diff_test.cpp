@@ -1,8 +1,9 @@
 // BlockHasher (with its whole-block fast path) against hashing piece by piece
 // (tests/reference/piece_hasher.h): on random requests (segments shorter and longer than a block,
 // empty ones, unique content, several owners, salts, every block size from 1 to 64, output of
-// shared or unique content) extended in random increments as an engine extends them, and
-// continued from a router's hashes, every hash and the chain's end must be the reference's.
+// shared or unique content) extended in random increments as an engine extends them (asking for
+// fewer blocks than exist, or more), and continued from a router's hashes, every hash and the
+// chain's end must be the reference's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,15 +67,17 @@ TEST(BlockHashDifferential, IncrementalExtendEqualsPieceByPiece) {
     std::vector<std::uint64_t> got;
     // As an engine extends: the tokens that exist grow by a prefill chunk or a decode token, and
     // a call may ask for fewer blocks than exist.
-    std::int64_t available = 0, asked = 0;  // asked: the most blocks any call asked for
+    std::int64_t available = 0, asked = 0;  // asked: the most blocks any call could hash
     bool alive = true;
     while (alive && available < total) {
       available = std::min(
           total, available + std::uniform_int_distribution<std::int64_t>(1, 3 * c.block_size)(rng));
+      // Fewer blocks than exist, or more (the tokens that exist bound them then).
       std::int64_t blocks = available / c.block_size;
       if (rng() % 4 == 0) blocks = std::uniform_int_distribution<std::int64_t>(0, blocks)(rng);
+      if (rng() % 4 == 0) blocks += std::uniform_int_distribution<std::int64_t>(1, 20)(rng);
       alive = h.extend(got, blocks, available);
-      asked = std::max(asked, blocks);
+      asked = std::max(asked, std::min(blocks, available / c.block_size));
       const auto want = reference::piece_hashes(c.segments, c.output_content, c.tenant,
                                                 c.block_size, c.salt, asked, available);
       ASSERT_EQ(got, want.hashes) << "trial " << trial << " at " << available << " tokens";
@@ -103,9 +106,11 @@ TEST(BlockHashDifferential, RoutersHashesThenTheEngineEqualsPieceByPiece) {
     BlockHasher h;
     h.reset(c.segments, c.output_content, c.tenant, c.block_size);
     h.skip(routed);
-    const bool alive = h.extend(routed, total / c.block_size, total);
+    // Sometimes asking for more blocks than the tokens fill: the tokens bound them.
+    const std::int64_t ask = total / c.block_size + (rng() % 2 ? 7 : 0);
+    const bool alive = h.extend(routed, ask, total);
     const auto want = reference::piece_hashes(c.segments, c.output_content, c.tenant, c.block_size,
-                                              0, total / c.block_size, total);
+                                              0, ask, total);
     ASSERT_EQ(routed, want.hashes) << "trial " << trial;
     ASSERT_EQ(alive, want.alive) << "trial " << trial;
   }
