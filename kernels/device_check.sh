@@ -161,12 +161,10 @@ export shards dry
 run_tests() {
   # A dry run checks the script's flow, not the kernels (ctest runs the reference tests in full):
   # one eighth of the reference tests, so that it fits its 80 s on a loaded machine as well.
-  if [ "$dry" = 1 ]; then
-    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=0 "$bin/kernels_ref_tests" --gtest_brief=1 \
-      > "$out/tests-ref.txt" 2>&1 &
-  else
-    "$bin/kernels_ref_tests" --gtest_brief=1 > "$out/tests-ref.txt" 2>&1 &
-  fi
+  local ref_shards=1
+  [ "$dry" = 1 ] && ref_shards=8
+  GTEST_TOTAL_SHARDS=$ref_shards GTEST_SHARD_INDEX=0 "$bin/kernels_ref_tests" --gtest_brief=1 \
+    > "$out/tests-ref.txt" 2>&1 &
   local pids=($!)
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/kernels_gpu_tests" --gtest_brief=1 \
