@@ -236,8 +236,11 @@ TEST(Conversations, IdleSessionsDropTheirKvAndArchivedOnesEnd) {
     EXPECT_GT(r->summary.workload_stat("sessions_archived"), 0);
     // Archived sessions stop early: fewer turns than 40 sessions x 6.
     EXPECT_LT(r->summary.ok, 240);
-    EXPECT_EQ(r->summary.workload_stat("sessions_gone_idle"),
-              lru.summary.workload_stat("sessions_gone_idle"));
+    // Think times are drawn in the order turns complete, which the retention policy shifts: the
+    // counts agree closely, not exactly.
+    EXPECT_NEAR(r->summary.workload_stat("sessions_gone_idle"),
+                lru.summary.workload_stat("sessions_gone_idle"),
+                0.05 * lru.summary.workload_stat("sessions_gone_idle"));
   }
   EXPECT_EQ(lru.summary.workload_stat("released_blocks"), 0);
   EXPECT_GT(aware.summary.workload_stat("released_blocks"), 0);

@@ -18,7 +18,8 @@ std::string md1(double rate, long n) {
   return "seed: 11\nworkload:\n  impl: synthetic\n  num_requests: " + std::to_string(n) +
          "\n  arrival: {impl: poisson, rate_per_s: " + std::to_string(rate) +
          "}\n  input_tokens: {impl: fixed, value: 1}\n  output_tokens: {impl: fixed, value: 1}\n"
-         "pools:\n  - engine: {max_num_seqs: 1}\n    cost_model: {impl: linear, fixed_s: 0.001}\n"
+         "pools:\n  - engine: {max_num_seqs: 1}\n    frontend: {enabled: false}\n"
+         "    cost_model: {impl: linear, fixed_s: 0.001}\n"
          "simulation: {timeseries_interval_s: 1000}\n";
 }
 
@@ -27,7 +28,7 @@ std::string mm1(double rate, long n) {
          "\n  arrival: {impl: poisson, rate_per_s: " + std::to_string(rate) +
          "}\n  input_tokens: {impl: exponential, mean: 1000, max: 100000}\n"
          "  output_tokens: {impl: fixed, value: 1}\n"
-         "pools:\n  - model: Llama-3.1-8B\n"
+         "pools:\n  - model: Llama-3.1-8B\n    frontend: {enabled: false}\n"
          "    engine: {max_num_seqs: 1, max_num_batched_tokens: 200000, max_model_len: 131072,\n"
          "             num_gpu_blocks_override: 10000}\n"
          "    cost_model: {impl: linear, per_prefill_token_s: 0.000001}\n"

@@ -21,6 +21,8 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
       max_model_len_(setup_.max_model_len),
       policy_(make_scheduling_policy(setup_.engine.scheduling_policy)),
       waiting_(policy_->order() == SchedulingPolicy::Order::kKeyed) {
+  output_ = OutputProcessor(setup_.frontend);
+  finish_delay_ = setup_.frontend.finish_delay();
   // Policies chosen by name are decided here, once, not on the hot path.
   wants_contexts_ = cost_->wants_decode_contexts();
   preemption_ = make_preemption_policy(
@@ -601,6 +603,7 @@ void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime 
   if (setup_.check_invariants) verify();
   gpu_s_per_token_ = to_seconds(dur) * setup_.gpus /
                      std::max<double>(1.0, batch_.num_prefill_tokens + batch_.num_decode_seqs);
+  step_emits_ = batch_.num_sampled;
 }
 
 // ---- data-parallel lockstep (engine/lockstep.h) ------------------------------------------------
@@ -741,6 +744,8 @@ void Replica::end_step(SimTime now) {
 void Replica::finish_step(SimTime now) {
   in_flight_ = false;
   bool any_finished = false;
+  // When this step's tokens reach the clients, through the frontend's output processor.
+  seen_ = output_.deliver(now, step_emits_);
   in_end_step_ = true;
   for (const auto& sc : scheduled_) {
     Seq& q = seqs_[sc.slot];
@@ -761,7 +766,7 @@ void Replica::finish_step(SimTime now) {
       ++stats_.generation_tokens;
       // A request's record is touched only at its first token and when it ends.
       if (q.num_output == 1 && log_[q.request].first_token < 0) {
-        log_[q.request].first_token = now;
+        log_[q.request].first_token = seen_;
         if (observer_) observer_->on_first_token(q.request, now);
       }
       if (q.num_output >= q.max_output) {
@@ -791,6 +796,12 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
   if (o != Outcome::kPending) {  // kPending: handed over to a decode replica, not over
     r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
     r.finish = now;
+    if (r.outcome == Outcome::kOk) {
+      // A completed reply ends for its client when the frontend has streamed its last token
+      // and closed the stream (finish_step set seen_ for this step).
+      r.finish = seen_ + finish_delay_;
+      r.frontend_s += static_cast<float>(to_seconds(r.finish - now));
+    }
   }
   r.gpu_s += q.gpu_s;
   r.generated_tokens = q.num_output + c.output_offset;
@@ -898,6 +909,7 @@ void Replica::stop(SimTime now, Outcome outcome) {
   sessions_.clear();
   preemption_->clear();
   held_tokens_ = 0;
+  output_.reset();  // the API server restarts with the engine
 }
 
 void Replica::empty_memory() {

@@ -21,6 +21,7 @@
 #include "sim/cost/work.h"
 #include "sim/engine/block_hash.h"
 #include "sim/engine/engine_config.h"
+#include "sim/engine/frontend.h"
 #include "sim/engine/kv_cache.h"
 #include "sim/engine/kv_layout.h"
 #include "sim/engine/kv_tier.h"
@@ -92,6 +93,11 @@ struct ReplicaSetup {
   double p2p_Bps = 0, p2p_latency_s = 0;
   double activation_bytes_per_token = 0;
   bool check_invariants = false;
+  // The API server in front of the engine: its output side (detokenisation, streaming, the
+  // final chunk) moves the first-token and finish times the request log records to when a
+  // client sees them. Its input side is the simulation's (Simulation::dispatch). Off unless the
+  // scenario's pool turns it on (a replica built in code measures as the engine does).
+  FrontendConfig frontend{.enabled = false};
 };
 
 // One engine step, for traces (kvfleet run --trace): when it started, how long it took and what
@@ -358,7 +364,13 @@ class Replica final : public EventHandler, private VictimChooser {
   double host_link_Bps_ = 0;
   SimTime step_start_ = 0;
   double gpu_s_per_token_ = 0;  // the step in flight's GPU-seconds per scheduled token
-  std::uint64_t epoch_ = 0;     // bumped by stop(): step events of older epochs are void
+  // The frontend's output side: tokens of the step in flight (sequences that emit one), and,
+  // while its end is applied, when they reach the clients.
+  OutputProcessor output_{FrontendConfig{.enabled = false}};
+  std::int32_t step_emits_ = 0;
+  SimTime seen_ = 0;
+  SimTime finish_delay_ = 0;
+  std::uint64_t epoch_ = 0;  // bumped by stop(): step events of older epochs are void
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;
   bool wants_contexts_ = false;                // the cost model reads decode contexts

@@ -26,11 +26,15 @@ std::string trace(const std::string& name, const std::vector<std::array<double, 
   return p.string();
 }
 
+// The engine's own timing: these tests read the engine's timestamps, so the API server in front
+// of it is off (FrontendTimesAsAClientSeesThem turns it on).
 std::string scenario(const std::string& trace_path, const std::string& engine,
-                     const std::string& cost = "{impl: linear, fixed_s: 0.001}") {
+                     const std::string& cost = "{impl: linear, fixed_s: 0.001}",
+                     const std::string& frontend = "{enabled: false}") {
   return "workload: {impl: trace, format: vidur, path: " + trace_path +
          "}\npools:\n  - model: Llama-3.1-8B\n    gpu: H100-SXM\n    engine: " + engine +
-         "\n    cost_model: " + cost + "\nsimulation: {check_invariants: true}\n";
+         "\n    frontend: " + frontend + "\n    cost_model: " + cost +
+         "\nsimulation: {check_invariants: true}\n";
 }
 
 TEST(Replica, ChunkedPrefillSpreadsALongPromptOverSteps) {
@@ -128,6 +132,45 @@ TEST(Replica, TpotAndTtftFromStepTimes) {
   EXPECT_NEAR(q.ttft_s(), 0.0011, 1e-12);
   EXPECT_NEAR(q.tpot_s(), 0.0011, 1e-12);
   EXPECT_NEAR(q.e2e_s(), 11 * 0.0011, 1e-12);
+}
+
+TEST(Replica, FrontendTimesAsAClientSeesThem) {
+  // The same request through an API server: 2 ms + 10 us per prompt token before the engine
+  // sees it, 100 us per output token after each step, 0.5 ms to close the stream. One sequence,
+  // so the output processor takes 100 us after each 1.1 ms step and never falls behind.
+  const std::string fe =
+      "{request_s: 0.002, per_input_token_s: 0.00001, per_output_token_s: 0.0001, finish_s: "
+      "0.0005}";
+  const auto r = run_yaml(scenario(trace("fe", {{0, 32, 11}}), "{}",
+                                   "{impl: linear, fixed_s: 0.001, per_seq_s: 0.0001}", fe));
+  const auto& q = r.result.requests[0];
+  const double in = 0.002 + 32 * 0.00001;
+  EXPECT_EQ(q.first_token, from_seconds(in) + from_seconds(0.0011) + from_seconds(0.0001));
+  EXPECT_EQ(q.finish, from_seconds(in) + 11 * from_seconds(0.0011) + from_seconds(0.0001) +
+                          from_seconds(0.0005));
+  EXPECT_NEAR(q.tpot_s(), 0.0011 + 0.0005 / 10, 1e-12);  // the final chunk counts in TPOT
+  EXPECT_NEAR(q.frontend_s, in + 0.0001 + 0.0005, 1e-7);
+  // The engine saw it `in` later than the client sent it.
+  EXPECT_EQ(q.first_scheduled, from_seconds(in));
+}
+
+TEST(Replica, AnOutputProcessorSlowerThanTheStepsFallsBehind) {
+  // 1 ms per output token against 1.1 ms steps of 4 sequences: each step hands over 4 ms of
+  // detokenising, so each request's tokens reach the client ever later and TPOT is set by the
+  // processor, 4 ms per token, not by the engine.
+  const std::string fe =
+      "{request_s: 0, per_input_token_s: 0, per_output_token_s: 0.001, finish_s: 0}";
+  const auto r =
+      run_yaml(scenario(trace("slow", {{0, 16, 20}, {0, 16, 20}, {0, 16, 20}, {0, 16, 20}}), "{}",
+                        "{impl: linear, fixed_s: 0.001}", fe));
+  for (const auto& q : r.result.requests) {
+    EXPECT_EQ(q.outcome, Outcome::kOk);
+    EXPECT_NEAR(q.tpot_s(), 0.004, 1e-9);
+  }
+  const auto off =
+      run_yaml(scenario(trace("slow_off", {{0, 16, 20}, {0, 16, 20}, {0, 16, 20}, {0, 16, 20}}),
+                        "{}", "{impl: linear, fixed_s: 0.001}"));
+  EXPECT_NEAR(off.result.requests[0].tpot_s(), 0.001, 1e-9);
 }
 
 }  // namespace

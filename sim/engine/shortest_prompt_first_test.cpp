@@ -21,6 +21,7 @@ TEST(ShortestPromptFirst, AShortPromptOvertakesALongOneWaitingBeforeIt) {
   auto run = [&](const std::string& policy) {
     return testing::run_yaml("workload: {impl: trace, format: vidur, path: " + path.string() +
                              "}\npools:\n  - model: Llama-3.1-8B\n    gpu: H100-SXM\n"
+                             "    frontend: {enabled: false}\n"
                              "    engine: {max_num_seqs: 1, scheduling_policy: " +
                              policy +
                              "}\n    cost_model: {impl: linear, fixed_s: 0.001}\n"

@@ -48,7 +48,7 @@ Summary summarize(const RunResult& r, int pool) {
   std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
   std::vector<std::uint64_t> sessions;  // distinct ones counted once at the end
   SimTime first_arrival = kTimeNever, last_end = 0;
-  double in_tokens = 0, out_tokens = 0;
+  double in_tokens = 0, out_tokens = 0, frontend_sum = 0;
   for (const auto& q : r.requests) {
     // A disaggregated request counts in its decode pool and in the pool of its prefill.
     if (pool >= 0 && q.pool != pool &&
@@ -95,6 +95,7 @@ Summary summarize(const RunResult& r, int pool) {
         e2e.push_back(q.e2e_s());
         queue.push_back(q.queue_s());
         if (q.generated_tokens > 1) tpot.push_back(q.tpot_s());
+        frontend_sum += q.frontend_s;
         in_tokens += q.input_tokens;
         out_tokens += q.generated_tokens;
         break;
@@ -127,6 +128,7 @@ Summary summarize(const RunResult& r, int pool) {
   s.tpot = latency_stats(std::move(tpot));
   s.e2e = latency_stats(std::move(e2e));
   s.queue = latency_stats(std::move(queue));
+  if (s.e2e.count > 0) s.frontend_mean_s = frontend_sum / static_cast<double>(s.e2e.count);
   if (r.stopped_early) last_end = r.end_time;
   s.duration_s = s.requests ? to_seconds(last_end - first_arrival) : 0;
   if (s.duration_s > 0) {
@@ -283,6 +285,10 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.latency("e2e_request_latency", "end-to-end latency of completed requests", &S::e2e);
   m.latency("queue_time", "time from arrival to the first step that computed the request",
             &S::queue);
+  m.value("frontend_mean_s", "s",
+          "time the serving frontend (API server: HTTP, tokenisation, streaming, closing the "
+          "stream) added to each completed request's E2E, mean; 0 with the frontend off",
+          &S::frontend_mean_s);
   m.value("duration_s", "s", "first arrival to last completion (or the stop time)", &S::duration_s);
   m.value("input_tokens_per_s", "tokens/s", "prompt tokens of completed requests per second",
           &S::input_tokens_per_s);

@@ -66,6 +66,8 @@ struct Summary {
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of
   // how much reserved KV memory holds tokens).
   double kv_token_utilization = 0;
+  // Time the serving frontend (API server) added to each completed request's E2E, mean.
+  double frontend_mean_s = 0;
   double prefix_cache_hit_rate() const {
     return prefix_cache_queries ? static_cast<double>(prefix_cache_hits) / prefix_cache_queries : 0;
   }

@@ -192,6 +192,10 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   row("TPOT (time per output token)  ", s.tpot, "inter_token_latency");
   row("E2E (end-to-end)              ", s.e2e, "e2e_request_latency");
   row("queue (arrival to scheduled)  ", s.queue, "queue_time");
+  if (s.frontend_mean_s > 0)
+    o << "  as a client measures them: the API server (HTTP, tokenisation, streaming) adds "
+      << fmt("%.1f ms", 1e3 * s.frontend_mean_s)
+      << " to each request on average (pools[].frontend; frontend_mean_s)\n";
   if (s.retries > 0) {
     o << "Clients: " << s.logical_requests << " requests, " << s.retries << " retries ("
       << fmt("%.2f",

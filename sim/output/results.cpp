@@ -140,6 +140,10 @@ const TableSpec<RunResult>& requests_spec() {
       [](const R& r) { return r.retried; });
     f("gpu_s", "GPU-s", "its share of the GPU-seconds of the steps it took part in",
       [](const R& r) { return r.gpu_s; });
+    f("frontend_s", "s",
+      "time the serving frontend (API server) added to its E2E: HTTP and tokenisation before "
+      "the engine saw it, streaming its last token and closing the stream",
+      [](const R& r) { return r.frontend_s; });
     return t;
   }();
   return spec;

@@ -291,6 +291,9 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     << "\n    expert_parallel: " << (ep ? "true" : "false") << "\n";
   if (link_Bps > 0) y << "    link_Bps: " << config::format_double(link_Bps) << "\n";
   if (link_lat > 0) y << "    link_latency_s: " << config::format_double(link_lat) << "\n";
+  // requests.jsonl's timestamps are the engine's own (queued, first token, last token): the API
+  // server's time is outside them, so the replay measures as the engine does.
+  y << "    frontend: {enabled: false}\n";
   y << "    engine:\n      max_num_seqs: " << seqs << "\n      max_num_batched_tokens: " << batched
     << "\n      enable_chunked_prefill: " << (chunked ? "true" : "false")
     << "\n      enable_prefix_caching: " << (prefix ? "true" : "false")
@@ -326,6 +329,9 @@ ReplayPlan build_plan(const ReplayOptions& o) {
       (max_len > 0 ? ", max_model_len " + std::to_string(max_len) : ", max_model_len the model's") +
       (gpu_blocks > 0 ? ", " + std::to_string(gpu_blocks) + " GPU blocks (kv_cache)" : ""));
   note(std::string("async scheduling ") + (async ? "on" : "off") + " (" + async_from + ")");
+  note(
+      "latencies as the engine measures them (requests.jsonl's queued and token timestamps are "
+      "the engine's): API server time off");
   if (link_Bps > 0 || link_lat > 0) {
     char buf[120];
     std::snprintf(buf, sizeof buf, "GPU-to-GPU link %.4g GB/s, %.4g us", link_Bps / 1e9,

@@ -60,6 +60,9 @@ void PoolConfig::visit(V& v) {
   v.param("price_per_hour", price_per_hour,
           {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
   v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});
+  v.param("frontend", frontend,
+          {.desc = "the API server in front of each engine (HTTP, tokenisation, detokenisation, "
+                   "streaming), counted in latencies as a benchmark client measures them"});
   v.impl("cost_model", cost_model, cost_model_registry(), {.desc = "step-time model"});
   v.param("admission", admission, {.desc = "admission control and backpressure at the gateway"});
   v.param("startup_s", startup_s,

@@ -8,6 +8,7 @@
 
 #include "sim/config/params.h"
 #include "sim/engine/engine_config.h"
+#include "sim/engine/frontend.h"
 #include "sim/engine/memory.h"
 #include "sim/fleet/client.h"
 #include "sim/fleet/disaggregation.h"
@@ -34,6 +35,7 @@ struct PoolConfig {
   std::string weight_dtype = "auto";
   double price_per_hour = 0;
   EngineConfig engine;
+  FrontendConfig frontend;
   config::ImplSpec cost_model;
   AdmissionConfig admission;
   double startup_s = 0;

@@ -78,6 +78,7 @@ Simulation::Simulation(const Scenario& sc)
       setup.activation_bytes_per_token = 2.0 * info.model.hidden_size;
       setup.work = WorkModel(ctx);
       setup.check_invariants = sc.config.simulation.check_invariants;
+      setup.frontend = pc.frontend;
       const int index = static_cast<int>(replicas_.size());
       replicas_.push_back(std::make_unique<Replica>(std::move(setup),
                                                     cost_model_registry().make(pc.cost_model, ctx),
@@ -100,6 +101,7 @@ Simulation::Simulation(const Scenario& sc)
     pool.router->attach(probes_.back().get());
   }
   last_sample_.resize(replicas_.size());
+  frontend_count_.assign(replicas_.size(), 0);
   if (sc.config.disaggregation.enabled) {
     const DisaggregationConfig& d = sc.config.disaggregation;
     std::size_t prefill = 0, decode = 0;
@@ -119,7 +121,7 @@ Simulation::~Simulation() = default;
 
 bool Simulation::active() const {
   if (!workload_->finished() || client_->pending() ||
-      (disaggregation_ && disaggregation_->pending()))
+      (disaggregation_ && disaggregation_->pending()) || !in_frontend_.empty())
     return true;
   for (const auto& r : replicas_)
     if (!r->idle()) return true;
@@ -220,25 +222,29 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   }
 }
 
-void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
-  Pool& p = pools_[pool];
-  std::size_t r = p.router->pick(spec, signals(pool));
-  if (p.data_parallel > 1) {
-    // Within the chosen replica, vLLM's DP load balancer: the rank with the lowest
-    // 4 × waiting + running (current counts; the front end counts its own sends between the
-    // engines' reports), the first on a tie.
-    const std::size_t first = r - r % static_cast<std::size_t>(p.data_parallel);
-    std::int64_t best = INT64_MAX;
-    for (std::size_t k = first; k < first + static_cast<std::size_t>(p.data_parallel); ++k) {
-      const Replica& e = *replicas_[p.nodes[k]];
-      const std::int64_t score =
-          4 * static_cast<std::int64_t>(e.num_requests_waiting()) + e.num_requests_running();
-      if (score < best) {
-        best = score;
-        r = k;
-      }
+std::size_t Simulation::pick_rank(std::size_t pool, std::size_t r) const {
+  const Pool& p = pools_[pool];
+  if (p.data_parallel == 1) return r;
+  // Within the chosen replica, vLLM's DP load balancer (in the API server, after tokenisation):
+  // the rank with the lowest 4 × waiting + running (current counts; the front end counts its own
+  // sends between the engines' reports), the first on a tie.
+  const std::size_t first = r - r % static_cast<std::size_t>(p.data_parallel);
+  std::int64_t best = INT64_MAX;
+  for (std::size_t k = first; k < first + static_cast<std::size_t>(p.data_parallel); ++k) {
+    const Replica& e = *replicas_[p.nodes[k]];
+    const std::int64_t score =
+        4 * static_cast<std::int64_t>(e.num_requests_waiting()) + e.num_requests_running();
+    if (score < best) {
+      best = score;
+      r = k;
     }
   }
+  return r;
+}
+
+void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
+  Pool& p = pools_[pool];
+  const std::size_t r = p.router->pick(spec, signals(pool));
   // The router's hashes of the prompt go with it, so that the engine need not hash it again.
   int hash_block = 0;
   const auto hashes = p.router->prompt_hashes(hash_block);
@@ -255,7 +261,47 @@ void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool
   }
   p.gateway->on_dispatch(rec.input_tokens,
                          static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);
-  replicas_[p.nodes[r]]->submit(id, std::move(spec), now);
+  const SimTime delay = scenario_.config.pools[pool].frontend.input_delay(rec.input_tokens);
+  if (delay == 0) {
+    replicas_[p.nodes[pick_rank(pool, r)]]->submit(id, std::move(spec), now);
+    return;
+  }
+  // HTTP, validation and tokenisation in the replica's API server before its engine sees it
+  // (a data-parallel replica's rank is chosen after: leave_frontend).
+  const std::size_t local = r - r % static_cast<std::size_t>(p.data_parallel);
+  const std::size_t node = p.nodes[local];
+  RequestRecord& r0 = log_[id];
+  r0.replica = static_cast<std::int32_t>(node);  // a client that leaves now cancels it there
+  r0.frontend_s = static_cast<float>(to_seconds(delay));
+  ++frontend_count_[node];
+  in_frontend_.emplace(id, InFrontend{node, local, std::move(spec)});
+  queue_.push(now + delay, this, kFrontend, id);
+}
+
+void Simulation::leave_frontend(std::uint32_t id, SimTime now) {
+  auto it = in_frontend_.find(id);
+  InFrontend f = std::move(it->second);
+  in_frontend_.erase(it);
+  --frontend_count_[f.node];
+  RequestRecord& r = log_[id];
+  if (r.outcome != Outcome::kPending) return;  // ended meanwhile (the run stopped)
+  const auto pool = static_cast<std::size_t>(r.pool);
+  const Life life = lifecycle_->node(f.node).life;
+  if (!f.cancelled && (life == Life::kUp || life == Life::kDraining)) {
+    // (A client that left without its cancellation reaching the server leaves work that is
+    // wasted when it ends, as in the engine.)
+    replicas_[pools_[pool].nodes[pick_rank(pool, f.local)]]->submit(id, std::move(f.spec), now);
+    return;
+  }
+  // The client's cancellation reached the API server (the client was told when it left), or the
+  // replica went down: the request ends here, having reached no engine.
+  r.outcome = r.client_gone ? r.gone_as : Outcome::kFailed;
+  r.finish = now;
+  pools_[pool].gateway->on_end(r.input_tokens,
+                               static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, false);
+  lifecycle_->on_request_left(f.node, now);
+  if (!r.client_gone) client_->end(id, now);
+  drain_gateway(pool, now);
 }
 
 void Simulation::drain_gateway(std::size_t pool, SimTime now) {
@@ -290,6 +336,10 @@ void Simulation::request_done(const RequestRecord& seen, SimTime now) {
 }
 
 void Simulation::cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) {
+  if (auto it = in_frontend_.find(id); it != in_frontend_.end()) {
+    it->second.cancelled = true;  // still in the API server: it ends when it leaves it
+    return;
+  }
   replicas_[replica]->cancel(id, now);
 }
 
@@ -334,7 +384,9 @@ void Simulation::submit_decode(std::size_t pool, std::size_t node, std::uint32_t
 void Simulation::client_end(std::uint32_t request, SimTime now) { client_->end(request, now); }
 
 bool Simulation::quiet() const {
-  if (client_->pending() || (disaggregation_ && disaggregation_->pending())) return false;
+  if (client_->pending() || (disaggregation_ && disaggregation_->pending()) ||
+      !in_frontend_.empty())
+    return false;
   for (const auto& r : replicas_)
     if (!r->idle()) return false;
   for (const auto& p : pools_)
@@ -462,7 +514,9 @@ void Simulation::sample(SimTime now) {
 // ---- the lifecycle's view of the fleet ---------------------------------------------------------
 
 void Simulation::stop_replica(std::size_t node, SimTime now) { replicas_[node]->stop(now); }
-bool Simulation::replica_idle(std::size_t node) const { return replicas_[node]->idle(); }
+bool Simulation::replica_idle(std::size_t node) const {
+  return replicas_[node]->idle() && frontend_count_[node] == 0;
+}
 void Simulation::membership_changed(std::size_t pool) { scrape(pool); }
 void Simulation::replica_up(std::size_t pool, SimTime now) { drain_gateway(pool, now); }
 double Simulation::gateway_queued(std::size_t pool) const { return pools_[pool].gateway->queued(); }
@@ -491,8 +545,13 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
     case kWake:
       resume_periodic(now);
       return;
-    default:
+    case kFrontend:
+      leave_frontend(static_cast<std::uint32_t>(arg), now);
+      return;
+    case kArrival:
       break;
+    default:
+      throw std::logic_error("Simulation: unknown event kind " + std::to_string(kind));
   }
   if (arg != arrival_generation_) return;  // superseded by an earlier arrival
   armed_at_ = kTimeNever;

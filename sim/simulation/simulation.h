@@ -64,8 +64,17 @@ class Simulation final : public EventHandler,
   enum Kind : std::uint32_t {
     kArrival = 0,
     kSample,
-    kScrape,  // routers' and gateways' signals refresh
-    kWake,    // the next event is due: periodic events paused while idle resume
+    kScrape,    // routers' and gateways' signals refresh
+    kWake,      // the next event is due: periodic events paused while idle resume
+    kFrontend,  // a request leaves its replica's API server for the engine (arg: its id)
+  };
+  // A request in its replica's API server (HTTP, tokenisation: FrontendConfig), not yet seen by
+  // the engine.
+  struct InFrontend {
+    std::size_t node;   // its replica's (first rank's) engine
+    std::size_t local;  // the same, within its pool
+    RequestSpec spec;
+    bool cancelled = false;  // the client left and its cancellation reached the API server
   };
   struct Pool {
     std::unique_ptr<Router> router;
@@ -105,6 +114,11 @@ class Simulation final : public EventHandler,
   // A request (first attempt or retry) reaches the gateway.
   void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) override;
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);
+  // The engine rank of replica `local` of `pool` (its first rank's index) a request goes to.
+  std::size_t pick_rank(std::size_t pool, std::size_t local) const;
+  // The request's API server hands it to the engine of its replica (or, if the client left or
+  // the replica went down meanwhile, it ends there).
+  void leave_frontend(std::uint32_t id, SimTime now);
   void drain_gateway(std::size_t pool, SimTime now);
   double start_delay_s(std::size_t pool) const;
   // Makes sure an arrival event stands at the workload's earliest known arrival.
@@ -144,6 +158,8 @@ class Simulation final : public EventHandler,
   std::vector<std::vector<StepTrace>> steps_;
   std::vector<std::unique_ptr<LockstepGroup>> groups_;  // data-parallel MoE ranks
   std::vector<std::unique_ptr<Replica>> replicas_;
+  absl::flat_hash_map<std::uint32_t, InFrontend> in_frontend_;  // by request id
+  std::vector<std::int32_t> frontend_count_;                    // by node: requests in it
   std::vector<TimeSeries> series_;
   struct Cumulative {  // a replica's counters at the previous sample
     double t_s = 0, busy_s = 0, compute_s = 0, memory_s = 0;

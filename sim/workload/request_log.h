@@ -68,8 +68,11 @@ struct RequestRecord {
   std::int16_t attempt = 0;  // 0 = first
   std::int16_t pool = 0;     // pool that served (or refused) it
   bool retried = false;
-  std::int32_t prefill_replica = -1;      // disaggregated: where its prompt ran (replica: decode)
-  float kv_transfer_s = 0;                // disaggregated: time its KV spent on the network
+  std::int32_t prefill_replica = -1;  // disaggregated: where its prompt ran (replica: decode)
+  float kv_transfer_s = 0;            // disaggregated: time its KV spent on the network
+  // Time the serving frontend (API server) added to its end-to-end latency: HTTP and
+  // tokenisation before the engine saw it, streaming its last token and closing the stream.
+  float frontend_s = 0;
   Outcome gone_as = Outcome::kCancelled;  // outcome when the client left: cancelled or timed out
   Outcome outcome = Outcome::kPending;
   RejectReason reject_reason = RejectReason::kNone;
