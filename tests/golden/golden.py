@@ -393,10 +393,11 @@ def classify(stored, results, ran):
         elif got.hash != want.hash:
             ok, largest = within_tolerance(got, want)
             if ok:
+                exact = (f"largest difference among the {len(want.near)} values held exactly: "
+                         f"{largest:.3g}; every other value " if want.near else "every value ")
                 found["tolerance"].append(
-                    f"{where}: not bit-identical, within {TOLERANCE:g} relative (largest "
-                    f"difference among the {len(want.near)} values checked exactly: "
-                    f"{largest:.3g}; every other value within 2^{want.grid} by its grid)")
+                    f"{where}: not bit-identical, within {TOLERANCE:g} relative ({exact}within "
+                    f"2^{want.grid} by its grid)")
             else:
                 more = f", a value near a grid boundary moved {largest:.3g} relative" \
                     if largest is not None and largest > TOLERANCE else ""
