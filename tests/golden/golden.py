@@ -233,6 +233,18 @@ def table_columns(data, label, out):
         out[(label, name)] = column(data[name], {v: k for k, v in enum.items()} if enum else None)
 
 
+# Absolute paths of this checkout and of the folder above it (../shared/reference), replaced in
+# text datasets (the resolved scenario names its traces and profiles by absolute path, the report
+# names the scenario file) so that the store is the same in every checkout.
+PATH_PREFIXES = []
+
+
+def normalise_paths(text):
+    for prefix, token in PATH_PREFIXES:
+        text = text.replace(prefix, token)
+    return text
+
+
 def as_text(x):
     if isinstance(x, bytes):
         return x.decode("utf-8", "replace")
@@ -272,7 +284,7 @@ def read_file(path):
                     report = as_text(data)
                     out[(label, "")] = Col("text", 1, text_hash([report.encode()]))
                 elif np.ndim(data) == 0 and not isinstance(data, np.ndarray):
-                    out[(label, "")] = Col("text", 1, text_hash([data]))
+                    out[(label, "")] = Col("text", 1, text_hash([normalise_paths(as_text(data))]))
                 else:
                     table_columns(np.asarray(data), label, out)
         walk(f, "")
@@ -465,7 +477,7 @@ def run(cmd):
 
 
 def all_scenarios(source):
-    scen_root = os.path.join(source, "scenarios")
+    scen_root = os.path.join(os.path.abspath(source), "scenarios")
     for dirpath, _, files in sorted(os.walk(scen_root)):
         for fn in sorted(files):
             if fn.endswith(".yaml"):
@@ -495,6 +507,9 @@ def run_scenarios(selected):
                 run(cmd)
             cols, report = read_file(out)
             os.remove(out)
+            if report is not None:
+                report = normalise_paths(report)
+                cols[(REPORT_DATASET, "")] = Col("text", 1, text_hash([report.encode()]))
             for (ds, col), c in cols.items():
                 results[(rel, ds, col)] = c
             if report is not None:
@@ -635,6 +650,8 @@ if __name__ == "__main__":
     if ARGS.prune and not ARGS.update:
         ap.error("--prune goes with --update")
     set_store(ARGS.store)
+    src = os.path.abspath(ARGS.source)
+    PATH_PREFIXES.extend([(src + os.sep, "<source>/"), (os.path.dirname(src) + os.sep, "<source>/../")])
     if ARGS.reference is None:
         ARGS.reference = os.path.join(ARGS.source, "..", "shared", "reference")
     sys.exit(main())
