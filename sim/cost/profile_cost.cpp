@@ -79,20 +79,11 @@ SkewTable::SkewTable(const std::vector<SkewBucket>& buckets, double alpha_defaul
 }
 
 double SkewTable::alpha(double chunk, double n, double rate, double kv_max, double prefix) const {
-  if (by_chunk_.empty()) return default_;
-  // The nearest profiled chunk, on a log scale (the grid doubles); no chunk only matches none.
-  std::size_t best = 0;
-  double dist = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < chunks_.size(); ++i) {
-    const double c = chunks_[i];
-    const double d = (c == 0 || chunk == 0) ? (c == chunk ? 0 : std::numeric_limits<double>::max())
-                                            : std::fabs(std::log(c / chunk));
-    if (d < dist) {
-      dist = d;
-      best = i;
-    }
-  }
-  for (const auto& b : by_chunk_[best]) {
+  // The fit's buckets are keyed by the prefill chunks it measured: a batch whose chunk is not one
+  // of them takes the pooled default, as the profile's own simulator reads the fit.
+  const auto it = std::lower_bound(chunks_.begin(), chunks_.end(), chunk);
+  if (it == chunks_.end() || *it != chunk) return default_;
+  for (const auto& b : by_chunk_[static_cast<std::size_t>(it - chunks_.begin())]) {
     if (n > b.n_lo && n <= b.n_hi && rate > b.rate_lo && rate <= b.rate_hi &&
         kv_max > b.kv_max_lo && kv_max <= b.kv_max_hi && prefix > b.prefix_lo &&
         prefix <= b.prefix_hi)
@@ -103,104 +94,132 @@ double SkewTable::alpha(double chunk, double n, double rate, double kv_max, doub
 
 namespace {
 
-std::uint64_t key(int a, int b, int c, int d) {
-  return (static_cast<std::uint64_t>(a) << 48) | (static_cast<std::uint64_t>(b) << 32) |
-         (static_cast<std::uint64_t>(c) << 16) | static_cast<std::uint64_t>(d);
+std::uint64_t pair_key(int c, int n) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(c)) << 32) |
+         static_cast<std::uint32_t>(n);
 }
 
-int index_of(const std::vector<double>& axis, double v) {
-  auto it = std::lower_bound(axis.begin(), axis.end(), v);
-  return it != axis.end() && *it == v ? static_cast<int>(it - axis.begin()) : -1;
-}
-
-// Up to two (index, weight) pairs bracketing q on an axis; the end segments are extended
-// linearly. `from` skips leading values (a decode context axis starts at its first positive
-// value); below the first usable value the result is flat.
-struct Bracket {
-  int i[2];
-  double w[2];
-  int n;
+// Where q lies on an ascending axis: the value there is y[lo] + t (y[hi] - y[lo]). Below the first
+// value it is the first (a kernel's floor); past the last, the last segment extended.
+struct Pos {
+  int lo, hi;
+  double t;
 };
-Bracket bracket(const std::vector<double>& axis, double q, int from = 0) {
-  const int last = static_cast<int>(axis.size()) - 1;
-  if (from >= last || q <= axis[from]) return {{from, from}, {1, 0}, 1};
-  int hi = static_cast<int>(std::upper_bound(axis.begin() + from, axis.end(), q) - axis.begin());
-  hi = std::min(hi, last);
+Pos locate(const std::vector<double>& axis, double q) {
+  const int n = static_cast<int>(axis.size());
+  if (n <= 1 || q <= axis[0]) return {0, 0, 0};
+  const int hi = std::min<int>(
+      n - 1, static_cast<int>(std::upper_bound(axis.begin(), axis.end(), q) - axis.begin()));
   const int lo = hi - 1;
-  if (axis[lo] == q) return {{lo, lo}, {1, 0}, 1};
-  const double t = (q - axis[lo]) / (axis[hi] - axis[lo]);
-  return {{lo, hi}, {1 - t, t}, 2};
+  return {lo, hi, (q - axis[lo]) / (axis[hi] - axis[lo])};
+}
+
+double along(const std::vector<double>& x, const std::vector<double>& y, double q) {
+  const Pos p = locate(x, q);
+  return y[p.lo] + p.t * (y[p.hi] - y[p.lo]);
 }
 
 }  // namespace
 
 AttentionGrid::AttentionGrid(const std::vector<AttentionPoint>& points) {
-  std::array<std::set<double>, 4> vals;
+  std::set<double> cs, ns;
   for (const auto& p : points) {
-    vals[0].insert(p.prefill_chunk);
-    vals[1].insert(p.kv_prefill);
-    vals[2].insert(p.n_decode);
-    vals[3].insert(p.kv_decode);
-  }
-  for (int a = 0; a < 4; ++a) axes_[a].assign(vals[a].begin(), vals[a].end());
-  for (const auto& p : points) {
-    map_[key(index_of(axes_[0], p.prefill_chunk), index_of(axes_[1], p.kv_prefill),
-             index_of(axes_[2], p.n_decode), index_of(axes_[3], p.kv_decode))] = p.time_s;
+    cs.insert(p.prefill_chunk);
+    ns.insert(p.n_decode);
     if (p.prefill_chunk > 0 && p.n_decode > 0) mixed_ = true;
   }
-  zero_p_ = index_of(axes_[1], 0);
-  zero_k_ = index_of(axes_[3], 0);
+  chunks_.assign(cs.begin(), cs.end());
+  decodes_.assign(ns.begin(), ns.end());
+  // (chunk, decodes) -> prefix -> decode context -> seconds
+  std::map<std::pair<int, int>, std::map<double, std::map<double, double>>> by;
+  for (const auto& p : points) {
+    const int ci = static_cast<int>(
+        std::lower_bound(chunks_.begin(), chunks_.end(), p.prefill_chunk) - chunks_.begin());
+    const int ni = static_cast<int>(std::lower_bound(decodes_.begin(), decodes_.end(), p.n_decode) -
+                                    decodes_.begin());
+    by[{ci, ni}][p.kv_prefill][p.kv_decode] = p.time_s;
+  }
+  for (const auto& [ij, prefixes] : by) {
+    Slice sl;
+    for (const auto& [prefix, row] : prefixes) {
+      sl.prefix.push_back(prefix);
+      Row r;
+      for (const auto& [kv, t] : row) {
+        r.kv.push_back(kv);
+        r.time_s.push_back(t);
+      }
+      sl.rows.push_back(std::move(r));
+    }
+    slices_.emplace(pair_key(ij.first, ij.second), std::move(sl));
+  }
 }
 
-// The grid's value at an index tuple. Axes that cannot matter are pinned (the prefix when there
-// is no chunk, the decode context when there are no decode sequences); a point the grid lacks
-// (vLLM's profiler stops at fewer decode sequences when a chunk is present) is extrapolated
-// linearly along the decode-sequence axis, else taken as the sum of its prefill and decode parts.
-double AttentionGrid::point(int ci, int pi, int ni, int ki) const {
-  const bool no_chunk = axes_[0][ci] == 0;
-  const bool no_decode = axes_[2][ni] == 0;
-  if (no_chunk && zero_p_ >= 0) pi = zero_p_;
-  if (no_decode && zero_k_ >= 0) ki = zero_k_;
+double AttentionGrid::Slice::at(double p, double k) const {
+  const Pos pp = locate(prefix, p);
+  const double lo = along(rows[pp.lo].kv, rows[pp.lo].time_s, k);
+  if (pp.lo == pp.hi) return lo;
+  return lo + pp.t * (along(rows[pp.hi].kv, rows[pp.hi].time_s, k) - lo);
+}
+
+const AttentionGrid::Slice* AttentionGrid::slice(int ci, int ni) const {
+  const auto it = slices_.find(pair_key(ci, ni));
+  return it == slices_.end() ? nullptr : &it->second;
+}
+
+// A pair the profile did not measure (a profiler that stops at fewer decode sequences when a chunk
+// is present) is extended linearly along the decode axis from the two nearest measured pairs
+// below it with the same chunk; failing that, it is the sum of its prefill part and its decode
+// part; failing that, the nearest measured pair (by index).
+double AttentionGrid::corner(int ci, int ni, double p, double k) const {
+  const bool no_chunk = chunks_[ci] == 0, no_decode = decodes_[ni] == 0;
   if (no_chunk && no_decode) return 0;
-  if (auto it = map_.find(key(ci, pi, ni, ki)); it != map_.end()) return it->second;
+  if (no_chunk) p = 0;
+  if (no_decode) k = 0;
+  if (const Slice* s = slice(ci, ni)) return s->at(p, k);
   int j2 = -1, j1 = -1;
   for (int j = ni - 1; j >= 0 && j1 < 0; --j) {
-    if (axes_[2][j] == 0 || !map_.count(key(ci, pi, j, ki))) continue;
+    if (decodes_[j] == 0 || slice(ci, j) == nullptr) continue;
     (j2 < 0 ? j2 : j1) = j;
   }
-  const double n = axes_[2][ni];
   if (j1 >= 0) {
-    const double y1 = map_.at(key(ci, pi, j1, ki)), y2 = map_.at(key(ci, pi, j2, ki));
-    return y2 + (n - axes_[2][j2]) * (y2 - y1) / (axes_[2][j2] - axes_[2][j1]);
+    const double y1 = slice(ci, j1)->at(p, k), y2 = slice(ci, j2)->at(p, k);
+    return y2 + (decodes_[ni] - decodes_[j2]) * (y2 - y1) / (decodes_[j2] - decodes_[j1]);
   }
-  if (!no_chunk && !no_decode && zero_k_ >= 0) {
-    const int zc = index_of(axes_[0], 0);
-    const int zn = index_of(axes_[2], 0);
-    if (zc >= 0 && zn >= 0) return point(ci, pi, zn, zero_k_) + point(zc, pi, ni, ki);
-  }
-  return std::numeric_limits<double>::quiet_NaN();
+  if (!no_chunk && !no_decode && chunks_[0] == 0 && decodes_[0] == 0 && slice(ci, 0) &&
+      slice(0, ni))
+    return slice(ci, 0)->at(p, 0) + slice(0, ni)->at(0, k);
+  const Slice* best = nullptr;
+  int dist = INT32_MAX;
+  for (int a = 0; a < static_cast<int>(chunks_.size()); ++a)
+    for (int b = 0; b < static_cast<int>(decodes_.size()); ++b)
+      if (const Slice* s = slice(a, b); s && std::abs(a - ci) + std::abs(b - ni) < dist) {
+        dist = std::abs(a - ci) + std::abs(b - ni);
+        best = s;
+      }
+  return best ? best->at(p, k) : 0;
 }
 
 double AttentionGrid::interp(double c, double p, double n, double k) const {
-  const Bracket bc = bracket(axes_[0], c), bp = bracket(axes_[1], p), bn = bracket(axes_[2], n);
-  // The decode context axis for decode sequences starts at its first positive value.
-  const int kfrom = zero_k_ >= 0 && n > 0 ? zero_k_ + 1 : 0;
-  const Bracket bk = bracket(axes_[3], k, kfrom);
-  double sum = 0;
-  for (int a = 0; a < bc.n; ++a)
-    for (int b = 0; b < bp.n; ++b)
-      for (int d = 0; d < bn.n; ++d)
-        for (int e = 0; e < bk.n; ++e) {
-          const double w = bc.w[a] * bp.w[b] * bn.w[d] * bk.w[e];
-          if (w != 0) sum += w * point(bc.i[a], bp.i[b], bn.i[d], bk.i[e]);
-        }
-  return std::max(0.0, sum);
+  const Pos pc = locate(chunks_, c), pn = locate(decodes_, n);
+  auto at_chunk = [&](int ci) {
+    const double lo = corner(ci, pn.lo, p, k);
+    return pn.lo == pn.hi ? lo : lo + pn.t * (corner(ci, pn.hi, p, k) - lo);
+  };
+  const double lo = at_chunk(pc.lo);
+  const double v = pc.lo == pc.hi ? lo : lo + pc.t * (at_chunk(pc.hi) - lo);
+  return std::max(0.0, v);
+}
+
+double AttentionGrid::total(double chunk, double prefix, double n, double kv) const {
+  double ps = 0, ds = 0;
+  at(chunk, prefix, n, kv, &ps, &ds);
+  return ps + ds;
 }
 
 void AttentionGrid::at(double chunk, double prefix, double n, double kv, double* prefill_s,
                        double* decode_s) const {
   *prefill_s = *decode_s = 0;
-  if (map_.empty()) return;
+  if (slices_.empty()) return;
   const double tp = chunk > 0 ? interp(chunk, prefix, 0, 0) : 0;
   const double td = n > 0 ? interp(0, 0, n, kv) : 0;
   if (mixed_ && chunk > 0 && n > 0) {
@@ -296,13 +315,38 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
   }
 }
 
+double ProfileCostModel::moe_expert_s(const Batch& b) const {
+  if (moe_.empty()) return 0;
+  const double pad = padded(static_cast<double>(b.padded_tokens()));
+  if (pad <= 0) return 0;
+  // Every rank's MoE layers route the whole group's (padded) tokens.
+  const double routed = b.dp_padded_tokens > 0 ? pad * b.dp_ranks : pad;
+  double t;
+  if (expert_parallel_) {
+    // Whole experts on each GPU: the busiest GPU's pairs, as the tokens that would make them in
+    // the profiled (one-GPU) layer, over its activated experts.
+    const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, expert_gpus_);
+    t = moe_.at(l.pairs / experts_per_token_, l.experts);
+  } else {
+    // Each expert sliced over the GPUs: every GPU computes every pair with its slice.
+    const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, 1);
+    t = moe_.at(routed, l.experts) / expert_gpus_;
+  }
+  return t * moe_layers_;
+}
+
 StepCost ProfileCostModel::cost(const Batch& b) const {
   StepCost c;
   const double tokens = static_cast<double>(b.padded_tokens());
   if (tokens <= 0) return c;
   const double pad = padded(tokens);
+  // vLLM computes logits (and samples) for every scheduled sequence, a partial prefill chunk's
+  // included, and discards those it does not need; a data-parallel rank padded to the group's
+  // tokens runs its dummy decodes through the head too.
+  const double rows = static_cast<double>(b.num_seqs) + static_cast<double>(std::max<std::int64_t>(
+                                                            0, b.padded_tokens() - b.num_tokens()));
   for (const auto& op : ops_) {
-    const double x = op.tokens_axis ? pad : static_cast<double>(b.num_sampled);
+    const double x = op.tokens_axis ? pad : rows;
     if (x <= 0) continue;
     const double t = op.curve.at(x) * op.times_per_step;
     (op.gemm ? c.gemm_s : c.overhead_s) += t;
@@ -313,26 +357,21 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
     prefix = std::max(0.0, (b.prefill_attention_pairs - chunk * (chunk + 1) / 2) / chunk);
   }
   const double n = b.num_decode_seqs;
-  const double kv = n > 0 ? static_cast<double>(b.decode_context_tokens) / n : 0;
+  // The profile's decode context is the KV a decode reads besides its new token.
+  const double kv = n > 0 ? std::max(0.0, static_cast<double>(b.decode_context_tokens) / n - 1) : 0;
   double ps = 0, ds = 0;
   attention_.at(chunk, prefix, n, kv, &ps, &ds);
   if (!skew_.empty() && n >= 2 && b.decode_contexts.size() == static_cast<std::size_t>(n)) {
-    // Uneven decode contexts, priced as the profile measured them: a batch of long contexts
-    // (those above the mean, at their mean) among short ones lies between all at the mean and
-    // all at the long contexts' mean, by the profile's alpha for its share of long contexts.
-    double long_sum = 0, long_n = 0;
-    for (const std::int32_t ctx : b.decode_contexts) {
-      if (ctx > kv) {
-        long_sum += ctx;
-        long_n += 1;
-      }
-    }
-    if (long_n > 0) {
-      const double kv_long = long_sum / long_n;
-      const double alpha = skew_.alpha(chunk, n, long_n / n, kv_long, prefix);
-      double ps_long = 0, ds_long = 0;
-      attention_.at(chunk, prefix, n, kv_long, &ps_long, &ds_long);
-      ds = std::max(0.0, ds + alpha * ((ps_long + ds_long) - (ps + ds)));
+    // Uneven decode contexts, priced as the profile's skew fit measured them: between all at the
+    // mean and all at the longest, by the fit's alpha for the batch's shape (its decodes, skew
+    // rate (mean - shortest) / (longest - shortest), longest context and prefix).
+    const auto [lo, hi] = std::minmax_element(b.decode_contexts.begin(), b.decode_contexts.end());
+    const double k_min = std::max(0.0, *lo - 1.0), k_max = std::max(0.0, *hi - 1.0);
+    if (k_max > kv) {
+      const double rate = k_max > k_min ? (kv - k_min) / (k_max - k_min) : 0.5;
+      const double alpha = skew_.alpha(chunk, n, rate, k_max, prefix);
+      const double t_mean = ps + ds, t_max = attention_.total(chunk, prefix, n, k_max);
+      if (t_max > t_mean) ds += alpha * (t_max - t_mean);
     }
   }
   c.prefill_attn_s = ps * layers_;
@@ -349,20 +388,7 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
     c.comm_s = 2.0 * layers_ * per;  // after attention and after the MLP
   }
   if (!moe_.empty()) {
-    // Every rank's MoE layers route the whole group's (padded) tokens.
-    const double routed = b.dp_padded_tokens > 0 ? pad * b.dp_ranks : pad;
-    double t;
-    if (expert_parallel_) {
-      // Whole experts on each GPU: the busiest GPU's pairs, as the tokens that would make them
-      // in the profiled (one-GPU) layer, over its activated experts.
-      const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, expert_gpus_);
-      t = moe_.at(l.pairs / experts_per_token_, l.experts);
-    } else {
-      // Each expert sliced over the GPUs: every GPU computes every pair with its slice.
-      const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, 1);
-      t = moe_.at(routed, l.experts) / expert_gpus_;
-    }
-    c.gemm_s += t * moe_layers_;
+    c.gemm_s += moe_expert_s(b);
     c.comm_s += moe_layers_ *
                 moe_dispatch_combine_s(pad, data_parallel_, hidden_bytes_, link_bw_, link_lat_);
   }

@@ -5,14 +5,17 @@
 //   step = Σ layer ops(T) × count × layers + Σ step ops(T or S) × count
 //        + attention(prefill chunk, its prefix, decode sequences, their mean context) × layers
 //        + tensor-parallel all-reduces + configured overheads
-// with T the step's tokens (prefill chunk tokens plus decode sequences) and S the sequences that
-// sample a token. Curves are interpolated linearly and extrapolated linearly from their last two
-// points (a GEMM past the grid is compute bound, so time grows linearly in tokens). Attention
-// interpolates the profile's 4-D grid multilinearly when it holds mixed prefill+decode points
-// (one kernel serves both, as in vLLM's FlashAttention backend); otherwise the prefill and decode
-// parts are looked up separately and added (kvfleet's own kernels launch separately). Several
-// prefill chunks in one step count as one chunk of their total tokens over the prefix that gives
-// the same number of (query, key) pairs; decode sequences count at their mean context.
+// with T the step's tokens (prefill chunk tokens plus decode sequences) and S its sequences (vLLM
+// computes logits for each, a partial prefill's too). This is how LLMServingSim composes a step
+// from the same bundle; tests/validation/step_oracle_test.cpp checks it step by step. Curves are
+// interpolated linearly and extrapolated linearly from their last two points (a GEMM past the grid
+// is compute bound, so time grows linearly in tokens). Attention interpolates the profile's 4-D
+// grid multilinearly when it holds mixed prefill+decode points (one kernel serves both, as in
+// vLLM's FlashAttention backend); otherwise the prefill and decode parts are looked up separately
+// and added (kvfleet's own kernels launch separately). Several prefill chunks in one step count as
+// one chunk of their total tokens over the prefix that gives the same number of (query, key) pairs;
+// decode sequences count at their mean context, corrected for uneven contexts by the profile's skew
+// fit where it has one (SkewTable).
 #include <array>
 #include <string>
 #include <unordered_map>
@@ -52,9 +55,12 @@ class MoeGrid {
   std::vector<std::vector<std::pair<double, double>>> rows_;  // (experts, seconds), ascending
 };
 
-// The profile's skew correction (/skew): alpha for a batch's prefill chunk (the nearest profiled
-// value), decode sequences, skew rate, longest decode context and prefill prefix; the profile's
-// default where no bucket holds the batch.
+// The profile's skew correction (/skew): alpha for a batch's prefill chunk (one the fit measured;
+// another takes the default), decode sequences, skew rate, longest decode context and prefill
+// prefix; the profile's default where no bucket holds the batch. The fit measured bimodal batches
+// (n_big at the longest context, the rest shorter) and defines the rate as (mean - shortest) /
+// (longest - shortest) and alpha as the step's place between all contexts at the mean and all
+// at the longest: ProfileCostModel applies it with those definitions.
 class SkewTable {
  public:
   SkewTable() = default;
@@ -68,23 +74,40 @@ class SkewTable {
   double default_ = 0;
 };
 
-// The per-layer attention grid of a profile (see the header comment).
+// The per-layer attention grid of a profile (see the header comment). A profile need not hold
+// every combination of its axes' values (LLMServingSim's profiler sweeps the prefix and decode
+// context axes differently for each prefill chunk and decode count), so the grid is kept as one
+// slice per measured (prefill chunk, decode sequences) pair, each with its own prefix values and,
+// per prefix, its own decode-context values: a query is interpolated linearly within the slices
+// of the four bracketing pairs, and across them.
 class AttentionGrid {
  public:
   explicit AttentionGrid(const std::vector<AttentionPoint>& points);
   // Per-layer seconds for one prefill chunk of `chunk` tokens over `prefix` cached tokens and
-  // `n` decode sequences of mean context `kv`; prefill_s and decode_s split the total.
+  // `n` decode sequences of `kv` cached tokens each (the new token not included, as the profile
+  // measures them); prefill_s and decode_s split the total.
   void at(double chunk, double prefix, double n, double kv, double* prefill_s,
           double* decode_s) const;
+  // The whole per-layer time, prefill and decode together.
+  double total(double chunk, double prefix, double n, double kv) const;
   bool mixed() const { return mixed_; }
-  bool empty() const { return map_.empty(); }
+  bool empty() const { return slices_.empty(); }
 
  private:
+  struct Row {  // one prefix value: time against decode context
+    std::vector<double> kv, time_s;
+  };
+  struct Slice {  // one (prefill chunk, decode sequences) pair
+    std::vector<double> prefix;
+    std::vector<Row> rows;  // by prefix
+    double at(double p, double k) const;
+  };
   double interp(double c, double p, double n, double k) const;
-  double point(int ci, int pi, int ni, int ki) const;
-  std::array<std::vector<double>, 4> axes_;
-  std::unordered_map<std::uint64_t, double> map_;
-  int zero_p_ = -1, zero_k_ = -1;
+  // The grid's value at the axis indices (ci, ni), at prefix p and decode context k.
+  double corner(int ci, int ni, double p, double k) const;
+  const Slice* slice(int ci, int ni) const;
+  std::vector<double> chunks_, decodes_;  // every measured value of each axis, ascending
+  std::unordered_map<std::uint64_t, Slice> slices_;
   bool mixed_ = false;
 };
 
@@ -127,6 +150,8 @@ class ProfileCostModel final : public CostModel {
   ProfileCostModel(const Config& cfg, const CostContext& ctx);
   StepCost cost(const Batch& batch) const override;
   bool wants_decode_contexts() const override { return !skew_.empty(); }
+  // The MoE layers' expert time of a step (part of its gemm_s), 0 for a dense model.
+  double moe_expert_s(const Batch& batch) const;
 
   // Token count as vLLM pads it for CUDA graphs (unchanged above 512).
   static double cuda_graph_size(double tokens);

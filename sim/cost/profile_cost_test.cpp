@@ -62,9 +62,10 @@ Batch decode_batch(int n, std::int64_t context_total) {
 TEST(ProfileCost, CurvesScaleByLayersAndInterpolate) {
   Fixture f;
   auto m = f.make(synthetic(false));
-  // One decode sequence at context 24: qkv(1) × 2 layers + lm_head(1); attention midway between
+  // One decode sequence of context 25 (24 cached tokens and its new one; the profile's decode
+  // context counts the cached ones): qkv(1) × 2 layers + lm_head(1); attention midway between
   // contexts 16 and 32, × 2 layers; two layernorms per layer.
-  StepCost c = m->cost(decode_batch(1, 24));
+  StepCost c = m->cost(decode_batch(1, 25));
   EXPECT_NEAR(c.gemm_s, 2 * 1e-4 + 1e-3, 1e-15);
   EXPECT_NEAR(c.decode_attn_s, 2 * 1.5e-5, 1e-15);
   EXPECT_NEAR(c.overhead_s, 2 * 2 * 1e-6, 1e-15);
@@ -106,35 +107,95 @@ TEST(ProfileCost, MixedGridGivesOneTimeSplitByTheParts) {
 TEST(ProfileCost, UnevenDecodeContextsUseTheSkewCorrection) {
   Fixture f;
   Profile p = synthetic(false);
-  // One bucket for two decodes with half of them long, longest context in (16, 64]: alpha 0.5.
+  // One bucket for two decodes at skew rate (0.4, 0.7], longest context in (16, 64]: alpha 0.5.
   p.skew.push_back({0, 1, 2, 0.4, 0.7, 16, 64, -1, 0, 0.5, 4});
   p.set("skew_alpha_default", "0.1");
   auto m = f.make(p);
   EXPECT_TRUE(m->wants_decode_contexts());
-  // Contexts 16 and 32: mean 24 (attention 1.5e-5 per layer for... two sequences: 3e-5), the
-  // long one at 32 (4e-5 for two at 32): 3e-5 + 0.5 × (4e-5 − 3e-5) per layer.
-  const std::int32_t ctx[] = {16, 32};
-  Batch b = decode_batch(2, 48);
+  // Cached contexts 16 and 32 (contexts 17 and 33 with the new tokens): mean 24, skew rate
+  // (24 - 16) / (32 - 16) = 0.5, longest 32. All at the mean costs 3e-5 per layer for the two,
+  // all at the longest 4e-5: 3e-5 + 0.5 × (4e-5 − 3e-5), as the profile's fit defines alpha.
+  const std::int32_t ctx[] = {17, 33};
+  Batch b = decode_batch(2, 50);
   b.decode_contexts = ctx;
   EXPECT_NEAR(m->cost(b).decode_attn_s, 2 * (3e-5 + 0.5 * 1e-5), 1e-15);
   // Even contexts: no correction.
-  const std::int32_t even[] = {24, 24};
+  const std::int32_t even[] = {25, 25};
   b.decode_contexts = even;
   EXPECT_NEAR(m->cost(b).decode_attn_s, 2 * 3e-5, 1e-15);
-  // Outside every bucket (one long among four): the default alpha.
-  const std::int32_t four[] = {16, 16, 16, 32};
-  Batch b4 = decode_batch(4, 80);
+  // Outside every bucket (cached 16, 16, 16, 32: rate 0.25): the default alpha.
+  const std::int32_t four[] = {17, 17, 17, 33};
+  Batch b4 = decode_batch(4, 84);
   b4.decode_contexts = four;
-  Batch even4 = decode_batch(4, 80);
-  Batch long4 = decode_batch(4, 128);
+  Batch even4 = decode_batch(4, 84);
+  Batch long4 = decode_batch(4, 132);
   const double at_mean = m->cost(even4).decode_attn_s, at_long = m->cost(long4).decode_attn_s;
   EXPECT_NEAR(m->cost(b4).decode_attn_s, at_mean + 0.1 * (at_long - at_mean), 1e-15);
+  // A prefill chunk the fit did not measure (it measured chunk 0 only) takes the default too.
+  PrefillChunk ch{24, 0};
+  Batch mixed = b;
+  mixed.decode_contexts = ctx;
+  mixed.num_seqs = 3;
+  mixed.num_prefill_tokens = 24;
+  mixed.prefill_attention_pairs = 24.0 * 25 / 2;
+  mixed.prefill = std::span<const PrefillChunk>(&ch, 1);
+  Batch mixed_even = mixed;
+  mixed_even.decode_contexts = even;
+  Batch mixed_long = mixed;
+  mixed_long.decode_context_tokens = 66;
+  mixed_long.decode_contexts = {};
+  const StepCost cm = m->cost(mixed), ce = m->cost(mixed_even), cl = m->cost(mixed_long);
+  EXPECT_NEAR(
+      cm.decode_attn_s - ce.decode_attn_s,
+      0.1 * ((cl.prefill_attn_s + cl.decode_attn_s) - (ce.prefill_attn_s + ce.decode_attn_s)),
+      1e-15);
   // A default alpha that is no number is refused with the profile.
   Profile bad = p;
   bad.set("skew_alpha_default", "abc");
   EXPECT_THROW(check_profile(bad, "bad.h5"), InputError);
   // Without a skew table contexts are priced at their mean.
   EXPECT_FALSE(f.make(synthetic(false))->wants_decode_contexts());
+}
+
+// A profile need not hold every combination of its axes' values (LLMServingSim's sweeps the
+// prefix and context axes per chunk and decode count): the grid interpolates within what each
+// (chunk, decodes) pair measured, not on axes shared by all (where a combination never measured
+// used to make the attention of the step no time at all).
+TEST(ProfileCost, ASparseGridIsInterpolatedWithinEachMeasuredPair) {
+  Fixture f;
+  Profile p = synthetic(false);
+  // Mixed points whose decode contexts differ by chunk: (16, n 1) at contexts 16 and 64, (32, n 1)
+  // at 32 and 128.
+  for (auto [c, k, t] :
+       {std::tuple{16, 16, 2e-5}, {16, 64, 5e-5}, {32, 32, 6e-5}, {32, 128, 1.2e-4}})
+    p.attention.push_back({double(c), 0, 1, double(k), t, 0});
+  auto m = f.make(p);
+  PrefillChunk ch{24, 0};
+  Batch b = decode_batch(1, 41);  // 40 cached
+  b.num_seqs = 2;
+  b.num_prefill_tokens = 24;
+  b.prefill_attention_pairs = 24.0 * 25 / 2;
+  b.prefill = std::span<const PrefillChunk>(&ch, 1);
+  const StepCost c = m->cost(b);
+  // (16, 1) at 40: 2e-5 + 24/48 × 3e-5 = 3.5e-5; (32, 1) at 40: 6e-5 + 8/96 × 6e-5 = 6.5e-5;
+  // chunk 24 halfway: 5e-5 per layer.
+  EXPECT_NEAR(c.prefill_attn_s + c.decode_attn_s, 2 * 5e-5, 1e-15);
+}
+
+TEST(ProfileCost, TheHeadRunsForEverySequenceOfTheStep) {
+  Fixture f;
+  auto m = f.make(synthetic(false));
+  // Two decodes and a partial prefill chunk that samples nothing: lm_head at 3 sequences, as vLLM
+  // computes logits for each scheduled sequence.
+  PrefillChunk ch{16, 0};
+  Batch b = decode_batch(2, 34);
+  b.num_seqs = 3;
+  b.num_prefill_tokens = 16;
+  b.prefill_attention_pairs = 16.0 * 17 / 2;
+  b.prefill = std::span<const PrefillChunk>(&ch, 1);
+  Batch two = b;
+  two.num_seqs = 2;
+  EXPECT_NEAR(m->cost(b).gemm_s - m->cost(two).gemm_s, 1e-3 / 9, 1e-15);
 }
 
 TEST(ProfileCost, CudaGraphPadding) {

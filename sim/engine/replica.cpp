@@ -595,6 +595,22 @@ void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime 
                        static_cast<std::int32_t>(batch_.num_prefill_tokens),
                        batch_.num_decode_seqs});
   }
+  if (batch_trace_ != nullptr && batch_trace_->size() < batch_trace_limit_) {
+    BatchTrace t{now,
+                 c.total_s(),
+                 batch_.num_seqs,
+                 batch_.num_sampled,
+                 batch_.dp_padded_tokens,
+                 batch_.dp_ranks,
+                 {},
+                 {}};
+    t.chunks.assign(batch_.prefill.begin(), batch_.prefill.end());
+    for (const auto& sc : scheduled_) {
+      const Seq& q = seqs_[sc.slot];
+      if (is_decode(q, sc.tokens)) t.decode_contexts.push_back(q.num_computed + 1);
+    }
+    batch_trace_->push_back(std::move(t));
+  }
   count_step(c, w, to_seconds(dur));
   step_start_ = now;
   stepping_ = true;

@@ -110,6 +110,19 @@ struct StepTrace {
   std::int32_t decode_seqs = 0;
 };
 
+// One engine step's batch as the cost model saw it, for checking a cost model step by step
+// (tests/validation/step_oracle_test.cpp): its prefill chunks and decode contexts.
+struct BatchTrace {
+  SimTime start = 0;
+  double step_s = 0;  // the step's time (StepCost::total_s)
+  std::int32_t num_seqs = 0;
+  std::int32_t num_sampled = 0;
+  std::int64_t dp_padded_tokens = 0;
+  std::int32_t dp_ranks = 1;
+  std::vector<PrefillChunk> chunks;
+  std::vector<std::int32_t> decode_contexts;  // new token included
+};
+
 class LockstepGroup;
 
 class Replica final : public EventHandler, private VictimChooser {
@@ -118,6 +131,11 @@ class Replica final : public EventHandler, private VictimChooser {
   void trace_steps(std::vector<StepTrace>* out, std::size_t limit) {
     trace_ = out;
     trace_limit_ = limit;
+  }
+  // Records every step's batch into `out` (at most `limit`) while set; nullptr stops recording.
+  void trace_batches(std::vector<BatchTrace>* out, std::size_t limit) {
+    batch_trace_ = out;
+    batch_trace_limit_ = limit;
   }
   Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog& log, EventQueue& q,
           int index, RequestObserver* observer = nullptr);
@@ -386,6 +404,8 @@ class Replica final : public EventHandler, private VictimChooser {
   std::vector<std::uint8_t> verify_marks_;  // scratch for verify()
   std::vector<StepTrace>* trace_ = nullptr;
   std::size_t trace_limit_ = 0;
+  std::vector<BatchTrace>* batch_trace_ = nullptr;
+  std::size_t batch_trace_limit_ = 0;
 };
 
 }  // namespace kvfleet::sim

@@ -102,7 +102,8 @@ struct RunResult {
   bool cancelled = false;      // stopped by a cancel token (Simulation::set_cancel): incomplete
   std::vector<std::pair<std::string, double>> workload_stats;  // e.g. sessions gone idle
   std::vector<std::vector<StepTrace>>
-      steps;           // per replica, when Simulation::record_steps was asked
+      steps;  // per replica, when Simulation::record_steps was asked
+  std::vector<std::vector<BatchTrace>> batches;  // per replica, when record_batches was asked
   AlertReport alerts;  // the scenario's alert rules on this run (empty without rules)
 };
 

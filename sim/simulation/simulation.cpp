@@ -598,6 +598,12 @@ void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   drain_gateway(pool, now);
 }
 
+void Simulation::record_batches(std::size_t max_steps) {
+  batches_.assign(replicas_.size(), {});
+  for (std::size_t i = 0; i < replicas_.size(); ++i)
+    replicas_[i]->trace_batches(&batches_[i], max_steps);
+}
+
 void Simulation::record_steps(std::size_t max_steps) {
   steps_.assign(replicas_.size(), {});
   for (std::size_t i = 0; i < replicas_.size(); ++i)
@@ -684,6 +690,8 @@ void Simulation::collect(RunResult& res) {
   }
   for (auto& r : replicas_) r->trace_steps(nullptr, 0);
   res.steps = std::move(steps_);
+  for (auto& r : replicas_) r->trace_batches(nullptr, 0);
+  res.batches = std::move(batches_);
   res.alerts = evaluate_alerts(scenario_.config.alerts, res);
 }
 

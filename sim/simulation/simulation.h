@@ -54,6 +54,8 @@ class Simulation final : public EventHandler,
   void fast_forward_idle(bool on) { fast_forward_idle_ = on; }
   // Records up to `max_steps` engine steps per replica into RunResult::steps (for traces).
   void record_steps(std::size_t max_steps);
+  // Records up to `max_steps` batches per replica into RunResult::batches (step-by-step checks).
+  void record_batches(std::size_t max_steps);
 
   void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
@@ -156,6 +158,7 @@ class Simulation final : public EventHandler,
   std::unique_ptr<Lifecycle> lifecycle_;  // failures, deploys, autoscaler: every replica's state
   SimTime scrape_interval_ = 0;           // 0: signals always current
   std::vector<std::vector<StepTrace>> steps_;
+  std::vector<std::vector<BatchTrace>> batches_;
   std::vector<std::unique_ptr<LockstepGroup>> groups_;  // data-parallel MoE ranks
   std::vector<std::unique_ptr<Replica>> replicas_;
   absl::flat_hash_map<std::uint32_t, InFrontend> in_frontend_;  // by request id
