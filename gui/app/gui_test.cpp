@@ -18,6 +18,7 @@
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
+#include "sim/metrics/fidelity.h"
 
 #include <array>
 #include <cstdio>
@@ -498,6 +499,12 @@ class GuiTest : public QObject {
     QTableWidget* cap = w.capacityTable();
     QCOMPARE(cap->rowCount(), 3);
     QCOMPARE(cap->item(0, 0)->text(), QString("full"));
+    // Each capacity carries the expected error of the cost model that priced it (the same text
+    // as the report's and kvfleet capacity's, from sim/metrics/fidelity).
+    const int last = cap->columnCount() - 1;
+    QCOMPARE(cap->horizontalHeaderItem(last)->text(), QString("cost model's expected error"));
+    const auto e = kvfleet::sim::expected_error("roofline", false);
+    QVERIFY(cap->item(0, last)->text().contains(QString("TPOT ±%1%").arg(100 * e.tpot, 0, 'f', 1)));
     // Goodput: full history refuses the longest conversations' turns, a window does not.
     QVERIFY(w.setMetric("Goodput"));
     const auto& g = w.latencySpec();

@@ -1,5 +1,7 @@
 #include "gui/app/main_window.h"
 
+#include "sim/metrics/fidelity.h"
+
 #include <yaml-cpp/yaml.h>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -893,7 +895,8 @@ void MainWindow::updateCapacityTable() {
                                "between loads",
                                users ? "users per GPU" : "requests/s per GPU",
                                "$ per million output tokens",
-                               "limited by"};
+                               "limited by",
+                               "cost model's expected error"};
   capacity_table_->setColumnCount(headers.size());
   capacity_table_->setHorizontalHeaderLabels(headers);
   capacity_table_->setRowCount(static_cast<int>(compare_.variants().size()));
@@ -915,12 +918,27 @@ void MainWindow::updateCapacityTable() {
       if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
         cost = num(c.cost_per_m_tokens);
     }
+    // The expected error of the cost model that priced the steps (docs/validation.md): the
+    // panel's first pool (a comparison of cost models or models is judged by the panel's).
+    QString expected = "—";
+    if (!scenario_.config.pools.empty()) {
+      const sim::ExpectedError e = sim::expected_error(scenario_.config.pools[0].cost_model.impl,
+                                                       scenario_.pools[0].model.moe());
+      expected = e.runs > 0
+                     ? QString("TTFT ±%1%, TPOT ±%2% (%3, %4 validated runs)")
+                           .arg(100 * e.ttft, 0, 'f', 1)
+                           .arg(100 * e.tpot, 0, 'f', 1)
+                           .arg(QString::fromStdString(e.cost_model))
+                           .arg(e.runs)
+                     : QString("no validated runs (%1)").arg(QString::fromStdString(e.cost_model));
+    }
     const QString cells[] = {QString::fromStdString(compare_.variants()[r].label),
                              cap,
                              between,
                              per_gpu,
                              cost,
-                             QString::fromStdString(c.limited_by)};
+                             QString::fromStdString(c.limited_by),
+                             expected};
     for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
       capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
     }

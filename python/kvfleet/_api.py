@@ -71,6 +71,15 @@ def _count(name: str, v: Any, lo: int, hi: int) -> int:
     return int(v)
 
 
+def _fraction(name: str, v: Any, lo: float, hi: float) -> float:
+    """A real option in [lo, hi], else InputError naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, not {type(v).__name__}")
+    if not (lo <= float(v) <= hi):
+        raise _input_error("", name, f"must be between {lo:g} and {hi:g} (got {v})")
+    return float(v)
+
+
 def _value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -406,6 +415,11 @@ class CapacityResult:
         runs: simulations run. start: the scenario's own value of the key.
         slo: the targets, as checked. limited_by: set when the search hit a load the scenario
             refuses while the SLO still held. workload: the workload section, resolved (YAML).
+        step_sensitivity, slower_steps, faster_steps: the capacity with every step that fraction
+            slower and faster (NaN when not searched).
+        expected_error: the cost model's expected error from the validation report (dict:
+            cost_model, moe, runs, ttft, tpot, e2e as fractions, text), and expected_low,
+            expected_high the capacity band it implies (NaN without validated runs).
     """
 
     key: str
@@ -419,6 +433,20 @@ class CapacityResult:
     slo: List[str]
     limited_by: str
     workload: str
+    step_sensitivity: float = 0.0
+    slower_steps: float = float("nan")
+    faster_steps: float = float("nan")
+    expected_error: Optional[Dict[str, Any]] = None
+    expected_low: float = float("nan")
+    expected_high: float = float("nan")
+
+    def __str__(self) -> str:
+        band = ("" if self.expected_low != self.expected_low else
+                f", about {self.expected_low:.4g} to {self.expected_high:.4g} by the cost model's"
+                " expected error")
+        cm = self.expected_error["cost_model"] if self.expected_error else "?"
+        return (f"{self.key} = {self.mean:.4g} ({cm}{band}; "
+                f"{(self.expected_error or {}).get('text', '')})")
 
 
 def capacity(
@@ -430,6 +458,7 @@ def capacity(
     tolerance: float = 0.02,
     threads: int = 0,
     set: SetsLike = None,
+    step_sensitivity: float = 0.02,
 ) -> CapacityResult:
     """Finds the highest load at which the SLO holds, as ``kvfleet capacity`` does.
 
@@ -442,16 +471,21 @@ def capacity(
         tolerance: bisection stops when (hi - lo) / lo is below this.
         threads: 0 for all cores.
         set: overrides applied to every run.
+        step_sensitivity: also search with every step this fraction slower and faster (0: not).
     """
     path, text, name, base_dir = _source(scenario)
     d = _core.capacity(path, text, name, base_dir, slo, load, key or "",
                        _count("replicates", replicates, 1, 1000), float(tolerance),
-                       _count("threads", threads, 0, 4096), _sets(set))
+                       _count("threads", threads, 0, 4096), _sets(set),
+                       _fraction("step_sensitivity", step_sensitivity, 0.0, 0.5))
     return CapacityResult(key=d["key"], mean=d["mean"], ci95_low=d["ci95_low"],
                           ci95_high=d["ci95_high"], per_seed=list(d["per_seed"]),
                           seeds=list(d["seeds"]), runs=d["runs"], start=d["start"],
                           slo=list(d["slo"]), limited_by=d["limited_by"],
-                          workload=d["workload"])
+                          workload=d["workload"], step_sensitivity=d["step_sensitivity"],
+                          slower_steps=d["slower_steps"], faster_steps=d["faster_steps"],
+                          expected_error=dict(d["expected_error"]),
+                          expected_low=d["expected_low"], expected_high=d["expected_high"])
 
 
 def metrics() -> pd.DataFrame:

@@ -198,9 +198,10 @@ py::dict sweep(const std::string& yaml, const std::string& name, const std::stri
 py::dict capacity(const std::string& path, const std::string& text, const std::string& name,
                   const std::string& base_dir, const std::string& slo_text, const std::string& load,
                   const std::string& key, int replicates, double tolerance, int threads,
-                  const std::vector<std::string>& sets) {
+                  const std::vector<std::string>& sets, double step_sensitivity) {
   const std::vector<Slo> slo = parse_slo(slo_text);
   CapacityOptions opt;
+  opt.step_time_sensitivity = step_sensitivity;
   opt.load = load;
   opt.key = key;
   opt.replicates = replicates;
@@ -221,6 +222,20 @@ py::dict capacity(const std::string& path, const std::string& text, const std::s
   d["runs"] = c.runs;
   d["workload"] = c.workload_yaml;
   d["limited_by"] = c.limited_by;
+  d["step_sensitivity"] = c.sensitivity;
+  d["slower_steps"] = c.slower_steps;
+  d["faster_steps"] = c.faster_steps;
+  py::dict e;
+  e["cost_model"] = c.expected.cost_model;
+  e["moe"] = c.expected.moe;
+  e["runs"] = c.expected.runs;
+  e["ttft"] = c.expected.ttft;
+  e["tpot"] = c.expected.tpot;
+  e["e2e"] = c.expected.e2e;
+  e["text"] = c.expected.describe();
+  d["expected_error"] = e;
+  d["expected_low"] = c.expected_low;
+  d["expected_high"] = c.expected_high;
   std::vector<std::string> described;
   for (const auto& s : slo) described.push_back(s.describe());
   d["slo"] = described;
@@ -267,7 +282,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("base_text"), py::arg("base_name"), py::arg("threads"));
   m.def("capacity", &capacity, py::arg("path"), py::arg("text"), py::arg("name"),
         py::arg("base_dir"), py::arg("slo"), py::arg("load"), py::arg("key"), py::arg("replicates"),
-        py::arg("tolerance"), py::arg("threads"), py::arg("sets"));
+        py::arg("tolerance"), py::arg("threads"), py::arg("sets"), py::arg("step_sensitivity"));
   m.def("parameters", &parameters);
   m.def("metrics", &metrics);
   m.def("run_tables", [] { return docs_to_py(run_table_docs()); });

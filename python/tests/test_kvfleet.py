@@ -249,6 +249,16 @@ def test_capacity_matches_the_cli():
     out = cli("capacity", "--slo", "ttft_p99=300ms", "--replicates", "2", "--set",
               "workload.num_requests=400").stdout
     assert f"{c.mean:.4g}" in out or f"{c.mean:.3g}" in out, out
+    # Error bars: the same sensitivity and expected error as the CLI prints.
+    assert c.step_sensitivity == 0.02
+    assert c.slower_steps <= c.mean <= c.faster_steps
+    assert f"{c.slower_steps:.4g}" in out and f"{c.faster_steps:.4g}" in out, out
+    assert c.expected_error["cost_model"] == "roofline" and c.expected_error["runs"] >= 1
+    assert c.expected_error["text"] in out
+    assert c.expected_low <= c.mean <= c.expected_high
+    assert "roofline" in str(c)
+    with pytest.raises(kvfleet.InputError, match="step_sensitivity"):
+        kvfleet.capacity(step_sensitivity=0.9)
 
 
 def test_capacity_refuses_a_bad_slo():

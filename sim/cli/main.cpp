@@ -519,6 +519,9 @@ int cmd_capacity(const std::vector<std::string>& args) {
       "replicates", po::value<int>()->default_value(3), "seeds; the interval is over them")(
       "tolerance", po::value<double>()->default_value(0.02), "relative width to stop bisecting")(
       "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
+      "step-sensitivity", po::value<double>()->default_value(0.02),
+      "also search with every step this much slower and faster, to show how far the answer "
+      "moves with the cost model's error (0: not; triples the runs)")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
   const po::variables_map vm = parse_command(args, opts, "scenario", "capacity");
   if (vm.count("help")) {
@@ -537,6 +540,7 @@ int cmd_capacity(const std::vector<std::string>& args) {
   opt.replicates = vm["replicates"].as<int>();
   opt.tolerance = vm["tolerance"].as<double>();
   opt.threads = vm["threads"].as<int>();
+  opt.step_time_sensitivity = vm["step-sensitivity"].as<double>();
   check_capacity_options(opt);
   if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -561,6 +565,18 @@ int cmd_capacity(const std::vector<std::string>& args) {
               c.mean, c.ci95_low, c.ci95_high, c.per_seed.size(), c.runs);
   for (std::size_t i = 0; i < c.per_seed.size(); ++i)
     std::printf("  seed %lld: %.4g\n", static_cast<long long>(c.seeds[i]), c.per_seed[i]);
+  if (c.sensitivity > 0) {
+    auto rel = [&](double x) { return c.mean > 0 ? 100 * (x / c.mean - 1) : 0.0; };
+    std::printf("  with every step %.0f%% slower: %.4g (%+.1f%%); %.0f%% faster: %.4g (%+.1f%%)\n",
+                100 * c.sensitivity, c.slower_steps, rel(c.slower_steps), 100 * c.sensitivity,
+                c.faster_steps, rel(c.faster_steps));
+  }
+  std::printf("  cost model's expected error: %s\n", c.expected.describe().c_str());
+  if (std::isfinite(c.expected_low))
+    std::printf(
+        "  so the capacity is about %.4g to %.4g (its TPOT error through the step-time "
+        "sensitivity above, linearised; docs/validation.md)\n",
+        c.expected_low, c.expected_high);
   if (!c.limited_by.empty())
     std::printf("  The SLO still held when the load could go no higher: %s\n",
                 c.limited_by.c_str());

@@ -563,6 +563,18 @@ bool Replica::begin_step(SimTime now) {
   return true;
 }
 
+namespace {
+void scale(StepCost& c, double f) {
+  if (f == 1) return;
+  c.gemm_s *= f;
+  c.prefill_attn_s *= f;
+  c.decode_attn_s *= f;
+  c.comm_s *= f;
+  c.overhead_s *= f;
+  c.pipeline_bubble_s *= f;
+}
+}  // namespace
+
 StepCost Replica::price_step(StepWork& w) {
   StepCost c;
   if (setup_.pipeline_stages > 1) {
@@ -571,6 +583,7 @@ StepCost Replica::price_step(StepWork& w) {
     c = cost_->cost(batch_);
     w = setup_.work.work(batch_);
   }
+  scale(c, setup_.step_time_scale);
   c.kv_transfer_s = transfer_s_;
   if (load_s_ > 0) {
     // Layer by layer, loads hide behind the step's compute; only the excess adds time.
@@ -637,7 +650,9 @@ StepCost Replica::group_price(std::int64_t padded_tokens, int ranks, bool schedu
   if (!scheduled) {
     transfer_s_ = load_s_ = 0;
     w = setup_.work.work(batch_);
-    return cost_->cost(batch_);
+    StepCost c = cost_->cost(batch_);
+    scale(c, setup_.step_time_scale);
+    return c;
   }
   return price_step(w);
 }

@@ -98,6 +98,9 @@ struct ReplicaSetup {
   // client sees them. Its input side is the simulation's (Simulation::dispatch). Off unless the
   // scenario's pool turns it on (a replica built in code measures as the engine does).
   FrontendConfig frontend{.enabled = false};
+  // Every step's time × this (PoolConfig::step_time_scale): a what-if and the capacity search's
+  // sensitivity to the cost model.
+  double step_time_scale = 1;
 };
 
 // One engine step, for traces (kvfleet run --trace): when it started, how long it took and what

@@ -1,5 +1,7 @@
 #include "sim/output/report.h"
 
+#include "sim/metrics/fidelity.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -196,6 +198,19 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     o << "  as a client measures them: the API server (HTTP, tokenisation, streaming) adds "
       << fmt("%.1f ms", 1e3 * s.frontend_mean_s)
       << " to each request on average (pools[].frontend; frontend_mean_s)\n";
+  {
+    // The expected error of the cost model that produced them (docs/validation.md), once per
+    // kind of pool.
+    std::vector<std::string> seen;
+    for (std::size_t p = 0; p < c.pools.size(); ++p) {
+      const std::string line =
+          expected_error(c.pools[p].cost_model.impl, sc.pools[p].model.moe()).describe();
+      if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
+      seen.push_back(line);
+      o << "  expected error" << (c.pools.size() > 1 ? " (pool " + c.pools[p].name + ")" : "")
+        << ": " << line << "; docs/validation.md\n";
+    }
+  }
   if (s.retries > 0) {
     o << "Clients: " << s.logical_requests << " requests, " << s.retries << " retries ("
       << fmt("%.2f",

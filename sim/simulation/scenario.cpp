@@ -59,6 +59,13 @@ void PoolConfig::visit(V& v) {
            .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
   v.param("price_per_hour", price_per_hour,
           {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
+  v.param("step_time_scale", step_time_scale,
+          {.unit = "factor",
+           .desc = "every engine step's time × this (a what-if: a GPU a few percent faster or "
+                   "slower; kvfleet capacity uses it for the answer's sensitivity to step time)",
+           .min = 0.01,
+           .max = 100,
+           .why = "a hundred times faster or slower is another GPU, not a step-time error"});
   v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});
   v.param("frontend", frontend,
           {.desc = "the API server in front of each engine (HTTP, tokenisation, detokenisation, "

@@ -34,6 +34,7 @@ struct PoolConfig {
   int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
   std::string weight_dtype = "auto";
   double price_per_hour = 0;
+  double step_time_scale = 1;
   EngineConfig engine;
   FrontendConfig frontend;
   config::ImplSpec cost_model;

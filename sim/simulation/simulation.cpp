@@ -79,6 +79,7 @@ Simulation::Simulation(const Scenario& sc)
       setup.work = WorkModel(ctx);
       setup.check_invariants = sc.config.simulation.check_invariants;
       setup.frontend = pc.frontend;
+      setup.step_time_scale = pc.step_time_scale;
       const int index = static_cast<int>(replicas_.size());
       replicas_.push_back(std::make_unique<Replica>(std::move(setup),
                                                     cost_model_registry().make(pc.cost_model, ctx),

@@ -124,6 +124,8 @@ void check_capacity_options(const CapacityOptions& opt) {
   if (!(opt.tolerance >= 1e-6 && opt.tolerance <= 1))
     throw InputError("--tolerance", "", "must be between 1e-6 and 1 (a relative width)");
   if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
+  if (!(opt.step_time_sensitivity >= 0 && opt.step_time_sensitivity <= 0.5))
+    throw InputError("--step-sensitivity", "", "must be between 0 (off) and 0.5 (a fraction)");
 }
 
 CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
@@ -197,9 +199,11 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   std::mutex mu;
   CancelToken stop;  // a run failed: the others stop (between events) and their seeds end
   struct Stopped {};
+  std::vector<std::string> extra;  // the step-time scaling of a sensitivity search
   auto holds = [&](int r, double x) {
     if (stop.cancelled()) throw Stopped{};
     std::vector<std::string> sets = opt.sets;
+    sets.insert(sets.end(), extra.begin(), extra.end());
     sets.push_back(res.key + "=" + config::format_double(x));
     sets.push_back("seed=" + std::to_string(res.seeds[r]));
     const Scenario sc = source.load(sets);
@@ -270,7 +274,6 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     }
     return lo;
   };
-  std::exception_ptr failure;
   PointRunnerOptions ro;
   ro.threads = opt.threads;
   ro.cancel = &stop;
@@ -278,20 +281,50 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     ro.report_every_s = 0.1;
     ro.on_progress = [&](std::size_t, std::size_t) { opt.poll(); };
   }
-  run_points(
-      static_cast<std::size_t>(reps),
-      [&](std::size_t r) {
-        try {
-          res.per_seed[r] = search(static_cast<int>(r));
-        } catch (const Stopped&) {
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!failure) failure = std::current_exception();
-          stop.cancel();
-        }
-      },
-      ro);
-  if (failure) std::rethrow_exception(failure);
+  // Every seed's capacity under the current `extra` settings.
+  auto search_all = [&]() {
+    std::vector<double> per_seed(static_cast<std::size_t>(reps), 0.0);
+    std::exception_ptr failure;
+    run_points(
+        static_cast<std::size_t>(reps),
+        [&](std::size_t r) {
+          try {
+            per_seed[r] = search(static_cast<int>(r));
+          } catch (const Stopped&) {
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!failure) failure = std::current_exception();
+            stop.cancel();
+          }
+        },
+        ro);
+    if (failure) std::rethrow_exception(failure);
+    return per_seed;
+  };
+  res.per_seed = search_all();
+  auto mean_of = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  if (opt.step_time_sensitivity > 0) {
+    res.sensitivity = opt.step_time_sensitivity;
+    for (const double f : {1 + opt.step_time_sensitivity, 1 - opt.step_time_sensitivity}) {
+      extra.clear();
+      for (std::size_t p = 0; p < base.config.pools.size(); ++p)
+        extra.push_back("pools[" + std::to_string(p) + "].step_time_scale=" +
+                        config::format_double(base.config.pools[p].step_time_scale * f));
+      (f > 1 ? res.slower_steps : res.faster_steps) = mean_of(search_all());
+    }
+    extra.clear();
+  }
+  // The cost model's expected error: the pool whose TPOT is least certain.
+  for (std::size_t p = 0; p < base.config.pools.size(); ++p) {
+    const ExpectedError e =
+        expected_error(base.config.pools[p].cost_model.impl, base.pools[p].model.moe());
+    if (p == 0 || (e.runs > 0 && (res.expected.runs == 0 || e.tpot > res.expected.tpot)))
+      res.expected = e;
+  }
   res.runs = runs.load();
   double sum = 0;
   for (double v : res.per_seed) sum += v;
@@ -302,6 +335,18 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   const double half = reps > 1 ? t95(reps - 1) * sd / std::sqrt(static_cast<double>(reps)) : 0;
   res.ci95_low = res.mean - half;
   res.ci95_high = res.mean + half;
+  if (res.sensitivity > 0 && res.expected.runs > 0 && res.mean > 0 && res.slower_steps > 0 &&
+      res.faster_steps > 0) {
+    // d ln(capacity) / d ln(step time), from the two sensitivity searches (negative: slower steps
+    // hold less).
+    const double slope = (std::log(res.slower_steps) - std::log(res.faster_steps)) /
+                         (std::log1p(res.sensitivity) - std::log1p(-res.sensitivity));
+    if (std::isfinite(slope)) {
+      const double band = std::fabs(slope) * res.expected.tpot;
+      res.expected_low = res.mean * (1 - band);
+      res.expected_high = res.mean * (1 + band);
+    }
+  }
   return res;
 }
 

@@ -2,10 +2,13 @@
 // Capacity search (`kvfleet capacity`): the highest load at which a latency SLO holds, found by
 // bracketing and bisection for each replicate seed, reported with a confidence interval over the
 // replicates and the workload definition the number belongs to.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "sim/metrics/fidelity.h"
 
 namespace kvfleet::sim {
 
@@ -41,6 +44,9 @@ struct CapacityOptions {
   double tolerance = 0.02;        // stop bisecting when (hi − lo) / lo is below
   int threads = 0;                // replicates run in parallel
   std::vector<std::string> sets;  // overrides applied to every run
+  // The search is repeated with every step this much slower and faster (pools[].step_time_scale)
+  // to show how far the answer moves with the cost model's error; 0 = not.
+  double step_time_sensitivity = 0.02;
   std::function<void(std::int64_t seed, double load, bool holds)> on_run;  // after each run
   // On the calling thread about every 0.1 s while runs go on; an exception it throws stops the
   // search (the runs in flight end between events) and reaches the caller.
@@ -58,6 +64,16 @@ struct CapacityResult {
   // When the search reached a load the scenario refuses (beyond the key's range, or a setting
   // that no longer fits) while the SLO still held: the first such refusal.
   std::string limited_by;
+  // With step_time_sensitivity s > 0: the capacity (mean over the seeds) with every step s
+  // slower and s faster.
+  double sensitivity = 0;
+  double slower_steps = NAN, faster_steps = NAN;
+  // The expected error of the cost model that prices the steps (docs/validation.md; the pool
+  // with the largest expected TPOT error), and the capacity band it implies, linearised from
+  // the sensitivity runs: mean × (1 ± d ln(capacity) / d ln(step time) × TPOT error). NaN
+  // without validated runs or sensitivity runs.
+  ExpectedError expected;
+  double expected_low = NAN, expected_high = NAN;
 };
 
 // Throws InputError naming the option: replicates outside 1..1000, a tolerance outside 1e-6..1
