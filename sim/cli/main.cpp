@@ -59,6 +59,7 @@ constexpr const char* kUsage =
     "  sweep SWEEP.yaml run a sweep of scenarios on all cores (MPI: mpirun -n N kvfleet sweep)\n"
     "  merge OUT PARTS  join the result files of sweep shards (--shard k/N)\n"
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
+    "  model-from-hf CONFIG  a Hugging Face config.json as a scenario's models: entry\n"
     "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
     "  replay RUN_DIR   replay a measured vLLM run with the settings of its own files and\n"
     "                   compare the latencies (--profile PROFILE.h5; default: roofline)\n"
@@ -627,6 +628,45 @@ int cmd_outputs(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `kvfleet model-from-hf CONFIG [--name NAME]`: a Hugging Face config.json as a `models:` entry.
+int cmd_model_from_hf(const std::vector<std::string>& args) {
+  po::options_description opts("Options of 'kvfleet model-from-hf CONFIG'");
+  opts.add_options()("help,h", "show this help")(
+      "name", po::value<std::string>(),
+      "the model's name in scenarios (default: the config's folder name)");
+  const po::variables_map vm = parse_command(args, opts, "config", "model-from-hf");
+  if (vm.count("help") || !vm.count("config")) {
+    std::cout << "Usage: kvfleet model-from-hf CONFIG.json|FOLDER [--name NAME]\n\n"
+                 "Reads a Hugging Face config.json (dense or mixture-of-experts decoder: llama,\n"
+                 "mistral, qwen2, qwen3, granite, mixtral, qwen2_moe, qwen3_moe, deepseek_v2,\n"
+                 "deepseek_v3) and prints it as an entry for a scenario's models: list, the\n"
+                 "parameter count counted from its shapes. A scenario can also name the file\n"
+                 "itself: models: [{name: my-model, hf_config: path/config.json}].\n\n"
+              << opts;
+    return vm.count("help") ? 0 : 2;
+  }
+  const std::string path = vm["config"].as<std::string>();
+  std::string name;
+  if (vm.count("name")) {
+    name = vm["name"].as<std::string>();
+  } else {
+    std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+    if (p.filename() == "config.json") p = p.parent_path();
+    name = p.filename().string();
+  }
+  ModelSpec m = read_hf_config(path, name);
+  std::cout << "# " << m.source << "\nmodels:\n";
+  YAML::Node entry = config::Writer::write(m);
+  entry.remove("hf_config");
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.push_back(entry);
+  YAML::Emitter e;
+  e << list;
+  std::stringstream ss(e.c_str());
+  for (std::string line; std::getline(ss, line);) std::cout << "  " << line << "\n";
+  return 0;
+}
+
 int cmd_presets(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "Usage: kvfleet presets\n\nLists the built-in model and GPU presets.\n";
@@ -673,14 +713,16 @@ int run_command(const std::string& cmd, std::vector<std::string>& args, int& arg
   }
   if (cmd == "merge") return cmd_merge(args);
   if (cmd == "capacity") return cmd_capacity(args);
+  if (cmd == "model-from-hf") return cmd_model_from_hf(args);
   if (cmd == "replay") return cmd_replay(args);
   if (cmd == "plot") return cmd_plot(argv);
   if (cmd == "schema") return cmd_schema(args);
   if (cmd == "presets") return cmd_presets(args);
   if (cmd == "outputs") return cmd_outputs(args);
-  throw UsageError("kvfleet: unknown command '" + cmd +
-                   "' (commands: run, sweep, merge, capacity, plot, schema, presets, outputs; "
-                   "kvfleet --help)");
+  throw UsageError(
+      "kvfleet: unknown command '" + cmd +
+      "' (commands: run, sweep, merge, capacity, model-from-hf, plot, schema, presets, outputs; "
+      "kvfleet --help)");
 }
 
 }  // namespace

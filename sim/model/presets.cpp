@@ -1,7 +1,11 @@
 #include "sim/model/presets.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace kvfleet::sim {
 
@@ -71,6 +75,16 @@ void ModelSpec::check(config::Reader& r) const {
   }
 }
 
+void ModelSpec::read_hf(config::Reader& r) {
+  try {
+    ModelSpec m = read_hf_config(hf_config, name);
+    m.hf_config = hf_config;
+    *this = std::move(m);
+  } catch (const InputError& e) {
+    r.fail_key("hf_config", e.what());
+  }
+}
+
 namespace {
 
 ModelSpec gqa(std::string name, int layers, int hidden, int heads, int kv, int hd, int inter,
@@ -133,6 +147,34 @@ const std::vector<ModelSpec>& model_presets() {
     v.push_back(arch(gqa("Llama-3.1-70B", 80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, 131072,
                          "meta-llama/Llama-3.1-70B config.json; 70.6B parameters"),
                      "llama"));
+    // Presets given as their Hugging Face config.json (the shapes and precision it publishes),
+    // read by model_from_hf_config like a user's: the parameter count is counted from the shapes.
+    const auto from_config = [](const char* name, const char* repo, const char* json) {
+      ModelSpec m = model_from_hf_config(nlohmann::json::parse(json),
+                                         std::string(repo) + " config.json", name);
+      char count[32];
+      std::snprintf(count, sizeof count, "%.1fB", m.num_params / 1e9);
+      m.source = std::string(repo) + " config.json (its shapes and precision); " + count +
+                 " parameters counted from them";
+      return m;
+    };
+    v.push_back(from_config("Llama-2-70B", "meta-llama/Llama-2-70b-hf", R"({
+      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+      "intermediate_size": 28672, "max_position_embeddings": 4096, "num_attention_heads": 64,
+      "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_scaling": null,
+      "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})"));
+    v.push_back(from_config("CodeLlama-34B", "codellama/CodeLlama-34b-Instruct-hf", R"({
+      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+      "intermediate_size": 22016, "max_position_embeddings": 16384, "num_attention_heads": 64,
+      "num_hidden_layers": 48, "num_key_value_heads": 8, "rope_theta": 1000000,
+      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
+    v.push_back(from_config("Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", R"({
+      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+      "intermediate_size": 28672, "max_position_embeddings": 131072, "num_attention_heads": 64,
+      "num_hidden_layers": 80, "num_key_value_heads": 8,
+      "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
     v.push_back(arch(gqa("Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, 14.8e9, 40960,
                          "Qwen/Qwen3-14B config.json; 14.8B parameters"),
                      "qwen3"));

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 #include "sim/config/params.h"
@@ -35,6 +38,7 @@ struct ModelSpec {
   int max_position_embeddings = 0;
   std::string dtype = "bf16";  // native weight precision
   std::string source;          // where the numbers come from
+  std::string hf_config;       // a Hugging Face config.json the fields were read from
   // The Hugging Face model_type (llama, qwen3, qwen3_moe, mixtral, deepseek_v3, gpt_oss): a
   // calibration profile of another architecture is refused. Empty = not checked.
   std::string architecture;
@@ -51,19 +55,30 @@ struct ModelSpec {
   template <class V>
   void visit(V& v) {
     v.param("name", name, {.desc = "model name, used by pools[].model", .required = true});
+    v.param("hf_config", hf_config,
+            {.desc = "a Hugging Face config.json (or the folder holding it) to read the model "
+                     "from: its shapes, attention kind, experts, precision and parameter count; "
+                     "keys given here beside it override what it says, and the keys marked "
+                     "required are not",
+             .path = true});
+    if constexpr (std::is_same_v<V, config::Reader>) {
+      if (!hf_config.empty()) read_hf(v);
+    }
+    // With a config.json every shape comes from it.
+    const bool need = hf_config.empty();
     v.param("attention", attention,
             {.desc = "attention kind: gqa (also MHA, MQA) or mla (latent KV, DeepSeek)",
              .choices = {"gqa", "mla"}});
-    v.param("num_layers", num_layers, {.unit = "layers", .positive = true, .required = true});
-    v.param("hidden_size", hidden_size, {.unit = "elements", .positive = true, .required = true});
+    v.param("num_layers", num_layers, {.unit = "layers", .positive = true, .required = need});
+    v.param("hidden_size", hidden_size, {.unit = "elements", .positive = true, .required = need});
     v.param("num_attention_heads", num_attention_heads,
-            {.unit = "heads", .positive = true, .required = true});
+            {.unit = "heads", .positive = true, .required = need});
     v.param("num_kv_heads", num_kv_heads, {.unit = "heads", .desc = "KV heads (gqa)", .min = 0});
-    v.param("head_dim", head_dim, {.unit = "elements", .positive = true, .required = true});
+    v.param("head_dim", head_dim, {.unit = "elements", .positive = true, .required = need});
     v.param("intermediate_size", intermediate_size,
-            {.unit = "elements", .desc = "MLP width", .positive = true, .required = true});
-    v.param("vocab_size", vocab_size, {.unit = "tokens", .positive = true, .required = true});
-    v.param("num_params", num_params, {.unit = "parameters", .positive = true, .required = true});
+            {.unit = "elements", .desc = "MLP width", .positive = true, .required = need});
+    v.param("vocab_size", vocab_size, {.unit = "tokens", .positive = true, .required = need});
+    v.param("num_params", num_params, {.unit = "parameters", .positive = true, .required = need});
     v.param("num_active_params", num_active_params,
             {.unit = "parameters",
              .desc = "parameters used per token (MoE); 0 = num_params",
@@ -76,7 +91,7 @@ struct ModelSpec {
             {.unit = "tokens",
              .desc = "longest context the model supports",
              .positive = true,
-             .required = true});
+             .required = need});
     v.param("dtype", dtype, {.desc = "native weight precision", .choices = kKvDtypes});
     v.param("source", source, {.desc = "where the numbers come from"});
     v.param("architecture", architecture,
@@ -99,6 +114,8 @@ struct ModelSpec {
              .min = 0});
   }
   void check(config::Reader& r) const;
+  // Fills every field but name from hf_config (model_from_hf_config), failing on key hf_config.
+  void read_hf(config::Reader& r);
 
   bool moe() const { return num_experts > 0; }
   int moe_layers() const { return moe() ? std::max(0, num_layers - first_dense_layers) : 0; }
@@ -189,6 +206,17 @@ inline int stage_layers(const ModelSpec& m, int stages) {
 double stage_weight_params(const ModelSpec& m, int stages);
 
 const std::vector<ModelSpec>& model_presets();
+
+// A Hugging Face config.json (parsed; `where` names it in errors) as a model named `name`:
+// dense (llama, mistral, qwen2, qwen3, granite) and mixture-of-experts (mixtral, qwen2_moe,
+// qwen3_moe, deepseek_v2, deepseek_v3) decoders with grouped-query, multi-head or latent (MLA)
+// attention, tied or untied embeddings, and their quantisation_config. The parameter count is
+// computed from the shapes. What it cannot model (multimodal and encoder-decoder models, sliding
+// window or hybrid layers, other MLPs, other architectures) is refused by name (InputError).
+ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& where,
+                               const std::string& name);
+// The same from a file (or a folder holding config.json).
+ModelSpec read_hf_config(const std::string& path, const std::string& name);
 const std::vector<GpuSpec>& gpu_presets();
 
 }  // namespace kvfleet::sim
