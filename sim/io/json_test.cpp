@@ -22,8 +22,8 @@ std::string error_of(const std::string& text) {
 TEST(Json, DeepNestingIsRefusedWhileParsingNotByTheStack) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_NE(error_of(deep).find("nested more than 64 levels"), std::string::npos);
-  const std::string deep_obj = "{\"a\":" + std::string(100000, '[') + "1" +
-                               std::string(100000, ']') + "}";
+  const std::string deep_obj =
+      "{\"a\":" + std::string(100000, '[') + "1" + std::string(100000, ']') + "}";
   EXPECT_NE(error_of(deep_obj).find("f.json: a"), std::string::npos) << error_of(deep_obj);
   // 64 levels are fine.
   EXPECT_EQ(error_of(std::string(63, '[') + std::string(63, ']')), "");

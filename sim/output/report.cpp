@@ -240,6 +240,39 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       }
   }
 
+  {
+    // Latencies by load stage (workload.load), when the workload ran in stages.
+    std::vector<std::vector<double>> ttft, tpot;
+    std::vector<std::int64_t> sent;
+    for (const auto& q : r.requests) {
+      if (q.stage < 0 || q.purpose != kPurposeTurn) continue;
+      const auto k = static_cast<std::size_t>(q.stage);
+      if (k >= sent.size()) ttft.resize(k + 1), tpot.resize(k + 1), sent.resize(k + 1, 0);
+      ++sent[k];
+      if (q.outcome != Outcome::kOk) continue;
+      ttft[k].push_back(q.ttft_s());
+      if (q.generated_tokens > 1) tpot[k].push_back(q.tpot_s());
+    }
+    if (!sent.empty()) o << "By load stage (workload.load; requests.csv column stage):\n";
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      if (sent[k] == 0) continue;
+      for (int m = 0; m < 2; ++m) {
+        const auto& v = m == 0 ? ttft[k] : tpot[k];
+        char name[64];
+        std::snprintf(name, sizeof name, "  %s, stage %-2zu (%6zu ok) ", m == 0 ? "TTFT" : "TPOT",
+                      k, ttft[k].size());
+        o << name;
+        if (v.empty()) {
+          o << "no completed request\n";
+          continue;
+        }
+        const LatencyStats l = latency_stats(v);
+        o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
+          << pad(lat(l.p99), 10) << "\n";
+      }
+    }
+  }
+
   if (s.sessions > 0) {
     o << "\nConversations: " << s.sessions << " sessions";
     if (s.summary_requests)

@@ -113,6 +113,8 @@ const TableSpec<RunResult>& requests_spec() {
           return std::vector<std::string>{"turn", "summary"};
         },
         [](const R& r) { return r.purpose; });
+    i("stage", "", "load stage it was sent in, from 0 (workload.load.stages; -1: none)",
+      [](const R& r) { return r.stage; });
     i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
       [](const R& r) { return r.turn; });
     i("truncated_tokens", "tokens", "history the application cut to fit",

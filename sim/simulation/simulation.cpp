@@ -172,6 +172,7 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   rec.priority = spec.priority;
   rec.purpose = spec.purpose;
   rec.turn = spec.turn;
+  rec.stage = spec.stage;
   rec.truncated_tokens = spec.truncated_tokens;
   rec.stable_tokens = spec.stable_tokens;
   const auto id = static_cast<std::uint32_t>(rec.id);

@@ -34,6 +34,7 @@ struct RequestSpec {
   std::uint8_t purpose = 0;  // 0: a user's turn; 1: a summarisation request
   std::int32_t pool = -1;    // index of the pool to serve it; -1: the first pool
   std::int32_t turn = 0;
+  std::int16_t stage = -1;  // load stage it was sent in (workload/stages.h); -1: none
   // The application refused to send it: its context did not fit (context policy hard limit).
   bool context_overflow = false;
   std::int32_t truncated_tokens = 0;  // history the application cut to make the prompt fit

@@ -67,6 +67,7 @@ struct RequestRecord {
   std::uint64_t origin = 0;
   std::int16_t attempt = 0;  // 0 = first
   std::int16_t pool = 0;     // pool that served (or refused) it
+  std::int16_t stage = -1;   // load stage it was sent in; -1: none
   bool retried = false;
   std::int32_t prefill_replica = -1;  // disaggregated: where its prompt ran (replica: decode)
   float kv_transfer_s = 0;            // disaggregated: time its KV spent on the network

@@ -1,15 +1,67 @@
 #include "sim/workload/workload.h"
 
+#include <algorithm>
+
 #include "sim/core/rng.h"
 #include "sim/workload/distributions.h"
 #include "sim/workload/trace.h"
 
 namespace kvfleet::sim {
+
+OpenLoopWorkload::OpenLoopWorkload(const StagesConfig& stages, std::uint64_t seed) {
+  if (stages.enabled()) staged_.emplace(stages, seed);
+}
+
+bool OpenLoopWorkload::fill() {
+  next_ = RequestSpec{};
+  if (staged_) {
+    SimTime t = 0;
+    int stage = -1;
+    if (!staged_->next(t, stage, stages_done_)) return false;
+    if (stage != stage_) stage_ = stage, index_ = 0;
+    if (!make(next_, stage, index_++)) return false;
+    next_.arrival = t;
+    next_.stage = static_cast<std::int16_t>(stage);
+    return true;
+  }
+  double t_s = 0;
+  if (!next_arrival_s(t_s) || !make(next_, -1, index_++)) return false;
+  next_.arrival = from_seconds(t_s);
+  return true;
+}
+
+bool OpenLoopWorkload::peek(SimTime& arrival) {
+  // While a stage drains nothing is known; a completion may start the next stage, so ask again.
+  if (!primed_ || (!has_ && staged_ && !stages_done_)) {
+    has_ = fill();
+    primed_ = true;
+  }
+  if (has_) arrival = next_.arrival;
+  return has_;
+}
+
+RequestSpec OpenLoopWorkload::pop() {
+  primed_ = false;
+  return std::move(next_);
+}
+
+bool OpenLoopWorkload::finished() {
+  SimTime t;
+  if (peek(t)) return false;
+  return !staged_ || stages_done_;
+}
+
+void OpenLoopWorkload::on_request_end(const RequestRecord& r, SimTime now) {
+  // The client has the whole reply when the stream closes (finish), which the API server may
+  // deliver after the engine let go of the request.
+  if (staged_ && r.stage >= 0) staged_->ended(r.stage, std::max(now, r.finish));
+}
+
 namespace {
 
 // Independent requests from an arrival process and two length distributions, spread over
 // tenants, optionally behind a system prompt each tenant shares across its requests.
-class Synthetic final : public StreamWorkload {
+class Synthetic final : public OpenLoopWorkload {
  public:
   struct Config {
     std::int64_t num_requests = 1000;
@@ -20,6 +72,7 @@ class Synthetic final : public StreamWorkload {
     int tenants = 1;
     std::int64_t shared_prefix_tokens = 0;
     std::vector<double> priority_weights;
+    StagesConfig load;
     template <class V>
     void visit(V& v) {
       v.param(
@@ -46,10 +99,14 @@ class Synthetic final : public StreamWorkload {
                .min = 0,
                .max = 1e6,
                .why = "relative weights; larger values would overflow their sum"});
+      v.param("load", load,
+              {.desc = "load stages (inference-perf's): when given, they time the arrivals "
+                       "instead of arrival, num_requests and duration_s"});
     }
     void check(config::Reader& r) const {
-      if (num_requests == 0 && duration_s == 0)
-        r.fail_key("num_requests", "set num_requests or duration_s (or both) so that arrivals end");
+      if (num_requests == 0 && duration_s == 0 && !load.enabled())
+        r.fail_key("num_requests",
+                   "set num_requests or duration_s (or both) so that arrivals end, or load.stages");
       double w = 0;
       for (double x : priority_weights) w += x;
       if (!priority_weights.empty() && w <= 0)
@@ -58,7 +115,8 @@ class Synthetic final : public StreamWorkload {
   };
 
   Synthetic(const Config& c, std::uint64_t seed, const std::vector<std::string>&)
-      : cfg_(c),
+      : OpenLoopWorkload(c.load, seed),
+        cfg_(c),
         arrival_(arrival_registry().make(c.arrival)),
         input_(length_dist_registry().make(c.input_tokens)),
         output_(length_dist_registry().make(c.output_tokens)),
@@ -68,13 +126,15 @@ class Synthetic final : public StreamWorkload {
         rng_tenant_(seed, "workload.tenant"),
         rng_priority_(seed, "workload.priority") {}
 
-  bool generate(RequestSpec& out) override {
+  bool next_arrival_s(double& t_s) override {
     if (cfg_.num_requests > 0 && count_ >= cfg_.num_requests) return false;
     // The first request arrives after one gap, as in a stationary renewal process started at 0.
     t_s_ += arrival_->next_gap_s(rng_arrival_);
     if (cfg_.duration_s > 0 && t_s_ > cfg_.duration_s) return false;
-    out = RequestSpec{};
-    out.arrival = from_seconds(t_s_);
+    t_s = t_s_;
+    return true;
+  }
+  bool make(RequestSpec& out, int, std::int64_t) override {
     const std::int32_t user = input_->sample(rng_input_);
     out.output_tokens = output_->sample(rng_output_);
     out.tenant = draw_tenant(cfg_.tenants, rng_tenant_);
@@ -89,7 +149,9 @@ class Synthetic final : public StreamWorkload {
     ++count_;
     return true;
   }
-  double nominal_rate_per_s() const override { return arrival_->rate_per_s(); }
+  double nominal_rate_per_s() const override {
+    return staged() ? staged_rate_per_s() : arrival_->rate_per_s();
+  }
 
  private:
   Config cfg_;
@@ -172,6 +234,7 @@ class Trace final : public StreamWorkload {
 }  // namespace
 
 void register_conversations(WorkloadRegistry& r);  // conversations.cpp
+void register_shared_prefix(WorkloadRegistry& r);  // shared_prefix.cpp
 
 const WorkloadRegistry& workload_registry() {
   static const WorkloadRegistry reg = [] {
@@ -182,6 +245,7 @@ const WorkloadRegistry& workload_registry() {
     r.add<Trace>("trace",
                  "Replay of a recorded trace (Azure, Vidur, vLLM requests.jsonl, Mooncake).");
     register_conversations(r);
+    register_shared_prefix(r);
     return r;
   }();
   return reg;

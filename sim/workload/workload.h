@@ -5,6 +5,7 @@
 // flows back up the data flow.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "sim/config/params.h"
 #include "sim/workload/request.h"
 #include "sim/workload/request_log.h"
+#include "sim/workload/stages.h"
 
 namespace kvfleet::sim {
 
@@ -59,6 +61,36 @@ class StreamWorkload : public Workload {
  private:
   RequestSpec next_;
   bool primed_ = false, has_ = false;
+};
+
+// An open-loop workload that may run in load stages (workload/stages.h): without stages it
+// generates requests in arrival order from its own arrival process (next_arrival); with stages
+// the stage plan times them and a stage starts only when the one before has drained.
+class OpenLoopWorkload : public Workload {
+ public:
+  OpenLoopWorkload(const StagesConfig& stages, std::uint64_t seed);
+  bool peek(SimTime& arrival) override;
+  RequestSpec pop() override;
+  bool finished() override;
+  void on_request_end(const RequestRecord& r, SimTime now) override;
+
+ protected:
+  // Without stages: the next arrival time (seconds from the start); false when arrivals end.
+  virtual bool next_arrival_s(double& t_s) = 0;
+  // The request sent as number `index` (from 0) of `stage` (-1 without stages); its arrival is
+  // set by the caller. False: no more requests (without stages).
+  virtual bool make(RequestSpec& out, int stage, std::int64_t index) = 0;
+  bool staged() const { return staged_.has_value(); }
+  double staged_rate_per_s() const { return staged_ ? staged_->nominal_rate_per_s() : 0; }
+
+ private:
+  bool fill();
+  std::optional<StagedArrivals> staged_;
+  bool stages_done_ = false;
+  RequestSpec next_;
+  bool primed_ = false, has_ = false;
+  int stage_ = -1;
+  std::int64_t index_ = 0;
 };
 
 // Constructed with the scenario seed (each workload derives its own named streams from it) and
