@@ -39,6 +39,7 @@
 #include "sim/output/report.h"
 #include "sim/output/results.h"
 #include "sim/reference/reference.h"
+#include "sim/replay/bench_results.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
@@ -61,8 +62,8 @@ constexpr const char* kUsage =
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
     "  model-from-hf CONFIG  a Hugging Face config.json as a scenario's models: entry\n"
     "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
-    "  replay RUN_DIR   replay a measured vLLM run with the settings of its own files and\n"
-    "                   compare the latencies (--profile PROFILE.h5; default: roofline)\n"
+    "  replay RUN       replay a measured vLLM run, inference-perf folder or vllm bench\n"
+    "                   result with the settings of its own files and compare the latencies\n"
     "  schema           print the scenario reference (Markdown) generated from the code\n"
     "  outputs          print the output reference: every file, dataset and column\n"
     "  presets          list the model and GPU presets\n\n"
@@ -99,28 +100,135 @@ po::variables_map parse_command(const std::vector<std::string>& args,
   return vm;
 }
 
+// A benchmark client's results (inference-perf folder, vllm bench serve JSON) replayed.
+int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
+                 const std::string& model, const std::string& gpu, const std::string& write) {
+  BenchOptions bo;
+  bo.path = path;
+  bo.profile = profile;
+  bo.model = model;
+  bo.gpu = gpu;
+  if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
+  if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
+  if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
+  if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
+    throw InputError("--tp", "", "must be from 1 to 64");
+  BenchReplay plan = plan_bench_replay(bo);
+  OutputSet outputs;
+  std::string out_h5, out_yaml, out_trace, trace_name;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (!write.empty()) {
+    out_yaml = outputs.add_file("--write-scenario", write);
+    if (!plan.trace.empty()) {
+      const std::filesystem::path w(write);
+      trace_name = w.stem().string() + ".trace.csv";
+      out_trace = outputs.add_file("--write-scenario", (w.parent_path() / trace_name).string());
+    }
+  }
+  // The trace the scenario reads, for this run: a temporary removed when the command ends.
+  struct TempTrace {
+    std::string path;
+    ~TempTrace() {
+      if (path.empty()) return;
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      forget_temp(path);
+    }
+  } run_trace;
+  auto write_trace = [&](const std::string& file) {
+    std::ofstream o(file);
+    o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+    char buf[96];
+    for (const auto& row : plan.trace) {
+      std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
+      o << buf;
+    }
+    o.close();
+    if (!o) throw InputError(file, "", "cannot write the replay's trace");
+  };
+  if (!plan.trace.empty()) {
+    run_trace.path = (std::filesystem::temp_directory_path() /
+                      ("kvfleet-replay-" + std::to_string(getpid()) + ".trace.csv"))
+                         .string();
+    track_temp(run_trace.path);
+    write_trace(run_trace.path);
+    plan.scenario["workload"]["path"] = run_trace.path;
+  }
+  YAML::Emitter em;
+  em.SetDoublePrecision(12);
+  em << plan.scenario;
+  const Scenario sc = load_scenario_text(em.c_str(), "<replay of " + path + ">", ".", {});
+  Simulation simulation(sc);
+  RunResult r = simulation.run();
+  const Summary s = summarize(r);
+  const std::string report = report_text(sc, r, s);
+  if (!out_h5.empty()) write_results_h5(out_h5, sc, r, s, report);
+  if (!out_yaml.empty()) {
+    if (!plan.trace.empty()) {
+      write_trace(out_trace);
+      plan.scenario["workload"]["path"] = trace_name;
+    }
+    YAML::Emitter ey;
+    ey.SetDoublePrecision(12);
+    ey << plan.scenario;
+    std::ofstream o(out_yaml);
+    o << "# kvfleet replay of the " << plan.format << " result " << path << "\n"
+      << ey.c_str() << "\n";
+    o.close();
+    if (!o) throw InputError("--write-scenario", "", "cannot write " + write);
+  }
+  outputs.publish();
+  if (!vm.count("quiet")) std::cout << report;
+  std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << bench_comparison(plan, sc, r, &mae);
+  if (std::isfinite(mae)) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the statistics measured: %.1f%%\n",
+                  100 * mae);
+    std::cout << buf;
+  }
+  return 0;
+}
+
 int cmd_replay(const std::vector<std::string>& args) {
-  po::options_description opts("Options of 'kvfleet replay RUN_DIR'");
+  po::options_description opts("Options of 'kvfleet replay RUN'");
   std::string profile, model, gpu, write;
   opts.add_options()("help,h", "show this help")(
       "profile,p", po::value(&profile),
       "price steps with this calibration profile (kvfleet-calibrate run or import); default: "
       "the roofline")("model", po::value(&model),
-                      "model preset (default: the one matching meta.json's model)")(
-      "gpu", po::value(&gpu), "GPU preset (default: the one matching the run's hardware)")(
+                      "model preset (default: the one matching the run's model name)")(
+      "model-config", po::value<std::string>(),
+      "benchmark results: the model's Hugging Face config.json instead of a preset")(
+      "gpu", po::value(&gpu),
+      "GPU preset (default for a run folder: the one matching its hardware; required for "
+      "benchmark results, which do not record it)")(
+      "engine-args", po::value<std::string>(),
+      "benchmark results: the server's vLLM engine arguments, as a JSON or YAML mapping or a "
+      "`vllm serve MODEL --flag value` command line in a file")(
+      "tp", po::value<int>(), "benchmark results: tensor-parallel GPUs per replica")(
       "write-scenario", po::value(&write), "also write the scenario it built (YAML) here")(
       "out,o", po::value<std::string>(), "write the HDF5 result file here (FILE.h5)")(
       "quiet,q", "print the comparison only, not the run's report");
   const po::variables_map vm = parse_command(args, opts, "run_dir", "replay");
   if (!vm.count("help") && !vm.count("run_dir"))
     throw UsageError(
-        "kvfleet replay: RUN_DIR is required (a folder with meta.json and "
-        "requests.jsonl)");
+        "kvfleet replay: RUN is required (a run folder with meta.json and requests.jsonl, an "
+        "inference-perf result folder, or a vllm bench serve result JSON)");
   if (vm.count("help")) {
-    std::cout << "Usage: kvfleet replay RUN_DIR [options]\n\nReplays a measured vLLM run "
-                 "(RUN_DIR holds meta.json, requests.jsonl and, optionally, config.json) with "
-                 "the engine settings, parallelism and link recorded there, and compares TTFT, "
-                 "TPOT and E2E with the measurement.\n\n"
+    std::cout << "Usage: kvfleet replay RUN [options]\n\nReplays a measured serving run with "
+                 "the settings of its own files and compares TTFT, TPOT and E2E with the "
+                 "measurement. RUN is one of:\n"
+                 "  a run folder: meta.json, requests.jsonl and, optionally, config.json (engine "
+                 "settings, parallelism and link as recorded);\n"
+                 "  an inference-perf result folder: config.yaml and the stage_N / summary "
+                 "lifecycle metrics (each load stage compared apart);\n"
+                 "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
+                 "requests' own lengths).\n"
+                 "Benchmark results do not record the GPU or the server's settings: give --gpu "
+                 "and, where they differ from kvfleet's defaults, --engine-args.\n\n"
               << opts;
     return 0;
   }
@@ -128,7 +236,15 @@ int cmd_replay(const std::vector<std::string>& args) {
     throw InputError("--profile", "",
                      "is empty: name a profile file, or leave the option out "
                      "for the roofline");
-  ReplayOptions ro{vm["run_dir"].as<std::string>(), profile, model, gpu};
+  const std::string run = vm["run_dir"].as<std::string>();
+  if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
+  for (const char* o : {"model-config", "engine-args", "tp"})
+    if (vm.count(o))
+      throw InputError(std::string("--") + o, "",
+                       "applies to benchmark results (an inference-perf folder or a vllm bench "
+                       "serve JSON); " +
+                           run + " is a run folder, whose files record it");
+  ReplayOptions ro{run, profile, model, gpu};
   const ReplayPlan plan = plan_replay(ro);
   OutputSet outputs;
   std::string out_h5, out_yaml;

@@ -107,6 +107,10 @@ namespace {
 ReplayPlan build_plan(const ReplayOptions& o);
 }  // namespace
 
+const ModelSpec* match_model_preset(const std::string& text) {
+  return match(model_presets(), text);
+}
+
 ReplayPlan plan_replay(const ReplayOptions& o) {
   try {
     return build_plan(o);

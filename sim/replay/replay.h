@@ -23,6 +23,11 @@ struct ReplayPlan {
   std::string yaml;
   std::vector<std::string> notes;
 };
+// The model preset one of whose names the text (a Hugging Face id, a served model name) holds,
+// the longest such name winning; nullptr when none does.
+struct ModelSpec;
+const ModelSpec* match_model_preset(const std::string& text);
+
 // Throws InputError naming the file and key that is missing or unusable.
 ReplayPlan plan_replay(const ReplayOptions& opts);
 
