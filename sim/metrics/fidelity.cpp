@@ -12,14 +12,14 @@ std::span<const ValidatedRun> validated_runs() {
       {"vllm-0.19-rtx4090-llama-3.1-8b", "profile", false, true, 0.01425, 0.0155, 0.02375},
       {"vllm-0.19-rtx4090-llama-3.1-8b", "roofline", false, true, 0.15275, 0.11925, 0.1565},
       {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "profile", true, true, 0.3215, 0.0705, 0.066},
-      {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "roofline", true, true, 0.39025, 0.099, 0.092},
+      {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "roofline", true, true, 0.3735, 0.0955, 0.089},
       // casys-kaist/LLMServingSim bench/examples/RTXPRO6000 (commit 5daddb2), replayed by hand.
       {"LLMServingSim RTXPRO6000/Llama-3.1-8B", "profile", false, false, 0.021, 0.019, 0.0065},
-      {"LLMServingSim RTXPRO6000/Llama-3.1-8B", "roofline", false, false, 0.041, 0.0035, 0.00875},
+      {"LLMServingSim RTXPRO6000/Llama-3.1-8B", "roofline", false, false, 0.04125, 0.00375, 0.009},
       {"LLMServingSim RTXPRO6000/Qwen3-32B (TP 2)", "profile", false, false, 0.06025, 0.05025,
        0.0535},
-      {"LLMServingSim RTXPRO6000/Qwen3-32B (TP 2)", "roofline", false, false, 0.05625, 0.05525,
-       0.05475},
+      {"LLMServingSim RTXPRO6000/Qwen3-32B (TP 2)", "roofline", false, false, 0.05675, 0.05575,
+       0.0555},
   };
   return runs;
 }

@@ -26,7 +26,7 @@ struct ExpectedError {
   bool moe = false;
   int runs = 0;
   double ttft = 0, tpot = 0, e2e = 0;
-  // "TTFT ±8.3%, TPOT ±5.9%, E2E ±7.3% (roofline, dense models; 3 validated vLLM runs)", or
+  // "TTFT ±8.4%, TPOT ±6.0%, E2E ±7.4% (roofline, dense models; 3 validated vLLM runs)", or
   // "no validated runs for the linear cost model".
   std::string describe() const;
 };

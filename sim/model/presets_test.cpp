@@ -47,7 +47,7 @@ TEST(Presets, MemoryBudgetArithmetic) {
   const auto b = compute_memory_budget(model("Llama-3-8B"), gpu("H100-SXM"), 2, "bf16", e);
   const double GiB = 1024.0 * 1024 * 1024;
   EXPECT_DOUBLE_EQ(b.usable_bytes, 81559.0 * 1024 * 1024 * 0.9);
-  EXPECT_DOUBLE_EQ(b.weights_bytes, 8.03e9 * 2 / 2);
+  EXPECT_DOUBLE_EQ(b.weights_bytes, 8030261248.0 * 2 / 2);  // counted from config.json's shapes
   EXPECT_DOUBLE_EQ(b.kv_pool_bytes, b.usable_bytes - b.weights_bytes - 1.5 * GiB);
   EXPECT_DOUBLE_EQ(b.block_bytes, 16 * 131072.0 / 2);
   EXPECT_EQ(b.num_blocks, static_cast<std::int64_t>(b.kv_pool_bytes / b.block_bytes));
