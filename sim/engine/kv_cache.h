@@ -101,7 +101,6 @@ class KvCacheManager {
   // Session mode (session-based retention): free blocks that cache nothing are used first, then
   // the cached blocks of the session `chooser` picks, in the order they were freed.
   void set_session_mode(VictimChooser* chooser);
-  bool session_mode() const { return chooser_ != nullptr; }
   // Forget the victim chosen earlier (call once per scheduling step).
   void begin_step() { victim_list_ = kNil; }
   std::int64_t num_uncached_free_blocks() const { return lists_[0].count; }

@@ -19,7 +19,6 @@ class KvTier {
   KvTier(const KvTierConfig& c, double block_bytes);
 
   const std::string& name() const { return name_; }
-  std::int64_t capacity_blocks() const { return capacity_; }
   std::int64_t size() const { return static_cast<std::int64_t>(index_.size()); }
   double read_seconds(std::int64_t blocks) const { return blocks * block_bytes_ / read_Bps_; }
 

@@ -203,8 +203,6 @@ class PoolGateway {
     inflight_tokens_ -= total;
     if (!had_first_token) pending_prefill_ -= prompt;
   }
-  std::int64_t inflight_tokens() const { return inflight_tokens_; }
-  std::int64_t pending_prefill_tokens() const { return pending_prefill_; }
   // Requests queued here, and rejected here (shed, queue full, waited too long), so far.
   std::int64_t queued_total() const { return queued_total_; }
   std::int64_t rejected_total() const { return rejected_total_; }

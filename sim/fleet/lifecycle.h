@@ -196,7 +196,6 @@ class Lifecycle final : public EventHandler {
   bool up(std::size_t node) const { return nodes_[node].life == Life::kUp; }
   const FleetNode& node(std::size_t n) const { return nodes_[n]; }
   std::size_t size() const { return nodes_.size(); }
-  const std::vector<std::size_t>& pool_nodes(std::size_t pool) const { return pools_[pool].nodes; }
   const LifecycleCounts& counts(std::size_t pool) const { return pools_[pool].counts; }
   // Accounts paid time up to `end` (the end of the run).
   void finish(SimTime end);
