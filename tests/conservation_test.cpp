@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
+#include "sim/engine/retention.h"
+#include "sim/fleet/router.h"
 #include "sim/output/report.h"
 #include "sim/output/results.h"
 #include "sim/testing/run.h"
@@ -118,31 +121,41 @@ pools:
 simulation: {check_invariants: true}
 )";
 
+// Every retention policy the registry holds (a new one is covered without editing this test);
+// some get settings that make them act within this short run.
 TEST(Conservation, HoldsUnderEveryRetentionPolicyWithTiers) {
-  for (const char* policy :
-       {"{impl: lru}", "{impl: watermark, watermark: 0.7}", "{impl: idle_ttl, ttl_s: 3}",
-        "{impl: priority}", "{impl: session_aware, idle_limit_s: 10}"}) {
-    const auto r = testing::run_yaml(kChats, {std::string("pools[0].engine.retention=") + policy});
+  const std::map<std::string, std::string> tuned = {{"watermark", ", watermark: 0.7"},
+                                                    {"idle_ttl", ", ttl_s: 3"},
+                                                    {"session_aware", ", idle_limit_s: 10"}};
+  const auto names = sim::retention_registry().names();
+  ASSERT_GE(names.size(), 5u);
+  for (const std::string& name : names) {
+    const auto t = tuned.find(name);
+    const std::string policy = "{impl: " + name + (t == tuned.end() ? "" : t->second) + "}";
+    const auto r = testing::run_yaml(kChats, {"pools[0].engine.retention=" + policy});
     const auto& s = r.summary;
     EXPECT_EQ(s.ok + s.rejected, s.requests) << policy;
     EXPECT_GT(s.prefix_cache_hits, 0) << policy;
     EXPECT_GT(s.cache_evictions, 0) << policy;
     EXPECT_GT(s.tier_hit_tokens, 0) << policy;
     std::printf("%-45s requests %lld, prefix hit %.1f%%, tier loads %lld tokens, evictions %lld\n",
-                policy, static_cast<long long>(s.requests), 100 * s.prefix_cache_hit_rate(),
+                policy.c_str(), static_cast<long long>(s.requests), 100 * s.prefix_cache_hit_rate(),
                 static_cast<long long>(s.tier_hit_tokens),
                 static_cast<long long>(s.cache_evictions));
   }
 }
 
-// A pool of four replicas under every router: each request ends once, wherever it went.
+// A pool of four replicas under every router the registry holds: each request ends once,
+// wherever it went.
 TEST(Conservation, HoldsOnAFleetUnderEveryRouter) {
-  for (const char* router :
-       {"{impl: round_robin}", "{impl: random}", "{impl: least_outstanding}",
-        "{impl: least_kv_usage}", "{impl: power_of_two}", "{impl: session_affinity}",
-        "{impl: consistent_hash, load_factor: 1.25}", "{impl: prefix_aware}"}) {
+  const std::map<std::string, std::string> tuned = {{"consistent_hash", ", load_factor: 1.25"}};
+  const auto names = sim::router_registry().names();
+  ASSERT_GE(names.size(), 9u);
+  for (const std::string& name : names) {
+    const auto t = tuned.find(name);
+    const std::string router = "{impl: " + name + (t == tuned.end() ? "" : t->second) + "}";
     const auto r = testing::run_yaml(
-        kChats, {std::string("router=") + router, "pools[0].replicas=4",
+        kChats, {"router=" + router, "pools[0].replicas=4",
                  "pools[0].engine.num_gpu_blocks_override=400", "workload.num_sessions=100"});
     const auto& s = r.summary;
     EXPECT_EQ(s.ok + s.rejected, s.requests) << router;

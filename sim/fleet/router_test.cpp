@@ -113,10 +113,8 @@ TEST(Router, PrefixAwareFollowsThePrefixUnlessTheReplicaIsBusy) {
 
 // Every policy skips replicas that take no requests (starting, draining, failed, scaled in).
 TEST(Router, EveryPolicySkipsUnavailableReplicas) {
-  for (const char* impl :
-       {"round_robin", "random", "least_outstanding", "least_kv_usage", "power_of_two",
-        "session_affinity", "consistent_hash", "prefix_aware", "cache_aware"}) {
-    auto r = make(std::string("{impl: ") + impl + "}");
+  for (const std::string& impl : router_registry().names()) {
+    auto r = make("{impl: " + impl + "}");
     auto l = loads({0, 0, 0, 0}, {0, 0, 0, 0});
     l[0].available = l[2].available = false;
     for (int i = 0; i < 200; ++i) {
