@@ -47,8 +47,10 @@ DATASHEET = {
 LSS_GPU = {"RTX4090": "RTX4090", "RTXPRO6000": "RTXPRO6000"}
 
 
-def gemm_rows(ref, extra_lss=()):
-    rows = []
+def profile_rows(ref, extra_lss=()):
+    """Every operation of every public profile: linear layers, the small per-token kernels
+    (norms, rotary, activation, embedding), the sampler, and attention."""
+    rows, small, sampler, attn = [], [], [], []
 
     def add(gpu, src, model, tp, op, m, n, k, t):
         if t > 0 and m > 0:
@@ -89,6 +91,26 @@ def gemm_rows(ref, extra_lss=()):
             for r in p[p.layer == "lm_head"].itertuples():
                 add(gpu, "llmservingsim", model, tp, "lm_head", r.sequences, vocab // tp, H,
                     r.time_us * 1e-6)
+            for r in p[p.layer == "sampler"].itertuples():
+                sampler.append(dict(gpu=gpu, model=model, tp=tp, S=r.sequences, V=vocab // tp,
+                                    t=r.time_us * 1e-6))
+            width = {"layernorm": H, "final_layernorm": H, "embedding": H,
+                     "rotary_emb": (heads + kv) * hd // tp, "qk_norm": (heads + kv) * hd // tp,
+                     "act_fn": inter // tp}
+            for layer, kind in (("layernorm", "norm"), ("final_layernorm", "norm"),
+                                ("embedding", "embedding"), ("rotary_emb", "rotary"),
+                                ("qk_norm", "qk_norm"), ("act_fn", "act")):
+                if kind == "act" and moe:
+                    continue
+                for r in d[d.layer == layer].itertuples():
+                    small.append(dict(gpu=gpu, model=model, tp=tp, kind=kind, T=r.tokens,
+                                      width=width[layer], t=r.time_us * 1e-6))
+            a = pd.read_csv(os.path.join(tpdir, "attention.csv"))
+            for r in a.itertuples():
+                attn.append(dict(gpu=gpu, model=model, tp=tp, heads=heads // tp,
+                                 kvh=max(1, kv // tp), hd=hd, chunk=r.prefill_chunk,
+                                 prefix=r.kv_prefill, n=r.n_decode, kv=r.kv_decode,
+                                 t=r.time_us * 1e-6))
 
     def vidur(gpu, path, model, src):
         d = pd.read_csv(path)
@@ -107,6 +129,15 @@ def gemm_rows(ref, extra_lss=()):
                 v = d.at[r.Index, c] if c in d.columns else np.nan
                 if np.isfinite(v):
                     add(gpu, src, model, tp, op, r.num_tokens, n, k, v * 1e-3)
+            widths = {"input_layernorm": ("norm", H), "post_attention_layernorm": ("norm", H),
+                      "emb": ("embedding", H), "attn_rope": ("rotary", (heads + kv) * hd // tp),
+                      "mlp_act": ("act", inter // tp)}
+            for op, (kind, width) in widths.items():
+                c = f"time_stats.{op}.median"
+                v = d.at[r.Index, c] if c in d.columns else np.nan
+                if np.isfinite(v) and v > 0:
+                    small.append(dict(gpu=gpu, model=model, tp=tp, kind=kind, T=r.num_tokens,
+                                      width=width, t=v * 1e-3))
 
     for f in sorted(glob.glob(os.path.join(ref, "profiles/vidur/profiling/compute/*/*/*/mlp.csv"))):
         parts = f.split(os.sep)
@@ -114,7 +145,28 @@ def gemm_rows(ref, extra_lss=()):
     a800 = os.path.join(ref, "profiles/frontier/profiling/compute/a800/meta-llama/Llama-2-7b-hf/mlp.csv")
     if os.path.exists(a800):
         vidur("A800", a800, "Llama-2-7b-hf", "frontier")
-    return pd.DataFrame(rows)
+    fa = os.path.join(os.path.dirname(a800), "attention.csv")
+    if os.path.exists(fa):
+        d = pd.read_csv(fa)
+        for r in d.itertuples():
+            tp = r.num_tensor_parallel_workers
+            heads, kvh, hd = r.n_q_head // tp, max(1, r.n_kv_head // tp), r.n_embd // r.n_q_head
+            if str(r.is_prefill) == "True":
+                t = d.at[r.Index, "time_stats.attn_prefill.median"]
+                attn.append(dict(gpu="A800", model="Llama-2-7b-hf", tp=tp, heads=heads, kvh=kvh,
+                                 hd=hd, chunk=r.prefill_chunk_size, prefix=r.kv_cache_size, n=0,
+                                 kv=0, t=t * 1e-3))
+            else:
+                t = d.at[r.Index, "time_stats.attn_decode.median"]
+                attn.append(dict(gpu="A800", model="Llama-2-7b-hf", tp=tp, heads=heads, kvh=kvh,
+                                 hd=hd, chunk=0, prefix=0, n=r.batch_size, kv=r.kv_cache_size,
+                                 t=t * 1e-3))
+    frames = dict(gemm=pd.DataFrame(rows), small=pd.DataFrame(small),
+                  sampler=pd.DataFrame(sampler), attn=pd.DataFrame(attn))
+    for k in ("small", "sampler", "attn"):
+        if len(frames[k]):
+            frames[k] = frames[k][frames[k].t > 0]
+    return frames
 
 
 def shapes_of_bundle(y):
@@ -168,6 +220,64 @@ def fit_gemm_flat(d, P, B):
     return np.array([r.x[0], 0, r.x[1], 0])
 
 
+def fit_log(model, x0, lo, hi, d):
+    """Least squares on log time, every (model, degree) curve weighing the same."""
+    keys = [k for k in ("model", "tp", "kind") if k in d.columns]
+    w = 1 / np.sqrt(d.groupby(keys).t.transform("size").values)
+    f = lambda p: w * np.log(model(p, d) / d.t.values)
+    return least_squares(f, x0, bounds=(lo, hi)).x
+
+
+def small_pred(p, d, B):
+    t0, c = p
+    return t0 + c * d["T"].values * d.width.values * 2.0 / B
+
+
+def sampler_pred(p, d, B):
+    a, c = p
+    return a + c * d.S.values * d.V.values * 4.0 / B
+
+
+def attn_parts(d):
+    kvb = 2.0 * d.kvh.values * d.hd.values * 2  # bytes of one token's K and V, one layer
+    pairs = d.chunk.values * d.prefix.values + 0.5 * d.chunk.values * (d.chunk.values + 1)
+    flops = 4.0 * d.heads.values * d.hd.values * pairs
+    pbytes = (d.prefix.values + d.chunk.values) * kvb
+    dbytes = d.n.values * d.kv.values * kvb
+    return flops, pbytes, dbytes
+
+
+def attn_pred(p, d, P, B):
+    """One kernel serves the step's prefill chunk and decode sequences (vLLM's FlashAttention):
+    t0 + the prefill's max(FLOPs, its prefix's KV bytes) + the decodes' bytes and per-sequence
+    time; decode and prefill read KV at their own efficiencies (ea, ea_prefix)."""
+    t0, ts, ea, eap, eak = p
+    flops, pbytes, dbytes = attn_parts(d)
+    pre = np.where(d.chunk.values > 0, np.maximum(flops / (P * eap), pbytes / (B * eak)), 0)
+    dec = d.n.values * ts + dbytes / (B * ea)
+    return t0 + pre + dec
+
+
+def family_table(name, frames, fit, pred, keys, fmt):
+    """Fits `fit(d, gpu)` per GPU; prints own and leave-one-GPU-out errors (median of the
+    others' parameters); returns {gpu: params}."""
+    fits = {g: fit(d, g) for g, d in frames.groupby("gpu")}
+    print(f"\n{name}:")
+    print("| GPU | points | " + " | ".join(keys) + " | own fit | GPU left out |")
+    print("|---|---|" + "---|" * len(keys) + "---|---|")
+    res = {}
+    for g, d in frames.groupby("gpu"):
+        own = ape(pred(fits[g], d, g), d.t.values)
+        others = [fits[h] for h in fits if h != g]
+        logo = ape(pred(np.median(others, axis=0), d, g), d.t.values) if others else (np.nan, np.nan)
+        vals = " | ".join(f(v) for f, v in zip(fmt, fits[g]))
+        lo = f"{100*logo[0]:.1f}% / {100*logo[1]:.1f}%" if others else "no other GPU"
+        print(f"| {g} | {len(d)} | {vals} | {100*own[0]:.1f}% / {100*own[1]:.1f}% | {lo} |")
+        res[g] = dict(params=[float(x) for x in fits[g]], error_median=own[0], error_mean=own[1],
+                      logo_error_median=float(logo[0]), logo_error_mean=float(logo[1]))
+    return res
+
+
 def ape(pred, t):
     e = np.abs(pred / t - 1)
     return float(np.median(e)), float(np.mean(e))
@@ -187,7 +297,8 @@ def main():
     if not os.path.isdir(os.path.join(a.reference, "profiles")):
         print(f"fit: {a.reference}/profiles is absent: nothing to fit", file=sys.stderr)
         return 77 if a.check else 2
-    D = gemm_rows(a.reference, a.llmservingsim)
+    F = profile_rows(a.reference, a.llmservingsim)
+    D = F["gemm"]
     out = {"gemm": {}, "gemm_logo": {}, "gemm_lomo": {}}
     print("Linear layers: points per GPU and source")
     print(D.groupby(["gpu", "src"]).size().to_string())
@@ -233,6 +344,48 @@ def main():
     med = np.median([flat[h] for h in flat], axis=0)
     print(f"| median of all | {med[0]:.3f} | {med[2]:.3f} | | | |")
     out.setdefault("flat", {})["median"] = dict(flop_efficiency=med[0], memory_efficiency=med[2])
+
+    # The small per-token kernels, one fit per kind and GPU: t = t0 + c × tokens × width × 2 / B.
+    small = F["small"]
+    out["small"] = {}
+    for kind, dk in small.groupby("kind"):
+        out["small"][kind] = family_table(
+            f"Per-token kernel '{kind}': t = t0 + c x tokens x width x 2 bytes / B", dk,
+            lambda d, g: fit_log(lambda p, d: small_pred(p, d, DATASHEET[g][1]), [3e-6, 2],
+                                 [0, 0.01], [1e-4, 100], d),
+            lambda p, d, g: small_pred(p, d, DATASHEET[g][1]), ["t0", "c"],
+            [lambda v: f"{v*1e6:.2f} us", lambda v: f"{v:.2f}"])
+    out["sampler"] = family_table(
+        "Sampler (per step): t = a + c x sequences x vocabulary x 4 bytes / B", F["sampler"],
+        lambda d, g: fit_log(lambda p, d: sampler_pred(p, d, DATASHEET[g][1]), [2e-5, 2],
+                             [0, 0.01], [1e-2, 1000], d),
+        lambda p, d, g: sampler_pred(p, d, DATASHEET[g][1]), ["a", "c"],
+        [lambda v: f"{v*1e6:.1f} us", lambda v: f"{v:.2f}"])
+    A = F["attn"]
+    kinds = np.where(A.chunk > 0, np.where(A.n > 0, "mixed", "prefill"), "decode")
+    for kind in ("decode", "prefill", "mixed"):
+        Ak = A[kinds == kind]
+        if not len(Ak):
+            continue
+        out["attention_" + kind] = family_table(
+            f"Attention per layer, {kind} batches only", Ak,
+            lambda d, g: fit_log(lambda p, d: attn_pred(p, d, *DATASHEET[g][:2]),
+                                 [5e-6, 1e-7, 0.8, 0.5, 0.5], [0, 0, 0.05, 0.02, 0.01],
+                                 [1e-3, 1e-4, 5, 1.5, 5], d),
+            lambda p, d, g: attn_pred(p, d, *DATASHEET[g][:2]),
+            ["t0", "ts", "ea", "ea_flop", "ea_prefix"],
+            [lambda v: f"{v*1e6:.1f} us", lambda v: f"{v*1e9:.0f} ns", lambda v: f"{v:.3f}",
+             lambda v: f"{v:.3f}", lambda v: f"{v:.3f}"])
+    out["attention"] = family_table(
+        "Attention per layer: t = t0 + max(FLOPs / (P ea_flop), prefill KV / (B ea_prefix)) + "
+        "decodes x ts + decode KV / (B ea)", F["attn"],
+        lambda d, g: fit_log(lambda p, d: attn_pred(p, d, *DATASHEET[g][:2]),
+                             [5e-6, 1e-7, 0.8, 0.5, 0.5], [0, 0, 0.05, 0.02, 0.01],
+                             [1e-3, 1e-4, 5, 1.5, 5], d),
+        lambda p, d, g: attn_pred(p, d, *DATASHEET[g][:2]),
+        ["t0", "ts", "ea", "ea_flop", "ea_prefix"],
+        [lambda v: f"{v*1e6:.1f} us", lambda v: f"{v*1e9:.0f} ns", lambda v: f"{v:.3f}",
+         lambda v: f"{v:.3f}", lambda v: f"{v:.3f}"])
 
     print("\nLeave one model out (GPUs with more than one model):")
     print("| GPU | model | error (median / mean) |")
