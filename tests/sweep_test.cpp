@@ -298,6 +298,27 @@ TEST(Capacity, ARejectRateTargetLowersTheCapacityOfAScenarioThatRefusesTurns) {
   EXPECT_LT(strict.mean, latency.mean);
 }
 
+// An SLO that fails even unloaded: capacity 0 with the reason (which target, what it measured),
+// not a clock overflow from halving the load toward nothing.
+TEST(Capacity, AnSloThatHoldsAtNoLoadSaysWhy) {
+  CapacityOptions o;
+  o.load = "arrival_rate";
+  o.replicates = 2;
+  o.sets = {"workload.num_requests=200"};
+  double lowest = 1e300;
+  o.on_run = [&](std::int64_t, double x, bool) { lowest = std::min(lowest, x); };
+  const CapacityResult c = find_capacity("", parse_slo("ttft_p99=1ms"), o);
+  EXPECT_EQ(c.mean, 0);
+  EXPECT_NE(c.not_met.find("ttft_p99 measured"), std::string::npos) << c.not_met;
+  EXPECT_NE(c.not_met.find(" ms against ttft_p99 <= 0.001 s"), std::string::npos) << c.not_met;
+  EXPECT_NE(c.not_met.find("workload.arrival.rate_per_s = "), std::string::npos) << c.not_met;
+  // It stopped at 1/1024 of the scenario's load and ran no sensitivity searches.
+  EXPECT_GE(lowest, c.start / 1024 * (1 - 1e-9));
+  EXPECT_TRUE(std::isnan(c.slower_steps));
+  // A reachable SLO leaves not_met empty.
+  EXPECT_TRUE(find_capacity("", parse_slo("ttft_p99=3s"), o).not_met.empty());
+}
+
 TEST(Capacity, BracketsTheLoadWhereTheSloTurns) {
   CapacityOptions o;
   o.load = "arrival_rate";

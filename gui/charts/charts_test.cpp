@@ -313,11 +313,26 @@ TEST(KvfleetPlot, RunDashboardRendersEveryPageOffscreen) {
   EXPECT_EQ(std::distance(std::sregex_iterator(bytes.begin(), bytes.end(), page_object),
                           std::sregex_iterator()),
             2);
-  // FILE.png: one file per page.
+  // FILE.png: one file per page, really PNG (the format comes from the final name, not the
+  // temporary it is written under); FILE.svg: really SVG.
   auto png = run(bin + " plot " + h5 + " --out " + (dir / "run.png").string());
   ASSERT_EQ(png.first, 0) << png.second;
-  EXPECT_TRUE(fs::exists(dir / "run-state.png"));
-  EXPECT_TRUE(fs::exists(dir / "run-latency.png"));
+  auto head = [](const fs::path& f) {
+    std::string b(8, '\0');
+    std::ifstream(f, std::ios::binary).read(b.data(), 8);
+    return b;
+  };
+  for (const char* page : {"run-state.png", "run-latency.png"}) {
+    ASSERT_TRUE(fs::exists(dir / page)) << page;
+    EXPECT_EQ(head(dir / page), std::string("\x89PNG\r\n\x1a\n", 8)) << page;
+  }
+  auto svg_out = run(bin + " plot " + h5 + " --out " + (dir / "run.svg").string());
+  ASSERT_EQ(svg_out.first, 0) << svg_out.second;
+  for (const char* page : {"run-state.svg", "run-latency.svg"}) {
+    std::stringstream text;
+    text << std::ifstream(dir / page).rdbuf();
+    EXPECT_NE(text.str().find("<svg"), std::string::npos) << page;
+  }
   // Sweep options on a run's file, and an unknown format, are refused before anything is
   // written.
   auto x = run(bin + " plot " + h5 + " --x seed --out " + (dir / "x.pdf").string());

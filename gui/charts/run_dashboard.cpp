@@ -374,10 +374,12 @@ std::string with_suffix(const std::filesystem::path& p, const std::string& page)
   return (p.parent_path() / (p.stem().string() + "-" + page + p.extension().string())).string();
 }
 
-void write_image(const DashboardPage& page, const std::string& file, int width, int height) {
+// `file` is the temporary the image is written to; `png` comes from the final name (the
+// temporary's own suffix, ".tmp-PID", says nothing about the format).
+void write_image(const DashboardPage& page, const std::string& file, bool png, int width,
+                 int height) {
   auto scene = page_scene(page, width, height);
-  if (!paint_scene(*scene, file, std::filesystem::path(file).extension() == ".png", width, height,
-                   page.title))
+  if (!paint_scene(*scene, file, png, width, height, page.title))
     throw std::runtime_error("could not write " + file);
 }
 
@@ -440,13 +442,15 @@ DashboardOutput::DashboardOutput(const std::string& out) {
 
 std::vector<std::string> DashboardOutput::write(const std::vector<DashboardPage>& pages, int width,
                                                 int height) {
-  for (const auto& [file, page_name] : targets_) {
+  for (std::size_t i = 0; i < targets_.size(); ++i) {
+    const auto& [file, page_name] = targets_[i];
     if (page_name.empty()) {
       write_pdf(pages, file, width, height);
       continue;
     }
+    const bool png = std::filesystem::path(written_[i]).extension() == ".png";
     for (const auto& page : pages)
-      if (page.name == page_name) write_image(page, file, width, height);
+      if (page.name == page_name) write_image(page, file, png, width, height);
   }
   files_.publish();
   return written_;

@@ -414,7 +414,9 @@ class CapacityResult:
         per_seed, seeds: each seed's capacity, and the seeds used.
         runs: simulations run. start: the scenario's own value of the key.
         slo: the targets, as checked. limited_by: set when the search hit a load the scenario
-            refuses while the SLO still held. workload: the workload section, resolved (YAML).
+            refuses while the SLO still held. not_met: set when the SLO held at no load tried
+            (mean 0): which target failed at the lowest load, and what it measured.
+            workload: the workload section, resolved (YAML).
         step_sensitivity, slower_steps, faster_steps: the capacity with every step that fraction
             slower and faster (NaN when not searched).
         expected_error: the cost model's expected error from the validation report (dict:
@@ -439,12 +441,15 @@ class CapacityResult:
     expected_error: Optional[Dict[str, Any]] = None
     expected_low: float = float("nan")
     expected_high: float = float("nan")
+    not_met: str = ""
 
     def __str__(self) -> str:
         band = ("" if self.expected_low != self.expected_low else
                 f", about {self.expected_low:.4g} to {self.expected_high:.4g} by the cost model's"
                 " expected error")
         cm = self.expected_error["cost_model"] if self.expected_error else "?"
+        if self.not_met:
+            return f"{self.key}: the SLO holds at no load tried ({self.not_met})"
         return (f"{self.key} = {self.mean:.4g} ({cm}{band}; "
                 f"{(self.expected_error or {}).get('text', '')})")
 
@@ -485,7 +490,8 @@ def capacity(
                           workload=d["workload"], step_sensitivity=d["step_sensitivity"],
                           slower_steps=d["slower_steps"], faster_steps=d["faster_steps"],
                           expected_error=dict(d["expected_error"]),
-                          expected_low=d["expected_low"], expected_high=d["expected_high"])
+                          expected_low=d["expected_low"], expected_high=d["expected_high"],
+                          not_met=d.get("not_met", ""))
 
 
 def metrics() -> pd.DataFrame:

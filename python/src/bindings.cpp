@@ -222,6 +222,7 @@ py::dict capacity(const std::string& path, const std::string& text, const std::s
   d["runs"] = c.runs;
   d["workload"] = c.workload_yaml;
   d["limited_by"] = c.limited_by;
+  d["not_met"] = c.not_met;
   d["step_sensitivity"] = c.sensitivity;
   d["slower_steps"] = c.slower_steps;
   d["faster_steps"] = c.faster_steps;

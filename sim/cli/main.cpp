@@ -697,6 +697,7 @@ int cmd_capacity(const std::vector<std::string>& args) {
   if (!c.limited_by.empty())
     std::printf("  The SLO still held when the load could go no higher: %s\n",
                 c.limited_by.c_str());
+  if (!c.not_met.empty()) std::printf("  The SLO holds at no load tried: %s\n", c.not_met.c_str());
   std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
               c.key.c_str());
   std::stringstream ws(c.workload_yaml);

@@ -19,6 +19,33 @@
 
 namespace kvfleet::sim {
 
+std::string Slo::measured(const Summary& s) const {
+  const double offered = static_cast<double>(s.requests);
+  char buf[64];
+  switch (kind) {
+    case Kind::kRejectRate:
+      std::snprintf(buf, sizeof buf, "%.3g%%",
+                    100 * (offered > 0 ? static_cast<double>(s.rejected) / offered : 0.0));
+      return buf;
+    case Kind::kGoodput:
+      std::snprintf(buf, sizeof buf, "%.3g%%",
+                    100 * (offered > 0 ? static_cast<double>(s.ok) / offered : 0.0));
+      return buf;
+    case Kind::kLatency:
+      for (const auto& m : summary_metrics()) {
+        if (m.name != metric) continue;
+        const double v = m.get(s);
+        if (!std::isfinite(v)) return "none completed";
+        if (v < 1)
+          std::snprintf(buf, sizeof buf, "%.3g ms", 1e3 * v);
+        else
+          std::snprintf(buf, sizeof buf, "%.3g s", v);
+        return buf;
+      }
+  }
+  return "?";
+}
+
 bool Slo::holds(const Summary& s) const {
   const double offered = static_cast<double>(s.requests);
   switch (kind) {
@@ -200,6 +227,10 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   CancelToken stop;  // a run failed: the others stop (between events) and their seeds end
   struct Stopped {};
   std::vector<std::string> extra;  // the step-time scaling of a sensitivity search
+  // Per replicate: the failing targets at the lowest load that failed (for CapacityResult's
+  // not_met).
+  std::vector<std::pair<double, std::string>> lowest_fail(static_cast<std::size_t>(reps),
+                                                          {INFINITY, ""});
   auto holds = [&](int r, double x) {
     if (stop.cancelled()) throw Stopped{};
     std::vector<std::string> sets = opt.sets;
@@ -213,8 +244,20 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     if (rr.cancelled) throw Stopped{};
     const Summary s = summarize(rr);
     bool ok = s.ok > 0;
-    for (const auto& q : slo) ok = ok && q.holds(s);
+    std::string failed;
+    for (const auto& q : slo) {
+      if (q.holds(s)) continue;
+      ok = false;
+      failed += (failed.empty() ? "" : "; ") + q.name + " measured " + q.measured(s) + " against " +
+                q.describe();
+    }
+    if (s.ok == 0 && failed.empty()) failed = "no request completed";
     ++runs;
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto& lf = lowest_fail[static_cast<std::size_t>(r)];
+      if (x < lf.first) lf = {x, failed};
+    }
     if (opt.on_run) {
       std::lock_guard<std::mutex> lock(mu);
       opt.on_run(res.seeds[r], x, ok);
@@ -248,15 +291,18 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
       if (hi == 0) return lo;  // holds far beyond the start: report the largest load tried
     } else {
       hi = x;
-      for (int i = 0; i < 30; ++i) {
+      // Down to 1/1024 of the scenario's load: the SLO that fails that far down fails unloaded
+      // (lower loads only stretch the simulated time toward the clock's range).
+      for (int i = 0; i < 10; ++i) {
         const double y = round(hi / 2);
         if (integer && y >= hi) return 0.0;
         bool ok;
         try {
           ok = holds(r, y);
         } catch (const InputError& e) {
-          // The load cannot go lower (below the key's range): the SLO holds at no load.
-          if (e.key() != res.key) throw;
+          // The load cannot go lower (below the key's range, or a run at it would outlast the
+          // clock): the SLO holds at no load tried.
+          if (e.key() != res.key && e.where() != "simulated time") throw;
           return 0.0;
         }
         if (ok) {
@@ -302,12 +348,24 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     return per_seed;
   };
   res.per_seed = search_all();
+  {
+    // Every seed found no load at which the SLO holds: say what failed at the lowest load.
+    bool none = !res.per_seed.empty();
+    for (double v : res.per_seed) none = none && v == 0;
+    if (none) {
+      const auto& lf = lowest_fail.front();
+      if (std::isfinite(lf.first))
+        res.not_met = "at the lowest load tried, " + res.key + " = " +
+                      config::format_double(lf.first) + " (seed " +
+                      std::to_string(res.seeds.front()) + "): " + lf.second;
+    }
+  }
   auto mean_of = [](const std::vector<double>& v) {
     double sum = 0;
     for (double x : v) sum += x;
     return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
   };
-  if (opt.step_time_sensitivity > 0) {
+  if (opt.step_time_sensitivity > 0 && res.not_met.empty()) {
     res.sensitivity = opt.step_time_sensitivity;
     for (const double f : {1 + opt.step_time_sensitivity, 1 - opt.step_time_sensitivity}) {
       extra.clear();

@@ -29,6 +29,9 @@ struct Slo {
   bool holds(const Summary& s) const;
   // "ttft_p99 <= 2 s", "reject_rate <= 1%", "goodput >= 99%".
   std::string describe() const;
+  // What a run's summary measured for it, as text: "28.1 ms", "3.2%" ("none completed" for a
+  // latency without completed requests).
+  std::string measured(const Summary& s) const;
 };
 
 // "ttft_p99=2s,tpot_p99=100ms,reject_rate=1%": latencies named ttft, tpot, e2e, queue with
@@ -64,6 +67,9 @@ struct CapacityResult {
   // When the search reached a load the scenario refuses (beyond the key's range, or a setting
   // that no longer fits) while the SLO still held: the first such refusal.
   std::string limited_by;
+  // When the SLO held at no load the search tried (the capacity is 0): which target failed at
+  // the lowest load tried, and what it measured there.
+  std::string not_met;
   // With step_time_sensitivity s > 0: the capacity (mean over the seeds) with every step s
   // slower and s faster.
   double sensitivity = 0;
