@@ -47,6 +47,19 @@ TEST_F(Cli, HelpOnEveryCommand) {
   EXPECT_EQ(kvfleet("run --no-such-option").status, 2);
 }
 
+// A sweep file given to run, and a scenario given to sweep, are named for what they are.
+TEST_F(Cli, ASweepFileAndAScenarioAreToldApart) {
+  const std::string src = KVFLEET_SOURCE_DIR;
+  const auto run = kvfleet("run " + src + "/scenarios/sweeps/load-vs-max-seqs.yaml");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.text, HasSubstr("this is a sweep file"));
+  EXPECT_THAT(run.text, HasSubstr("kvfleet sweep"));
+  const auto sweep = kvfleet("sweep " + src + "/scenarios/default.yaml --out " + path("x.h5"));
+  EXPECT_EQ(sweep.status, 2);
+  EXPECT_THAT(sweep.text, HasSubstr("this is a scenario"));
+  EXPECT_FALSE(fs::exists(path("x.h5")));
+}
+
 TEST_F(Cli, RunWritesReportHdf5AndCsv) {
   const auto sc = write("s.yaml", kGood);
   const auto out = (dir_ / "r.h5").string();

@@ -331,6 +331,12 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = config::load_yaml_file(path, "scenario");
+  // A sweep file given where a scenario belongs: say so, instead of its first missing key.
+  if (root.IsMap() && (root["axes"] || root["sample"]) && root["base"] && !root["pools"])
+    throw InputError(path, "",
+                     "this is a sweep file (base:, axes: or sample:), not a scenario: run it "
+                     "with 'kvfleet sweep " +
+                         path + " --out RESULTS.h5', or run its base scenario");
   config::Source src;
   src.file = path;
   src.base_dir = std::filesystem::path(path).parent_path().string();
@@ -341,6 +347,14 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name,
                             const std::string& base_dir,
                             const std::vector<std::string>& overrides) {
   YAML::Node root = config::parse_yaml(yaml, name);
+  // A sweep file given where a scenario belongs: say so, instead of its first missing key.
+  if (root.IsMap() && (root["axes"] || root["sample"]) && root["base"] && !root["pools"])
+    throw InputError(name, "",
+                     "this is a sweep file (base:, axes: or sample:), not a scenario: run it "
+                     "with 'kvfleet sweep " +
+                         name +
+                         " --out RESULTS.h5', or give its base "
+                         "scenario");
   config::Source src;
   src.file = name;
   src.base_dir = base_dir;

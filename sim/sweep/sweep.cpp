@@ -245,6 +245,13 @@ std::string known_list(const std::vector<std::string>& v) {
 SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
                           const std::string& base_dir, bool check_files) {
   const YAML::Node root = config::parse_yaml(yaml, name);
+  // A scenario given where a sweep file belongs: say so, instead of its first unknown key.
+  if (root.IsMap() && (root["pools"] || root["workload"]) && !root["axes"] && !root["sample"])
+    throw InputError(name, "",
+                     "this is a scenario (pools:, workload:), not a sweep file: run it with "
+                     "'kvfleet run " +
+                         name + "', or sweep it from a file with 'base: " + name +
+                         "' and axes: (docs/sweeps.md)");
   config::Source src;
   src.file = name;
   src.base_dir = base_dir;
