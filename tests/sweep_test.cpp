@@ -6,6 +6,11 @@
 #include "sim/sweep/capacity.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include <cmath>
 #include <cstdlib>
@@ -370,6 +375,45 @@ TEST(Sweep, TwoMpiRanksEqualOneProcess) {
   expect_same(read_sweep_h5(dir + "/one.h5"), read_sweep_h5(dir + "/mpi.h5"));
 }
 #endif
+
+// Threads 0 means the cores this process may use: Slurm's share, else the affinity mask.
+TEST(PointRunner, UsableCoresFollowSlurmAndTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  const char* slurm = std::getenv("SLURM_CPUS_PER_TASK");
+  const std::string kept = slurm ? slurm : "";
+  unsetenv("SLURM_CPUS_PER_TASK");
+  EXPECT_EQ(usable_cores(), CPU_COUNT(&saved));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(usable_cores(), 1);
+  // How many threads a run starts: never more than the usable cores.
+  std::set<std::thread::id> ids;
+  std::mutex m;
+  run_points(
+      8,
+      [&](std::size_t) {
+        std::lock_guard lock(m);
+        ids.insert(std::this_thread::get_id());
+      },
+      PointRunnerOptions{});
+  EXPECT_EQ(ids.size(), 1u);
+  setenv("SLURM_CPUS_PER_TASK", "3", 1);
+  EXPECT_EQ(usable_cores(), 3);
+  setenv("SLURM_CPUS_PER_TASK", "lots", 1);  // not a count: the mask decides
+  EXPECT_EQ(usable_cores(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  if (slurm)
+    setenv("SLURM_CPUS_PER_TASK", kept.c_str(), 1);
+  else
+    unsetenv("SLURM_CPUS_PER_TASK");
+}
 
 TEST(PointRunner, RunsEveryJobOnceAndReportsTheEnd) {
   std::vector<std::atomic<int>> hits(37);

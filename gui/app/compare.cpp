@@ -1,5 +1,7 @@
 #include "gui/app/compare.h"
 
+#include "sim/sweep/point_runner.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -131,7 +133,7 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
   if (running() || specs.size() < 2 || specs.size() > 6) return false;
   reset();
   key_ = what;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = sim::usable_cores();
   const int each = std::max(1, cores / static_cast<int>(specs.size()));
   for (const auto& sp : specs) {
     Variant var;

@@ -495,8 +495,9 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   po::options_description opts("Options of 'kvfleet sweep SWEEP.yaml'");
   opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
                                                  "the HDF5 results file (required)")(
-      "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
-      "resume", "skip the points already in --out (same sweep file)")(
+      "threads,j", po::value<int>()->default_value(0),
+      "threads (0: every core this process may use: SLURM_CPUS_PER_TASK, else the CPU affinity "
+      "mask)")("resume", "skip the points already in --out (same sweep file)")(
       "shard", po::value<std::string>(), "run only shard k of N: --shard k/N (0-based)")(
       "checkpoint-s", po::value<double>()->default_value(10),
       "rewrite --out with the points done every this many seconds")("quiet,q",
@@ -635,7 +636,9 @@ int cmd_capacity(const std::vector<std::string>& args) {
       "key", po::value<std::string>(), "the scenario key to raise instead (e.g. a pool's rate)")(
       "replicates", po::value<int>()->default_value(3), "seeds; the interval is over them")(
       "tolerance", po::value<double>()->default_value(0.02), "relative width to stop bisecting")(
-      "threads,j", po::value<int>()->default_value(0), "threads (0: all cores)")(
+      "threads,j", po::value<int>()->default_value(0),
+      "threads (0: every core this process may use: SLURM_CPUS_PER_TASK, else the CPU affinity "
+      "mask)")(
       "step-sensitivity", po::value<double>()->default_value(0.02),
       "also search with every step this much slower and faster, to show how far the answer "
       "moves with the cost model's error (0: not; triples the runs)")(

@@ -1,7 +1,10 @@
 #include "sim/sweep/point_runner.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -9,15 +12,29 @@
 
 namespace kvfleet::sim {
 
+int usable_cores() {
+  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
+    char* end = nullptr;
+    const long v = std::strtol(slurm, &end, 10);
+    if (end != slurm && *end == '\0' && v >= 1 && v <= 1 << 20) return static_cast<int>(v);
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n >= 1) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
                 const PointRunnerOptions& opt) {
   CancelToken own;
   CancelToken& cancel = opt.cancel ? *opt.cancel : own;
   const std::size_t threads = std::max<std::size_t>(
-      1,
-      std::min<std::size_t>(std::max<std::size_t>(n, 1),
-                            opt.threads > 0 ? static_cast<std::size_t>(opt.threads)
-                                            : std::max(1u, std::thread::hardware_concurrency())));
+      1, std::min<std::size_t>(std::max<std::size_t>(n, 1),
+                               opt.threads > 0 ? static_cast<std::size_t>(opt.threads)
+                                               : static_cast<std::size_t>(usable_cores())));
   std::atomic<std::size_t> next{0}, finished{0};
   std::mutex failure_mu;
   std::exception_ptr failure;

@@ -11,7 +11,7 @@
 namespace kvfleet::sim {
 
 struct PointRunnerOptions {
-  int threads = 0;  // 0: all cores (never more threads than jobs)
+  int threads = 0;  // 0: usable_cores() (never more threads than jobs)
   // On the calling thread, about every `report_every_s`, and once at the end.
   std::function<void(std::size_t done, std::size_t total)> on_progress;
   double report_every_s = 0.5;
@@ -20,6 +20,11 @@ struct PointRunnerOptions {
   double checkpoint_every_s = 10;
   CancelToken* cancel = nullptr;  // when set: jobs not started are skipped once it is cancelled
 };
+
+// The cores this process may use: SLURM_CPUS_PER_TASK when Slurm sets it (a job step's share),
+// else the CPUs of this process's affinity mask (taskset, cgroups cpusets), else the hardware's.
+// At least 1. What `threads = 0` means.
+int usable_cores();
 
 // Runs work(i) for every job i in [0, n) on a pool of threads and returns when all have ended
 // (or, after a cancel, when the jobs in flight have). `work` handles its own job's errors; an
