@@ -394,9 +394,11 @@ def load_sweep(path: Union[str, "os.PathLike[str]"], curves: bool = False):
         if "points" not in f:
             raise _input_error(p, "points", "dataset missing: not a sweep file")
         points = _h5_frame(f["points"])
-        # The metric columns follow wall_s (docs/outputs.md, /points).
+        # The metric columns follow error and wall_s, which only --timing writes (docs/outputs.md,
+        # /points).
         cols = list(points.columns)
-        metric_names = cols[cols.index("wall_s") + 1:] if "wall_s" in cols else []
+        after = "wall_s" if "wall_s" in cols else "error"
+        metric_names = cols[cols.index(after) + 1:] if after in cols else []
         points = _points_frame(points, metric_names)
         points.attrs["scenario"] = _h5_text(f, "scenario") or ""
         if curves:

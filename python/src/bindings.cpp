@@ -178,6 +178,7 @@ py::dict sweep(const std::string& yaml, const std::string& name, const std::stri
   SweepResults results = without_gil([&] {
     validate_sweep(spec);
     SweepResults r = prepare_sweep(spec);
+    r.record_wall_time = true;  // a DataFrame in memory, not a file to compare byte for byte
     SweepOptions opt;
     opt.threads = threads;
     opt.report_every_s = 0.1;

@@ -500,8 +500,10 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
       "mask)")("resume", "skip the points already in --out (same sweep file)")(
       "shard", po::value<std::string>(), "run only shard k of N: --shard k/N (0-based)")(
       "checkpoint-s", po::value<double>()->default_value(10),
-      "rewrite --out with the points done every this many seconds")("quiet,q",
-                                                                    "no progress output");
+      "rewrite --out with the points done every this many seconds")(
+      "timing",
+      "keep each point's wall-clock time (/points wall_s); without it the file is "
+      "byte-identical for the same sweep")("quiet,q", "no progress output");
   const po::variables_map vm = parse_command(args, opts, "sweep", "sweep");
   if (vm.count("help")) {
     std::cout << "Usage: kvfleet sweep SWEEP.yaml --out RESULTS.h5 [options]\n\nRuns every "
@@ -554,6 +556,7 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   const bool resume = vm.count("resume") && std::filesystem::exists(out);
   if (resume) previous = read_sweep_h5(out);
   SweepResults results = prepare_sweep(spec, resume ? &previous : nullptr);
+  results.record_wall_time = vm.count("timing") > 0;
   const bool root = mpi.rank() == 0;
   const bool quiet = vm.count("quiet") || !root;
   if (!quiet) {

@@ -633,7 +633,12 @@ Table sweep_points_table(const SweepResults& r) {
   }
   auto& status = t.str("status", "", "ok or failed");
   auto& error = t.str("error", "", "why it failed (empty when ok)");
-  auto& wall = t.f64("wall_s", "s", "wall-clock time the point took (varies run to run)");
+  std::vector<double>* wall =
+      r.record_wall_time
+          ? &t.f64("wall_s", "s",
+                   "wall-clock time the point took (varies run to run; only with kvfleet sweep "
+                   "--timing)")
+          : nullptr;
   for (std::size_t i : rows) {
     const auto& p = r.points[i];
     point.push_back(p.point);
@@ -641,7 +646,7 @@ Table sweep_points_table(const SweepResults& r) {
     seed.push_back(p.seed);
     status.push_back(p.ok ? "ok" : "failed");
     error.push_back(p.error);
-    wall.push_back(p.wall_s);
+    if (wall) wall->push_back(p.wall_s);
   }
   for (std::size_t m = 0; m < r.metric_names.size(); ++m) {
     std::string unit, desc = "a counter the workload keeps";
@@ -700,7 +705,8 @@ void write_sweep_h5(const std::string& path, const SweepResults& r) {
 }
 
 std::vector<TableDoc> sweep_table_docs() {
-  SweepResults r;  // one point with one axis and one metric, to show the shape
+  SweepResults r;             // one point with one axis and one metric, to show the shape
+  r.record_wall_time = true;  // documented, with when it is written
   r.axis_keys = {"<axis key>"};
   r.metric_names = {"<metric>"};
   r.axis_values = {{"1"}};
@@ -769,7 +775,11 @@ SweepResults read_sweep_h5(const std::string& path) {
   const auto& seed = typed.operator()<I64>(t, "points", "seed", "integer");
   const auto& status = typed.operator()<Str>(t, "points", "status", "text");
   const auto& error = typed.operator()<Str>(t, "points", "error", "text");
-  const auto& wall = typed.operator()<F64>(t, "points", "wall_s", "a number");
+  // wall_s: only in files written with --timing (and every file before it was optional).
+  const bool has_wall = t.find("wall_s") != nullptr;
+  r.record_wall_time = has_wall;
+  static const F64 no_wall;
+  const auto& wall = has_wall ? typed.operator()<F64>(t, "points", "wall_s", "a number") : no_wall;
   // A metric column: numbers, or a count (integers, kFailedCount for a failed point).
   std::vector<const Column*> metrics;
   for (const auto& m : r.metric_names) {
@@ -793,7 +803,7 @@ SweepResults read_sweep_h5(const std::string& path) {
     p.done = true;
     p.ok = status[row] == "ok";
     p.error = error[row];
-    p.wall_s = wall[row];
+    p.wall_s = has_wall ? wall[row] : 0.0;
     for (const Column* m : metrics) {
       if (auto* d = std::get_if<F64>(&m->data)) {
         p.metrics.push_back((*d)[row]);
@@ -839,6 +849,9 @@ SweepResults merge_sweeps(const std::vector<SweepResults>& parts) {
   out.base_yaml = parts[0].base_yaml;
   out.axis_keys = parts[0].axis_keys;
   out.metric_names = parts[0].metric_names;
+  // Wall times kept only when every part kept them.
+  out.record_wall_time = std::all_of(parts.begin(), parts.end(),
+                                     [](const SweepResults& p) { return p.record_wall_time; });
   std::map<std::int64_t, std::pair<PointResult, std::vector<std::string>>> all;
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const auto& p = parts[k];

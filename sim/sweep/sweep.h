@@ -93,6 +93,9 @@ struct SweepResults {
   std::vector<std::string> metric_names;
   std::vector<std::vector<std::string>> axis_values;  // per point (as given)
   std::vector<PointResult> points;                    // index = point
+  // Whether /points keeps each point's wall-clock time (wall_s; kvfleet sweep --timing). Off by
+  // default so that a sweep's file is byte-identical for the same sweep file and seeds.
+  bool record_wall_time = false;
   std::size_t completed() const;
   std::size_t failed() const;
 };
