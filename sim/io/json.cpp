@@ -12,6 +12,14 @@ using json = nlohmann::json;
 
 namespace {
 
+// The library's message without its "[json.exception.parse_error.101] " tag: the user needs
+// what is wrong and where, not the library's error number.
+std::string untagged(std::string what) {
+  if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+    what = what.substr(what.find("] ") + 2);
+  return what;
+}
+
 // Raised inside the parser's callback; turned into an InputError once parsing has unwound.
 struct Refused {
   std::string key, problem;
@@ -70,11 +78,12 @@ nlohmann::json parse_json(std::string_view text, const std::string& where,
   } catch (const Refused& r) {
     throw InputError(where, r.key, r.problem);
   } catch (const json::parse_error& e) {
-    throw InputError(
-        where, "",
-        std::string("not valid JSON at byte ") + std::to_string(e.byte) + " (" + e.what() + ")");
+    throw InputError(where, "",
+                     "not valid JSON: " + untagged(e.what()) + " (byte " +
+                         std::to_string(e.byte) + ")");
   } catch (const json::out_of_range& e) {  // a number too large to hold
-    throw InputError(where, here(), std::string("a value is out of range (") + e.what() + ")");
+    throw InputError(where, here(), "not valid JSON: a number out of range (" +
+                                        untagged(e.what()) + ")");
   }
 }
 

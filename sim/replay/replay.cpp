@@ -1,5 +1,6 @@
 #include "sim/replay/replay.h"
 
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -8,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/io/input_file.h"
+#include "sim/io/json.h"
 #include "sim/model/presets.h"
 
 namespace kvfleet::sim {
@@ -23,12 +26,8 @@ using json = nlohmann::json;
 namespace {
 
 json read_json(const fs::path& p) {
-  const std::string text = read_input_file(p.string(), "JSON", kMaxYamlFileBytes);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw InputError(p.string(), "", std::string("is not valid JSON: ") + e.what());
-  }
+  // Strict: nesting depth limited while parsing, duplicate keys refused (sim/io/json.h).
+  return parse_json(read_input_file(p.string(), "JSON", kMaxYamlFileBytes), p.string());
 }
 
 // Lower-case letters and digits only: "Qwen/Qwen3-30B-A3B-Instruct-2507" → "qwenqwen330ba3b...".
@@ -95,11 +94,53 @@ const json& at(const json& j, std::initializer_list<const char*> path) {
   return *cur;
 }
 
-std::string yaml_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("''") : std::string(1, c);
-  return o + "'";
+// A dotted key path for messages: {"kv_cache", "block_size"} -> "kv_cache.block_size".
+std::string dotted(std::initializer_list<const char*> path) {
+  std::string k;
+  for (const char* p : path) k += (k.empty() ? "" : ".") + std::string(p);
+  return k;
 }
+
+// Typed members of a run's file: absent or null -> nullopt; present with another JSON type or out
+// of range -> InputError naming the file and the key (a boolean written "no" or 1, a count written
+// as a string, are refused, never read as a default).
+struct RunFile {
+  std::string file;
+  std::optional<bool> boolean(const json& root, std::initializer_list<const char*> path) const {
+    const json& j = at(root, path);
+    if (j.is_null()) return std::nullopt;
+    if (!j.is_boolean())
+      throw InputError(file, dotted(path), "must be true or false, not " + j.dump());
+    return j.get<bool>();
+  }
+  std::optional<long long> integer(const json& root, std::initializer_list<const char*> path,
+                                   long long lo, long long hi) const {
+    const json& j = at(root, path);
+    if (j.is_null()) return std::nullopt;
+    if (!j.is_number_integer() || j.get<long long>() < lo || j.get<long long>() > hi)
+      throw InputError(file, dotted(path),
+                       "must be a whole number from " + std::to_string(lo) + " to " +
+                           std::to_string(hi) + ", not " + j.dump());
+    return j.get<long long>();
+  }
+  std::optional<double> number(const json& root, std::initializer_list<const char*> path, double lo,
+                               double hi) const {
+    const json& j = at(root, path);
+    if (j.is_null()) return std::nullopt;
+    if (!j.is_number() || !(j.get<double>() >= lo && j.get<double>() <= hi))
+      throw InputError(file, dotted(path),
+                       "must be a number from " + config::format_double(lo) + " to " +
+                           config::format_double(hi) + ", not " + j.dump());
+    return j.get<double>();
+  }
+  std::optional<std::string> string(const json& root,
+                                    std::initializer_list<const char*> path) const {
+    const json& j = at(root, path);
+    if (j.is_null()) return std::nullopt;
+    if (!j.is_string()) throw InputError(file, dotted(path), "must be text, not " + j.dump());
+    return j.get<std::string>();
+  }
+};
 
 }  // namespace
 
@@ -139,14 +180,11 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     throw InputError(meta_path.string(), "engine_kwargs", "missing: the engine's arguments");
   ReplayPlan plan;
   auto note = [&](const std::string& s) { plan.notes.push_back(s); };
-  auto integer = [&](const json& j, const std::string& key) -> long long {
-    if (!j.is_number_integer() || j.get<long long>() < 0)
-      throw InputError(meta_path.string(), key, "expected a whole number, got " + j.dump());
-    return j.get<long long>();
-  };
+  const RunFile mf{meta_path.string()};
 
   // Model and GPU.
-  const std::string hf = kw.value("model", meta.value("model", std::string()));
+  const std::string hf =
+      mf.string(meta, {"engine_kwargs", "model"}).value_or(mf.string(meta, {"model"}).value_or(""));
   const ModelSpec* model =
       o.model.empty() ? match(model_presets(), hf) : named(model_presets(), o.model);
   if (model == nullptr) {
@@ -160,6 +198,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
        (o.model.empty() ? " (matches meta.json model " + hf + ")" : " (--model)"));
   json cluster;
   if (fs::exists(dir / "config.json")) cluster = read_json(dir / "config.json");
+  const RunFile cf{(dir / "config.json").string()};
   std::string hardware;
   if (const json& h = at(cluster, {"nodes"}); h.is_array() && !h.empty()) {
     const json& inst = at(h[0], {"instances"});
@@ -169,7 +208,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   }
   const json& dev = at(meta, {"hardware", "device_name"});
   const GpuSpec* gpu = nullptr;
-  std::string custom_gpu;  // a gpus: entry when no preset matches
+  YAML::Node custom_gpu;  // a gpus: entry when no preset matches
   if (!o.gpu.empty()) {
     gpu = named(gpu_presets(), o.gpu);
     if (gpu == nullptr)
@@ -206,13 +245,13 @@ ReplayPlan build_plan(const ReplayOptions& o) {
                              names(gpu_presets()) + "); name one with --gpu" +
                              (o.profile.empty() ? " (or give a --profile of it)" : ""));
       }
-      custom_gpu = "  - name: replay-gpu\n    memory_bytes: " + config::format_double(mem) +
-                   "\n    memory_bandwidth_Bps: " + config::format_double(bw > 1e9 ? bw : 1e12) +
-                   "\n    bf16_flops: 1e14\n    source: " +
-                   yaml_quote("the run's " + what +
-                              ": memory from its files; compute and "
-                              "bandwidth unknown (the profile prices the steps)") +
-                   "\n";
+      custom_gpu["name"] = "replay-gpu";
+      custom_gpu["memory_bytes"] = mem;
+      custom_gpu["memory_bandwidth_Bps"] = bw > 1e9 ? bw : 1e12;
+      custom_gpu["bf16_flops"] = 1e14;
+      custom_gpu["source"] = "the run's " + what +
+                             ": memory from its files; compute and bandwidth unknown (the "
+                             "profile prices the steps)";
       note("gpu '" + what + "' is no preset: its memory (" + config::format_double(mem / 1e9) +
            " GB) from the run's files; the profile prices the steps, so utilisation figures of "
            "this replay are not meaningful");
@@ -222,108 +261,129 @@ ReplayPlan build_plan(const ReplayOptions& o) {
     }
   }
 
-  // Engine arguments, with vLLM 0.19's defaults where the run left them unset.
-  auto arg = [&](const char* key, long long fallback) -> long long {
-    const json& j = at(kw, {key});
-    return j.is_null() ? fallback : integer(j, std::string("engine_kwargs.") + key);
-  };
-  const long long tp = arg("tensor_parallel_size", 1), dp = arg("data_parallel_size", 1);
-  const json& ep_j = at(kw, {"enable_expert_parallel"});
-  const bool ep = ep_j.is_boolean() && ep_j.get<bool>();
-  const long long seqs = arg("max_num_seqs", 256), batched = arg("max_num_batched_tokens", 2048);
-  const long long max_len = arg("max_model_len", 0);
-  const json& cache = at(meta, {"kv_cache"});
-  const json& rcache = at(meta, {"resolved_config", "cache_config"});
-  const long long block = at(cache, {"block_size"}).is_number_integer()
-                              ? integer(cache["block_size"], "kv_cache.block_size")
-                              : 16;
-  const long long gpu_blocks = at(cache, {"num_gpu_blocks"}).is_number_integer()
-                                   ? integer(cache["num_gpu_blocks"], "kv_cache.num_gpu_blocks")
-                                   : 0;
+  // Engine arguments, with vLLM 0.19's defaults where the run left them unset. Every value is
+  // read with its JSON type checked: a wrong type is an error naming meta.json and the key.
+  const long long tp =
+      mf.integer(meta, {"engine_kwargs", "tensor_parallel_size"}, 1, 64).value_or(1);
+  const long long dp = mf.integer(meta, {"engine_kwargs", "data_parallel_size"}, 1, 64).value_or(1);
+  const bool ep = mf.boolean(meta, {"engine_kwargs", "enable_expert_parallel"}).value_or(false);
+  const long long seqs =
+      mf.integer(meta, {"engine_kwargs", "max_num_seqs"}, 1, 1 << 20).value_or(256);
+  const long long batched =
+      mf.integer(meta, {"engine_kwargs", "max_num_batched_tokens"}, 1, 100'000'000).value_or(2048);
+  const long long max_len =
+      mf.integer(meta, {"engine_kwargs", "max_model_len"}, 0, 100'000'000).value_or(0);
+  const long long block = mf.integer(meta, {"kv_cache", "block_size"}, 1, 1024).value_or(16);
+  const long long gpu_blocks =
+      mf.integer(meta, {"kv_cache", "num_gpu_blocks"}, 0, 16777216).value_or(0);
   double util = 0.9;
-  for (const json* j :
-       {&at(cache, {"gpu_memory_utilization"}), &at(kw, {"gpu_memory_utilization"})})
-    if (j->is_number()) util = j->get<double>();
+  for (const auto& v : {mf.number(meta, {"kv_cache", "gpu_memory_utilization"}, 0.01, 1),
+                        mf.number(meta, {"engine_kwargs", "gpu_memory_utilization"}, 0.01, 1)})
+    if (v) util = *v;
   bool prefix = true;
-  for (const json* j : {&at(rcache, {"enable_prefix_caching"}),
-                        &at(cache, {"enable_prefix_caching"}), &at(kw, {"enable_prefix_caching"})})
-    if (j->is_boolean()) prefix = j->get<bool>();
+  for (const auto& v :
+       {mf.boolean(meta, {"resolved_config", "cache_config", "enable_prefix_caching"}),
+        mf.boolean(meta, {"kv_cache", "enable_prefix_caching"}),
+        mf.boolean(meta, {"engine_kwargs", "enable_prefix_caching"})})
+    if (v) prefix = *v;
   bool chunked = true;
-  for (const json* j :
-       {&at(meta, {"resolved_config", "scheduler_config", "enable_chunked_prefill"}),
-        &at(kw, {"enable_chunked_prefill"})})
-    if (j->is_boolean()) chunked = j->get<bool>();
-  std::string kv_dtype = "auto";
-  if (const json& j = at(kw, {"kv_cache_dtype"}); j.is_string()) kv_dtype = j.get<std::string>();
+  for (const auto& v :
+       {mf.boolean(meta, {"resolved_config", "scheduler_config", "enable_chunked_prefill"}),
+        mf.boolean(meta, {"engine_kwargs", "enable_chunked_prefill"})})
+    if (v) chunked = *v;
+  const std::string kv_dtype =
+      mf.string(meta, {"engine_kwargs", "kv_cache_dtype"}).value_or("auto");
+  {
+    static const std::vector<std::string> ok = {"auto",     "bf16",     "fp16", "fp8",
+                                                "fp8_e4m3", "fp8_e5m2", "int8", "int4"};
+    if (std::find(ok.begin(), ok.end(), kv_dtype) == ok.end())
+      throw InputError(meta_path.string(), "engine_kwargs.kv_cache_dtype",
+                       "'" + kv_dtype + "' is not a KV cache precision kvfleet models");
+  }
   // Async scheduling: as resolved, else as given, else vLLM's default (on from 0.11).
   bool async = true;
   std::string async_from = "vLLM's default";
-  for (const auto& [j, from] :
-       {std::pair{&at(kw, {"async_scheduling"}), "engine_kwargs"},
-        std::pair{&at(meta, {"resolved_config", "scheduler_config", "async_scheduling"}),
-                  "resolved scheduler_config"}})
-    if (j->is_boolean()) {
-      async = j->get<bool>();
-      async_from = from;
-    }
+  if (const auto v = mf.boolean(meta, {"engine_kwargs", "async_scheduling"}))
+    async = *v, async_from = "engine_kwargs";
+  if (const auto v = mf.boolean(meta, {"resolved_config", "scheduler_config", "async_scheduling"}))
+    async = *v, async_from = "resolved scheduler_config";
   bool eager = false;
-  for (const json* j : {&at(meta, {"resolved_config", "model_config", "enforce_eager"}),
-                        &at(kw, {"enforce_eager"})})
-    if (j->is_boolean()) eager = j->get<bool>();
+  for (const auto& v : {mf.boolean(meta, {"resolved_config", "model_config", "enforce_eager"}),
+                        mf.boolean(meta, {"engine_kwargs", "enforce_eager"})})
+    if (v) eager = *v;
   std::vector<long long> capture;
   if (const json& j =
           at(meta, {"resolved_config", "compilation_config", "cudagraph_capture_sizes"});
-      j.is_array())
-    for (const auto& x : j) capture.push_back(integer(x, "cudagraph_capture_sizes"));
-  double link_Bps = 0, link_lat = 0;
-  if (const json& j = at(cluster, {"link_bw"}); j.is_number() && j.get<double>() > 0)
-    link_Bps = j.get<double>() * 1e9;  // GB/s
-  if (const json& j = at(cluster, {"link_latency"}); j.is_number() && j.get<double>() > 0)
-    link_lat = j.get<double>() * 1e-9;  // ns
+      !j.is_null()) {
+    if (!j.is_array())
+      throw InputError(meta_path.string(),
+                       "resolved_config.compilation_config.cudagraph_capture_sizes",
+                       "must be a list of token counts");
+    for (const auto& x : j) {
+      if (!x.is_number_integer() || x.get<long long>() < 1 || x.get<long long>() > 1 << 20)
+        throw InputError(meta_path.string(),
+                         "resolved_config.compilation_config.cudagraph_capture_sizes",
+                         "must hold whole numbers from 1 to 1048576, not " + x.dump());
+      capture.push_back(x.get<long long>());
+    }
+  }
+  const double link_Bps = cf.number(cluster, {"link_bw"}, 0, 1e6).value_or(0) * 1e9;        // GB/s
+  const double link_lat = cf.number(cluster, {"link_latency"}, 0, 1e9).value_or(0) * 1e-9;  // ns
 
-  std::ostringstream y;
-  y << "# Replay of " << fs::absolute(dir).lexically_normal().string()
-    << " (kvfleet replay): every setting from the run's own files.\n"
-    << "name: " << yaml_quote("replay-" + fs::absolute(dir).lexically_normal().filename().string())
-    << "\n"
-    << "seed: 1\n"
-    << "workload:\n  impl: trace\n  format: vllm_jsonl\n  path: "
-    << yaml_quote(fs::absolute(req).lexically_normal().string()) << "\n"
-    << "pools:\n  - name: replay\n    model: " << model->name
-    << "\n    gpu: " << (gpu != nullptr ? gpu->name : std::string("replay-gpu"))
-    << "\n    tensor_parallel: " << tp << "\n    data_parallel: " << dp
-    << "\n    expert_parallel: " << (ep ? "true" : "false") << "\n";
-  if (link_Bps > 0) y << "    link_Bps: " << config::format_double(link_Bps) << "\n";
-  if (link_lat > 0) y << "    link_latency_s: " << config::format_double(link_lat) << "\n";
+  // The scenario, built as data and emitted: nothing from the run's files is pasted as YAML.
+  YAML::Node sc;
+  sc["name"] = "replay-" + fs::absolute(dir).lexically_normal().filename().string();
+  sc["seed"] = 1;
+  sc["workload"]["impl"] = "trace";
+  sc["workload"]["format"] = "vllm_jsonl";
+  sc["workload"]["path"] = fs::absolute(req).lexically_normal().string();
+  YAML::Node pool;
+  pool["name"] = "replay";
+  pool["model"] = model->name;
+  pool["gpu"] = gpu != nullptr ? gpu->name : std::string("replay-gpu");
+  pool["tensor_parallel"] = tp;
+  pool["data_parallel"] = dp;
+  pool["expert_parallel"] = ep;
+  if (link_Bps > 0) pool["link_Bps"] = link_Bps;
+  if (link_lat > 0) pool["link_latency_s"] = link_lat;
   // requests.jsonl's timestamps are the engine's own (queued, first token, last token): the API
   // server's time is outside them, so the replay measures as the engine does.
-  y << "    frontend: {enabled: false}\n";
-  y << "    engine:\n      max_num_seqs: " << seqs << "\n      max_num_batched_tokens: " << batched
-    << "\n      enable_chunked_prefill: " << (chunked ? "true" : "false")
-    << "\n      enable_prefix_caching: " << (prefix ? "true" : "false")
-    << "\n      async_scheduling: " << (async ? "true" : "false") << "\n      block_size: " << block
-    << "\n      gpu_memory_utilization: " << config::format_double(util) << "\n";
-  if (max_len > 0) y << "      max_model_len: " << max_len << "\n";
-  if (gpu_blocks > 0) y << "      num_gpu_blocks_override: " << gpu_blocks << "\n";
-  if (kv_dtype != "auto") y << "      kv_cache_dtype: " << kv_dtype << "\n";
+  pool["frontend"]["enabled"] = false;
+  YAML::Node eng;
+  eng["max_num_seqs"] = seqs;
+  eng["max_num_batched_tokens"] = batched;
+  eng["enable_chunked_prefill"] = chunked;
+  eng["enable_prefix_caching"] = prefix;
+  eng["async_scheduling"] = async;
+  eng["block_size"] = block;
+  eng["gpu_memory_utilization"] = util;
+  if (max_len > 0) eng["max_model_len"] = max_len;
+  if (gpu_blocks > 0) eng["num_gpu_blocks_override"] = gpu_blocks;
+  if (kv_dtype != "auto") eng["kv_cache_dtype"] = kv_dtype;
+  pool["engine"] = eng;
   if (!o.profile.empty()) {
-    y << "    cost_model:\n      impl: profile\n      path: "
-      << yaml_quote(fs::absolute(o.profile).lexically_normal().string()) << "\n";
+    pool["cost_model"]["impl"] = "profile";
+    pool["cost_model"]["path"] = fs::absolute(o.profile).lexically_normal().string();
     if (!eager) {
       if (!capture.empty()) {
-        y << "      cuda_graph_sizes: [";
-        for (std::size_t i = 0; i < capture.size(); ++i) y << (i ? ", " : "") << capture[i];
-        y << "]\n";
+        YAML::Node sizes(YAML::NodeType::Sequence);
+        for (long long c : capture) sizes.push_back(c);
+        pool["cost_model"]["cuda_graph_sizes"] = sizes;
       } else {
-        y << "      pad_to_cuda_graph_sizes: true\n";
+        pool["cost_model"]["pad_to_cuda_graph_sizes"] = true;
       }
     }
   } else {
-    y << "    cost_model: {impl: roofline}\n";
+    pool["cost_model"]["impl"] = "roofline";
   }
-  y << "simulation:\n  timeseries_interval_s: 1.0\n";
-  if (!custom_gpu.empty()) y << "gpus:\n" << custom_gpu;
-  plan.yaml = y.str();
+  sc["pools"].push_back(pool);
+  sc["simulation"]["timeseries_interval_s"] = 1.0;
+  if (custom_gpu.IsDefined() && custom_gpu.IsMap()) sc["gpus"].push_back(custom_gpu);
+  YAML::Emitter em;
+  em.SetDoublePrecision(17);
+  em << sc;
+  plan.yaml = "# Replay of " + fs::absolute(dir).lexically_normal().string() +
+              " (kvfleet replay): every setting from the run's own files.\n" + em.c_str() + "\n";
   note("parallelism: tensor " + std::to_string(tp) + ", data " + std::to_string(dp) +
        (ep ? ", experts whole per GPU (enable_expert_parallel)" : "") +
        " (meta.json engine_kwargs)");
@@ -361,20 +421,27 @@ MeasuredLatencies read_measured(const std::string& path) {
   while (std::getline(in, line)) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      const json j = json::parse(line);
-      const double q = j.at("queued_ts"), f = j.at("first_token_ts"), l = j.at("last_token_ts");
-      const int out = j.at("output_toks");
-      m.ttft.push_back(f - q);
-      m.e2e.push_back(l - q);
-      if (out > 1) m.tpot.push_back((l - f) / (out - 1));
-    } catch (const json::exception& e) {
-      throw InputError(path + ": line " + std::to_string(n), "",
-                       std::string("needs queued_ts, first_token_ts, last_token_ts and "
-                                   "output_toks: ") +
-                           e.what());
-    }
+    const std::string where = path + ": line " + std::to_string(n);
+    const json j = parse_json(line, where);
+    const JsonObject row(j, where);
+    // Monotonic seconds of the engine's clock: finite, within +-1e10 s, and in order.
+    const double q = row.need_number("queued_ts", -1e10, 1e10);
+    const double f = row.need_number("first_token_ts", -1e10, 1e10);
+    const double l = row.need_number("last_token_ts", -1e10, 1e10);
+    const std::int64_t out = row.need_integer("output_toks", 0, 100'000'000);
+    if (f < q)
+      throw InputError(where, "first_token_ts",
+                       "is before queued_ts (" + config::format_double(f) + " < " +
+                           config::format_double(q) + "): a first token before its request");
+    if (l < f)
+      throw InputError(where, "last_token_ts",
+                       "is before first_token_ts (" + config::format_double(l) + " < " +
+                           config::format_double(f) + ")");
+    m.ttft.push_back(f - q);
+    m.e2e.push_back(l - q);
+    if (out > 1) m.tpot.push_back((l - f) / static_cast<double>(out - 1));
   }
+  if (m.ttft.empty()) throw InputError(path, "", "holds no measured request");
   return m;
 }
 

@@ -2,6 +2,7 @@
 
 #include "sim/io/csv.h"
 #include "sim/io/input_file.h"
+#include "sim/io/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -172,16 +173,8 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string w = row_where(path, lineno);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
-      // nlohmann's text without its "[json.exception.parse_error.101] " tag.
-      std::string what = e.what();
-      if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
-        what = what.substr(what.find("] ") + 2);
-      throw InputError(w, "", "not valid JSON: " + what);
-    }
+    // Strict (sim/io/json.h): syntax, nesting depth and duplicate keys checked while parsing.
+    const nlohmann::json j = parse_json(line, w);
     if (!j.is_object()) throw InputError(w, "", "expected a JSON object");
     auto get_int = [&](const std::string& k, bool prompt) -> std::int32_t {
       if (!j.contains(k)) throw InputError(w, k, "missing");

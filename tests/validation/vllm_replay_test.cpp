@@ -248,6 +248,49 @@ TEST(VllmReplay, ModelAndGpuAreMatchedByTheNamesDriversAndHubsUse) {
   fs::remove_all(dir);
 }
 
+// Measured timestamps are checked: finite, in range, in order, with the bad line and key named.
+TEST(VllmReplay, MeasuredTimestampsAreCheckedRowByRow) {
+  namespace fs = std::filesystem;
+  const fs::path f = fs::path(::testing::TempDir()) / "measured_requests.jsonl";
+  auto error_of = [&](const std::string& rows) -> std::string {
+    std::ofstream(f) << rows;
+    try {
+      sim::read_measured(f.string());
+    } catch (const sim::InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string good =
+      "{\"queued_ts\": 10.0, \"first_token_ts\": 10.5, \"last_token_ts\": 12.5, "
+      "\"output_toks\": 5}\n";
+  EXPECT_EQ(error_of(good), "");
+  std::ofstream(f) << good;
+  const auto m = sim::read_measured(f.string());
+  ASSERT_EQ(m.ttft.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.ttft[0], 0.5);
+  EXPECT_DOUBLE_EQ(m.tpot[0], 0.5);
+  EXPECT_NE(error_of(good + "{\"queued_ts\": 10.0, \"first_token_ts\": -55.0, "
+                            "\"last_token_ts\": 12.5, \"output_toks\": 5}\n")
+                .find("line 2: first_token_ts: is before queued_ts"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"queued_ts\": 1e300, \"first_token_ts\": 1e300, \"last_token_ts\": 1e300, "
+                     "\"output_toks\": 5}\n")
+                .find("line 1: queued_ts: must be between"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"queued_ts\": 1.0, \"first_token_ts\": 2.0, \"last_token_ts\": 1.5, "
+                     "\"output_toks\": 5}\n")
+                .find("last_token_ts: is before first_token_ts"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"queued_ts\": 1.0, \"first_token_ts\": 2.0, \"last_token_ts\": 3.0, "
+                     "\"output_toks\": \"5\"}\n")
+                .find("output_toks"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(100000, '[')).find("line 1"), std::string::npos);
+  EXPECT_NE(error_of("\n").find("holds no measured request"), std::string::npos);
+  fs::remove(f);
+}
+
 TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) / "replay_hostile";
@@ -300,9 +343,35 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   expect_error(dir.string());
   fs::remove(dir / "meta.json");
   std::ofstream(dir / "meta.json") << "{\"engine_kwargs\": {\"model\": 7}}";
-  expect_error("unexpected type");
+  expect_error("engine_kwargs.model: must be text");
   std::ofstream(dir / "meta.json") << "not json";
-  expect_error("is not valid JSON");
+  expect_error("not valid JSON");
+  // Hostile values are refused by name, never pasted into the scenario nor read as a default.
+  const std::string head =
+      "{\"hardware\": {\"device_name\": \"NVIDIA RTX 4090\"}, \"engine_kwargs\": "
+      "{\"model\": \"meta-llama/Llama-3.1-8B\", ";
+  struct Bad {
+    std::string engine_kwargs, needle;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"\"kv_cache_dtype\": \"fp8\\n    replicas: 3\"}}",
+            "engine_kwargs.kv_cache_dtype: 'fp8\n    replicas: 3' is not"},
+           {"\"enable_prefix_caching\": \"no\"}}",
+            "engine_kwargs.enable_prefix_caching: must be true or false"},
+           {"\"enable_expert_parallel\": 1}}",
+            "engine_kwargs.enable_expert_parallel: must be true or false"},
+           {"\"max_num_seqs\": \"256\"}}", "engine_kwargs.max_num_seqs: must be a whole number"},
+           {"\"max_num_seqs\": 8, \"max_num_seqs\": 9}}", "max_num_seqs"},
+           {"\"gpu_memory_utilization\": 1e300}}",
+            "engine_kwargs.gpu_memory_utilization: must be a number from"}}) {
+    std::ofstream(dir / "meta.json") << head << b.engine_kwargs;
+    expect_error(b.needle);
+  }
+  std::ofstream(dir / "meta.json")
+      << head << "\"max_num_seqs\": 8}, \"kv_cache\": {\"num_gpu_blocks\": \"2588\"}}";
+  expect_error("kv_cache.num_gpu_blocks: must be a whole number");
+  std::ofstream(dir / "meta.json") << std::string(100000, '[') << std::string(100000, ']');
+  expect_error("meta.json");
   fs::remove_all(dir);
 }
 
