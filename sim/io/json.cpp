@@ -78,12 +78,12 @@ nlohmann::json parse_json(std::string_view text, const std::string& where,
   } catch (const Refused& r) {
     throw InputError(where, r.key, r.problem);
   } catch (const json::parse_error& e) {
-    throw InputError(where, "",
-                     "not valid JSON: " + untagged(e.what()) + " (byte " +
-                         std::to_string(e.byte) + ")");
+    throw InputError(
+        where, "",
+        "not valid JSON: " + untagged(e.what()) + " (byte " + std::to_string(e.byte) + ")");
   } catch (const json::out_of_range& e) {  // a number too large to hold
-    throw InputError(where, here(), "not valid JSON: a number out of range (" +
-                                        untagged(e.what()) + ")");
+    throw InputError(where, here(),
+                     "not valid JSON: a number out of range (" + untagged(e.what()) + ")");
   }
 }
 
