@@ -30,6 +30,7 @@
 
 #include "sim/cli/mpi.h"
 #include "sim/config/params.h"
+#include "sim/core/build_info.h"
 #include "sim/core/error.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
@@ -851,6 +852,7 @@ int run_command(const std::string& cmd, std::vector<std::string>& args, int& arg
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_command_line(argc, argv);  // for every result file's /provenance
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << "kvfleet: error: no command given (kvfleet --help lists them)\n";

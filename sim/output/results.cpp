@@ -1,5 +1,7 @@
 #include "sim/output/results.h"
 
+#include "sim/simulation/provenance.h"
+
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -503,6 +505,12 @@ std::vector<TableDoc> run_table_docs() {
   d.push_back(doc_of("binding", binding_table(none, Summary{})));
   d.push_back(doc_of("alerts", alerts_table(AlertReport{})));
   d.push_back(doc_of("alert_events", alert_events_table(AlertReport{})));
+  d.push_back(doc_of("provenance", provenance_table_for_sweep("")));
+  d.back().desc +=
+      " (rows: kvfleet.version, kvfleet.commit, command_line; per pool pools[i].model.<key> and "
+      "pools[i].gpu.<key> for every model and GPU key (docs/scenarios.md) and "
+      "pools[i].weight_dtype; per input file input.<scenario key>.sha256 and .bytes). No date: "
+      "the same run writes the same bytes";
   return d;
 }
 
@@ -519,6 +527,7 @@ void write_results_h5(const std::string& path, const Scenario& sc, const RunResu
     write_table(file, "tenants", tenants_table(r));
     write_table(file, "sessions", sessions_table(r.requests));
     write_table(file, "binding", binding_table(r, s));
+    write_table(file, "provenance", provenance_table(sc));
     if (!sc.config.alerts.rules.empty()) {
       write_table(file, "alerts", alerts_table(r.alerts));
       write_table(file, "alert_events", alert_events_table(r.alerts));

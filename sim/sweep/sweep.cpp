@@ -1,5 +1,7 @@
 #include "sim/sweep/sweep.h"
 
+#include "sim/simulation/provenance.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -701,6 +703,7 @@ void write_sweep_h5(const std::string& path, const SweepResults& r) {
                              "the base scenario as run, defaults filled in (YAML)");
     h5::write_table(file, "points", sweep_points_table(r));
     h5::write_table(file, "curves", sweep_curves_table(r));
+    h5::write_table(file, "provenance", provenance_table_for_sweep(r.sweep_text));
   });
 }
 
@@ -714,7 +717,9 @@ std::vector<TableDoc> sweep_table_docs() {
   r.points[0].done = r.points[0].ok = true;
   r.points[0].metrics = {0.0};
   std::vector<TableDoc> d = {doc_of("points", sweep_points_table(r)),
-                             doc_of("curves", sweep_curves_table(r))};
+                             doc_of("curves", sweep_curves_table(r)),
+                             doc_of("provenance", provenance_table_for_sweep(""))};
+  d.back().desc += " (rows: kvfleet.version, kvfleet.commit, command_line, sweep.sha256)";
   for (auto& c : d[0].columns) {
     if (c.name == "<metric>") {
       c.desc =

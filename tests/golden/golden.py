@@ -5,7 +5,8 @@ For each scenario in scenarios/ (shortened with --set where a full run is long; 
 ../shared/reference, or a profile the build makes from it, are skipped with a message when absent)
 and each sweep in scenarios/sweeps/ (shortened likewise), this runs the kvfleet CLI, reads the
 result file with h5py and checks every dataset in it (every table, the report, the resolved
-scenario): nothing a run writes escapes. Wall-clock columns are left out (WALL_CLOCK_COLUMNS).
+scenario): nothing a run writes escapes. Wall-clock columns are left out (WALL_CLOCK_COLUMNS), and
+/provenance's rows naming the build and the command line (VOLATILE_PROVENANCE_KEYS).
 
 What "the same results" means (docs/architecture.md, "The golden test"):
 - integers, text, categories (by name) and times (float columns of 8 rows or more whose every
@@ -79,6 +80,10 @@ SWEEP_SHORTEN = {
     "sweeps/bench-1000.yaml": None,  # a benchmark of a thousand points: not a golden case
 }
 WALL_CLOCK_COLUMNS = {"wall_s"}
+# /provenance rows that name the build and the command rather than the results (they change with
+# every commit and every folder a test runs in): left out; the model and GPU numbers and the
+# input files' hashes are compared.
+VOLATILE_PROVENANCE_KEYS = {b"kvfleet.version", b"kvfleet.commit", b"command_line"}
 # Datasets that are text documents rather than tables. The report is stored whole (reports/).
 REPORT_DATASET = "report"
 
@@ -286,7 +291,10 @@ def read_file(path):
                 elif np.ndim(data) == 0 and not isinstance(data, np.ndarray):
                     out[(label, "")] = Col("text", 1, text_hash([normalise_paths(as_text(data))]))
                 else:
-                    table_columns(np.asarray(data), label, out)
+                    data = np.asarray(data)
+                    if label == "provenance" and data.dtype.names and "key" in data.dtype.names:
+                        data = data[[k not in VOLATILE_PROVENANCE_KEYS for k in data["key"]]]
+                    table_columns(data, label, out)
         walk(f, "")
     return out, report
 
