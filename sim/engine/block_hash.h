@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/workload/request.h"
+#include "sim/request/request.h"
 
 namespace kvfleet::sim {
 

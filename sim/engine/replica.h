@@ -30,8 +30,8 @@
 #include "sim/engine/retention.h"
 #include "sim/engine/scheduler.h"
 #include "sim/engine/wait_queue.h"
-#include "sim/workload/request.h"
-#include "sim/workload/request_log.h"
+#include "sim/request/request.h"
+#include "sim/request/request_log.h"
 
 namespace kvfleet::sim {
 

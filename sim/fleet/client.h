@@ -12,8 +12,8 @@
 #include "sim/config/params.h"
 #include "sim/core/event_queue.h"
 #include "sim/core/rng.h"
-#include "sim/workload/request.h"
-#include "sim/workload/request_log.h"
+#include "sim/request/request.h"
+#include "sim/request/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -15,8 +15,8 @@
 
 #include "sim/config/params.h"
 #include "sim/fleet/router.h"
-#include "sim/workload/request.h"
-#include "sim/workload/request_log.h"
+#include "sim/request/request.h"
+#include "sim/request/request_log.h"
 
 namespace kvfleet::sim {
 

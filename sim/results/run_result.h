@@ -13,7 +13,7 @@
 #include "sim/core/time.h"
 #include "sim/engine/memory.h"
 #include "sim/engine/replica.h"
-#include "sim/workload/request_log.h"
+#include "sim/request/request_log.h"
 
 namespace kvfleet::sim {
 

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "sim/config/params.h"
-#include "sim/workload/request.h"
+#include "sim/request/request.h"
 
 namespace kvfleet::sim {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "sim/config/params.h"
-#include "sim/workload/request.h"
-#include "sim/workload/request_log.h"
+#include "sim/request/request.h"
+#include "sim/request/request_log.h"
 #include "sim/workload/stages.h"
 
 namespace kvfleet::sim {

@@ -1,4 +1,4 @@
-#include "sim/workload/request_log.h"
+#include "sim/request/request_log.h"
 
 namespace kvfleet::sim {
 
