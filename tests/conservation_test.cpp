@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "sim/engine/retention.h"
+#include "sim/engine/scheduler.h"
 #include "sim/fleet/router.h"
 #include "sim/output/report.h"
 #include "sim/output/results.h"
@@ -142,6 +143,20 @@ TEST(Conservation, HoldsUnderEveryRetentionPolicyWithTiers) {
                 policy.c_str(), static_cast<long long>(s.requests), 100 * s.prefix_cache_hit_rate(),
                 static_cast<long long>(s.tier_hit_tokens),
                 static_cast<long long>(s.cache_evictions));
+  }
+}
+
+// Every scheduling policy the registry holds, under KV pressure with preemptions: each request
+// ends once (a new policy is covered without editing this test).
+TEST(Conservation, HoldsUnderEverySchedulingPolicy) {
+  const auto names = sim::scheduling_registry().names();
+  ASSERT_GE(names.size(), 4u);
+  for (const std::string& name : names) {
+    const auto r = testing::run_yaml(kChats, {"pools[0].engine.scheduling_policy=" + name,
+                                              "pools[0].engine.num_gpu_blocks_override=300"});
+    const auto& s = r.summary;
+    EXPECT_EQ(s.ok + s.rejected, s.requests) << name;
+    EXPECT_GT(s.ok, 0) << name;
   }
 }
 

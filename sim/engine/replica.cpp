@@ -115,6 +115,8 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
       c.hasher.skip(c.hashes);
     }
   }
+  sched_now_ = std::max(sched_now_, now);
+  if (policy_->stateful()) policy_->on_arrive(view(s, now));
   wait(s, false);
   if (group_ != nullptr) {
     group_->wake(now);
@@ -135,14 +137,23 @@ void Replica::on_event(std::uint32_t kind, std::uint64_t epoch, SimTime now) {
     end_step(now);
 }
 
-SchedView Replica::view(std::uint32_t slot) const {
+SchedView Replica::view(std::uint32_t slot, SimTime now) const {
   const Seq& q = seqs_[slot];
   const RequestRecord& r = log_[q.request];
-  return {r.priority, r.arrival, r.id, q.prompt_tokens, q.num_output, q.num_computed};
+  SchedView v;
+  v.priority = r.priority;
+  v.arrival = r.arrival;
+  v.id = r.id;
+  v.prompt_tokens = q.prompt_tokens;
+  v.num_output = q.num_output;
+  v.num_computed = q.num_computed;
+  v.tenant = content_[slot].tenant;
+  v.now = now;
+  return v;
 }
 
 void Replica::wait(std::uint32_t slot, bool preempted) {
-  const SchedView v = view(slot);
+  const SchedView v = view(slot, sched_now_);
   const std::int64_t key = waiting_.keyed() ? policy_->key(v) : 0;
   if (preempted)
     waiting_.push_preempted(slot, key, v.arrival, v.id);
@@ -152,7 +163,7 @@ void Replica::wait(std::uint32_t slot, bool preempted) {
 
 std::pair<std::uint32_t, std::size_t> Replica::pop_victim() {
   victims_.clear();
-  for (const std::uint32_t s : running_) victims_.push_back(view(s));
+  for (const std::uint32_t s : running_) victims_.push_back(view(s, sched_now_));
   const std::size_t idx = policy_->victim(victims_);
   const std::uint32_t slot = running_[idx];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(idx));
@@ -543,6 +554,7 @@ void Replica::spill_evicted(SimTime now) {
 }
 
 bool Replica::begin_step(SimTime now) {
+  sched_now_ = now;
   if (!pending_cancels_.empty()) apply_cancels(now);
   kv_.begin_step();
   transfer_s_ = 0;
@@ -552,6 +564,9 @@ bool Replica::begin_step(SimTime now) {
       stepping_ = false;
       return false;
     }
+    // A policy whose keys follow its state orders the waiting queue afresh for each step.
+    if (policy_->rekeys())
+      waiting_.rekey([&](std::uint32_t slot) { return policy_->key(view(slot, now)); });
     schedule();
     if (!scheduled_.empty()) break;
     // Nothing could run although work is queued: only possible if every running request was
@@ -559,6 +574,8 @@ bool Replica::begin_step(SimTime now) {
     if (!preempted_this_step_)
       throw std::logic_error("replica " + setup_.name + ": scheduler made no progress");
   }
+  if (policy_->stateful())  // the batch is final: the tokens each request gets in it
+    for (const Scheduled& sc : scheduled_) policy_->on_scheduled(view(sc.slot, now), sc.tokens);
   if (!tiers_.empty()) spill_evicted(now);
   return true;
 }
@@ -820,6 +837,7 @@ void Replica::finish_step(SimTime now) {
 }
 
 void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
+  if (policy_->stateful()) policy_->on_finish(view(slot, now));
   Seq& q = seqs_[slot];
   RequestRecord& r = log_[q.request];
   // A reply the client no longer waits for is wasted work, not a completion.
@@ -931,6 +949,7 @@ void Replica::stop(SimTime now, Outcome outcome) {
   waiting_.clear();
   for (auto s : slots)
     if (seqs_[s].request != UINT32_MAX) finish(s, now, outcome);
+  policy_->reset();  // every request is gone
   for (const auto& [request, slot] : handed_) free_slots_.push_back(slot);
   handed_.clear();
   // A new process: empty GPU cache, host swap and tiers, no session state.

@@ -319,7 +319,8 @@ class Replica final : public EventHandler, private VictimChooser {
   // in running_ before removal.
   std::pair<std::uint32_t, std::size_t> pop_victim();
   // What the scheduling policy sees of the request in `slot`.
-  SchedView view(std::uint32_t slot) const;
+  SchedView view(std::uint32_t slot, SimTime now) const;
+  SimTime sched_now_ = 0;  // the time of the step being planned (for the policy's views)
   // Puts `slot` in the waiting queue (new, or back after a preemption).
   void wait(std::uint32_t slot, bool preempted);
   void finish(std::uint32_t slot, SimTime now, Outcome o);

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "sim/cost/roofline.h"
+#include "sim/engine/fair_share.h"
 #include "sim/engine/retention.h"
 #include "sim/testing/run.h"
 
@@ -633,6 +634,61 @@ TEST(Cancel, TakesEffectAtTheNextStepBoundary) {
   EXPECT_EQ(h.rec(a).generated_tokens, 50);
   EXPECT_EQ(h.replica().kv().num_used_blocks(), 0);
   EXPECT_EQ(h.replica().stats().cancelled, 1);
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+// Per-tenant fair share: a tenant flooding the engine does not make a light tenant wait behind
+// its queue, and a tenant back from idle does not shut the others out.
+TEST(FairShare, ALightTenantIsNotQueuedBehindAFloodingOne) {
+  auto order_of_first_tokens = [](const std::string& policy) {
+    Harness h(4000, false, [&](ReplicaSetup& s) {
+      s.engine.max_num_seqs = 1;
+      s.engine.scheduling_policy = policy;
+    });
+    std::vector<std::uint32_t> heavy, light;
+    for (int i = 0; i < 20; ++i) heavy.push_back(h.submit(0, {{0, 100, 1}}, 10, 1));
+    for (int i = 0; i < 2; ++i) light.push_back(h.submit(0.0001, {{0, 100, 2}}, 10, 2));
+    h.run();
+    int heavy_before_light = 0;
+    for (auto id : heavy)
+      heavy_before_light += h.rec(id).first_scheduled < h.rec(light.back()).first_scheduled;
+    for (auto id : heavy) EXPECT_EQ(h.rec(id).outcome, Outcome::kOk);
+    for (auto id : light) EXPECT_EQ(h.rec(id).outcome, Outcome::kOk);
+    return heavy_before_light;
+  };
+  EXPECT_EQ(order_of_first_tokens("fcfs"), 20);  // FCFS: behind the whole flood
+  // Fair share: the light tenant's two requests go as soon as the heavy one has been served
+  // more (after the request that was running, and one more at most).
+  EXPECT_LE(order_of_first_tokens("fair_share"), 3);
+}
+
+TEST(FairShare, IdleTimeBanksNoCredit) {
+  FairShare p{FairShare::Config{}};
+  SchedView a, b;
+  a.tenant = 1;
+  b.tenant = 2;
+  p.on_arrive(a);
+  for (int i = 0; i < 1000; ++i) p.on_scheduled(a, 10);  // tenant 1 served 10,000 tokens
+  p.on_arrive(a);                                        // and still has work
+  EXPECT_EQ(p.key(a), 10000);
+  // Tenant 2 arrives after being idle: it starts level with the least-served active tenant, not
+  // at 0 (which would let it run 10,000 tokens before tenant 1 gets one).
+  p.on_arrive(b);
+  EXPECT_EQ(p.key(b), 10000);
+  p.on_scheduled(b, 5);
+  EXPECT_LT(p.key(a), p.key(b));  // now tenant 1 is behind: it goes next
+  // The most-served tenant's newest running request is the victim.
+  std::vector<SchedView> running = {b, a, b, a};
+  EXPECT_EQ(p.victim(running), 2u);
+  // The engine stopped: nothing is remembered.
+  p.reset();
+  p.on_arrive(b);
+  EXPECT_EQ(p.key(b), 0);
 }
 
 }  // namespace

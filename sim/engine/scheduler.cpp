@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "sim/engine/fair_share.h"
 #include "sim/engine/shortest_prompt_first.h"
 
 namespace kvfleet::sim {
@@ -16,9 +17,7 @@ class Fcfs final : public SchedulingPolicy {
   };
   explicit Fcfs(const Config&) {}
   Order order() const override { return Order::kFifo; }
-  std::size_t victim(std::span<const SchedView> running) const override {
-    return running.size() - 1;
-  }
+  std::size_t victim(std::span<const SchedView> running) override { return running.size() - 1; }
 };
 
 // vLLM v1 PRIORITY: (priority, arrival) order, lower first; the least urgent, newest running
@@ -31,8 +30,8 @@ class Priority final : public SchedulingPolicy {
   };
   explicit Priority(const Config&) {}
   Order order() const override { return Order::kKeyed; }
-  std::int64_t key(const SchedView& r) const override { return r.priority; }
-  std::size_t victim(std::span<const SchedView> running) const override {
+  std::int64_t key(const SchedView& r) override { return r.priority; }
+  std::size_t victim(std::span<const SchedView> running) override {
     auto k = [&](std::size_t i) {
       return std::tuple(running[i].priority, running[i].arrival, running[i].id);
     };
@@ -55,6 +54,10 @@ const SchedulingRegistry& scheduling_registry() {
     reg.add<ShortestPromptFirst>("shortest_prompt_first",
                                  "Fewest tokens to compute first, ties by arrival; the newest "
                                  "running request is preempted.");
+    reg.add<FairShare>("fair_share",
+                       "Per-tenant fair share: the tenant served fewest tokens goes first, an "
+                       "idle tenant banks no credit; the most-served tenant's newest running "
+                       "request is preempted.");
     return reg;
   }();
   return r;

@@ -16,10 +16,8 @@ class ShortestPromptFirst final : public SchedulingPolicy {
   };
   explicit ShortestPromptFirst(const Config&) {}
   Order order() const override { return Order::kKeyed; }
-  std::int64_t key(const SchedView& r) const override { return r.tokens_to_compute(); }
-  std::size_t victim(std::span<const SchedView> running) const override {
-    return running.size() - 1;
-  }
+  std::int64_t key(const SchedView& r) override { return r.tokens_to_compute(); }
+  std::size_t victim(std::span<const SchedView> running) override { return running.size() - 1; }
 };
 
 }  // namespace kvfleet::sim

@@ -36,7 +36,7 @@ TEST(ShortestPromptFirst, AShortPromptOvertakesALongOneWaitingBeforeIt) {
   EXPECT_LT(s[2].ttft_s(), f[2].ttft_s());
   EXPECT_EQ(spf.summary.ok, 3);
   // The policy's key is the tokens a request still has to compute.
-  const ShortestPromptFirst p{ShortestPromptFirst::Config{}};
+  ShortestPromptFirst p{ShortestPromptFirst::Config{}};
   SchedView v;
   v.prompt_tokens = 100;
   v.num_output = 7;

@@ -68,6 +68,15 @@ class WaitQueue {
     fifo_.clear();
     ordered_.clear();
   }
+  // Takes every waiting request's key again (keyed only): key_of(slot).
+  template <class F>
+  void rekey(F key_of) {
+    if (!keyed_) return;
+    decltype(ordered_) fresh;
+    for (const auto& [key, arrival, id, slot] : ordered_)
+      fresh.insert({key_of(slot), arrival, id, slot});
+    ordered_.swap(fresh);
+  }
 
  private:
   bool keyed_;
