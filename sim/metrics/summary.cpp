@@ -331,6 +331,19 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.count("sessions", "sessions", "conversations that started", &S::sessions);
   m.count("wasted_tokens", "tokens", "tokens computed for requests cancelled, timed out or failed",
           &S::wasted_tokens);
+  // The conversation lifecycle's counters (the workload's own; 0 for other workloads).
+  auto workload_count = [&](const char* name, const char* unit, const char* desc) {
+    m.add(
+        name, unit, desc, [n = std::string(name)](const S& s) { return s.workload_stat(n); },
+        true);
+  };
+  workload_count("sessions_gone_idle", "sessions",
+                 "times a conversation went idle (workload.idle_timeout_s) and its KV was dropped");
+  workload_count("sessions_archived", "sessions",
+                 "conversations archived after workload.archive_timeout_s without a message");
+  workload_count("summaries", "summaries",
+                 "summaries the conversations' context policy asked for (summarize)");
+  workload_count("released_blocks", "blocks", "KV blocks dropped for sessions that went idle");
   m.count("summary_requests", "requests", "summarisation requests (summarize policy)",
           &S::summary_requests);
   m.count("summary_input_tokens", "tokens", "their prompt tokens", &S::summary_input_tokens);
@@ -438,9 +451,14 @@ std::vector<std::pair<std::string, double>> Summary::flatten() const {
   std::vector<std::pair<std::string, double>> v;
   for (const auto& m : summary_metrics()) {
     v.push_back({m.name, m.get(*this)});
-    // The workload's own counters follow wasted_tokens (their place in /summary).
+    // A workload's counters that have no declaration follow wasted_tokens (their place in
+    // /summary); declared ones (the conversations' lifecycle) are above, with unit and type.
     if (m.name == "wasted_tokens")
-      for (const auto& kv : workload_stats) v.push_back(kv);
+      for (const auto& kv : workload_stats) {
+        bool declared = false;
+        for (const auto& d : summary_metrics()) declared = declared || d.name == kv.first;
+        if (!declared) v.push_back(kv);
+      }
   }
   return v;
 }
