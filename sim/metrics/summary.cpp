@@ -334,8 +334,7 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   // The conversation lifecycle's counters (the workload's own; 0 for other workloads).
   auto workload_count = [&](const char* name, const char* unit, const char* desc) {
     m.add(
-        name, unit, desc, [n = std::string(name)](const S& s) { return s.workload_stat(n); },
-        true);
+        name, unit, desc, [n = std::string(name)](const S& s) { return s.workload_stat(n); }, true);
   };
   workload_count("sessions_gone_idle", "sessions",
                  "times a conversation went idle (workload.idle_timeout_s) and its KV was dropped");
