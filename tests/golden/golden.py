@@ -6,7 +6,8 @@ For each scenario in scenarios/ (shortened with --set where a full run is long; 
 and each sweep in scenarios/sweeps/ (shortened likewise), this runs the kvfleet CLI, reads the
 result file with h5py and checks every dataset in it (every table, the report, the resolved
 scenario): nothing a run writes escapes. Wall-clock columns are left out (WALL_CLOCK_COLUMNS), and
-/provenance's rows naming the build and the command line (VOLATILE_PROVENANCE_KEYS).
+/provenance's rows naming the build, the command line and the input files' hashes
+(volatile_provenance).
 
 What "the same results" means (docs/architecture.md, "The golden test"):
 - integers, text, categories (by name) and times (float columns of 8 rows or more whose every
@@ -81,9 +82,14 @@ SWEEP_SHORTEN = {
 }
 WALL_CLOCK_COLUMNS = {"wall_s"}
 # /provenance rows that name the build and the command rather than the results (they change with
-# every commit and every folder a test runs in): left out; the model and GPU numbers and the
-# input files' hashes are compared.
+# every commit and every folder a test runs in): left out, and so are the input files' hashes and
+# sizes (input.*), since a profile the build imports records the folder it was imported from; the
+# model and GPU numbers are compared. tests/provenance_test.cpp checks the hashes themselves.
 VOLATILE_PROVENANCE_KEYS = {b"kvfleet.version", b"kvfleet.commit", b"command_line"}
+
+
+def volatile_provenance(key):
+    return key in VOLATILE_PROVENANCE_KEYS or key.startswith(b"input.")
 # Datasets that are text documents rather than tables. The report is stored whole (reports/).
 REPORT_DATASET = "report"
 
@@ -293,7 +299,7 @@ def read_file(path):
                 else:
                     data = np.asarray(data)
                     if label == "provenance" and data.dtype.names and "key" in data.dtype.names:
-                        data = data[[k not in VOLATILE_PROVENANCE_KEYS for k in data["key"]]]
+                        data = data[[not volatile_provenance(k) for k in data["key"]]]
                     table_columns(data, label, out)
         walk(f, "")
     return out, report
