@@ -563,6 +563,21 @@ TEST_F(Outputs, SameRunSameBytes) {
   EXPECT_TRUE(x == y) << "files differ";
 }
 
+// A replay writes the same bytes twice (its scenario once named the process's temporary trace).
+TEST_F(Outputs, SameReplaySameBytes) {
+  const std::string bench =
+      std::string(KVFLEET_SOURCE_DIR) + "/tests/data/bench/vllm-bench/detailed.json";
+  const std::string cmd = "replay " + bench + " --gpu H100-SXM -q --out " + path("a.h5");
+  ASSERT_EQ(kvfleet(cmd).status, 0);
+  std::filesystem::rename(path("a.h5"), path("first.h5"));
+  ASSERT_EQ(kvfleet(cmd).status, 0);
+  std::ifstream a(path("first.h5"), std::ios::binary), b(path("a.h5"), std::ios::binary);
+  const std::string x((std::istreambuf_iterator<char>(a)), {});
+  const std::string y((std::istreambuf_iterator<char>(b)), {});
+  ASSERT_GT(x.size(), 1000u);
+  EXPECT_TRUE(x == y) << "files differ";
+}
+
 // ---- sweep files and results files ---------------------------------------------------------
 
 using Sweeps = testing::CliTest;
@@ -643,6 +658,27 @@ TEST_F(Sweeps, TwoSweepsOnOneOutputCannotBothRun) {
   const auto o = kvfleet("sweep " + path("s.yaml") + " --threads 1 --out " + path("r.h5"));
   EXPECT_EQ(o.status, 2) << o.text;
   EXPECT_THAT(o.text, HasSubstr("another kvfleet (process " + std::to_string(first)));
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(finish(first), 143);
+  EXPECT_FALSE(fs::exists(path("r.h5.lock")));
+}
+
+// Every writer honours a sweep's lock: `run --out`, `merge` and `replay --out` on the file a
+// sweep is writing are refused naming its process, and leave the sweep's file alone (they once
+// replaced it under the running sweep).
+TEST_F(Sweeps, EveryWriterHonoursTheLockOfARunningSweep) {
+  write("s.yaml", long_sweep());
+  const pid_t first = start({"sweep", path("s.yaml"), "--threads", "1", "--out", path("r.h5")});
+  ASSERT_TRUE(wait_for(path("r.h5.lock")));
+  const std::string bench =
+      std::string(KVFLEET_SOURCE_DIR) + "/tests/data/bench/vllm-bench/detailed.json";
+  for (const std::string& cmd :
+       {kSmallRun + "--out " + path("r.h5"), "merge " + path("r.h5") + " " + path("s.yaml"),
+        "replay " + bench + " --gpu H100-SXM -q --out " + path("r.h5")}) {
+    const auto o = kvfleet(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << ": " << o.text;
+    EXPECT_THAT(o.text, HasSubstr("another kvfleet (process " + std::to_string(first))) << cmd;
+  }
   ::kill(first, SIGTERM);
   EXPECT_EQ(finish(first), 143);
   EXPECT_FALSE(fs::exists(path("r.h5.lock")));

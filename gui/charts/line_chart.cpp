@@ -1,4 +1,6 @@
 #include "gui/charts/line_chart.h"
+#include "sim/core/error.h"
+#include "sim/io/checked_file.h"
 #include "sim/io/output_set.h"
 
 #include <QtCharts/QAreaSeries>
@@ -13,6 +15,7 @@
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
+#include <QtCore/QBuffer>
 #include <QtCore/QCoreApplication>
 #include <QtGui/QPainter>
 #include <QtGui/QPixmap>
@@ -245,7 +248,12 @@ std::string render_to_file(const LineChartSpec& spec, const std::string& path, i
 
 bool paint_scene(QGraphicsScene& scene, const std::string& file, bool png, int width, int height,
                  const std::string& title) {
+  // Painted into memory, then written by io/checked_file (every write, the fsync and the close
+  // checked): Qt's own file writers do not report a full disk.
   const QRectF area(0, 0, width, height);
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   if (png) {
     QPixmap pm(width * 2, height * 2);
     pm.setDevicePixelRatio(2);
@@ -254,17 +262,26 @@ bool paint_scene(QGraphicsScene& scene, const std::string& file, bool png, int w
     painter.setRenderHint(QPainter::Antialiasing);
     scene.render(&painter, area, area);
     painter.end();
-    return pm.save(QString::fromStdString(file), "PNG");
+    if (!pm.save(&buffer, "PNG")) return false;
+  } else {
+    QSvgGenerator gen;
+    gen.setOutputDevice(&buffer);
+    gen.setSize(QSize(width, height));
+    gen.setViewBox(QRect(0, 0, width, height));
+    gen.setTitle(QString::fromStdString(title));
+    QPainter painter(&gen);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene.render(&painter, area, area);
+    if (!painter.end()) return false;
   }
-  QSvgGenerator gen;
-  gen.setFileName(QString::fromStdString(file));
-  gen.setSize(QSize(width, height));
-  gen.setViewBox(QRect(0, 0, width, height));
-  gen.setTitle(QString::fromStdString(title));
-  QPainter painter(&gen);
-  painter.setRenderHint(QPainter::Antialiasing);
-  scene.render(&painter, area, area);
-  return painter.end();
+  write_checked(file, bytes);
+  return true;
+}
+
+void write_checked(const std::string& file, const QByteArray& bytes) {
+  sim::CheckedFile f(file);
+  f.write(bytes.constData(), static_cast<std::size_t>(bytes.size()));
+  f.finish();
 }
 
 std::string render_chart_to_file(QChart* chart, const std::string& path, int width, int height) {
@@ -286,8 +303,11 @@ std::string render_chart_to_file(QChart* chart, const std::string& path, int wid
     sim::OutputSet out;
     const std::string tmp = out.add_file("--out", path);
     if (!paint_scene(scene, tmp, ext == ".png", width, height, chart->title().toStdString()))
-      return "could not write " + path;
+      return "could not draw " + path;
     out.publish();
+  } catch (const sim::InputError& e) {
+    // Named by the final path, not the temporary written to.
+    return e.where() == "--out" ? e.what() : path + ": " + e.problem();
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+class QByteArray;
+
 class QChart;
 class QGraphicsScene;
 
@@ -64,9 +66,12 @@ struct BarChartSpec {
 QChart* make_bar_chart(const BarChartSpec& spec);
 
 // Paints `scene` (laid out on 0..width × 0..height) into `file`: a PNG at twice the pixels for
-// print, or (png false) an SVG titled `title`. Returns whether the file was written.
+// print, or (png false) an SVG titled `title`. Returns false when Qt cannot draw it; throws
+// sim::InputError naming `file` when it cannot be written (a full disk, an I/O error).
 bool paint_scene(QGraphicsScene& scene, const std::string& file, bool png, int width, int height,
                  const std::string& title);
+// Writes `bytes` as the whole of `file` (io/checked_file: every call checked).
+void write_checked(const std::string& file, const QByteArray& bytes);
 
 // Renders a chart (taking ownership) offscreen into PNG or SVG, like render_to_file.
 std::string render_chart_to_file(QChart* chart, const std::string& path, int width = 960,

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 #include <QtCharts/QChart>
+#include <QtCore/QBuffer>
 #include <QtCore/QCoreApplication>
 #include <QtGui/QFont>
 #include <QtGui/QPageSize>
@@ -380,12 +381,16 @@ void write_image(const DashboardPage& page, const std::string& file, bool png, i
                  int height) {
   auto scene = page_scene(page, width, height);
   if (!paint_scene(*scene, file, png, width, height, page.title))
-    throw std::runtime_error("could not write " + file);
+    throw std::runtime_error("could not draw " + file);
 }
 
 void write_pdf(const std::vector<DashboardPage>& pages, const std::string& file, int width,
                int height) {
-  QPdfWriter pdf(QString::fromStdString(file));
+  // Into memory, then written with every call checked (line_chart.h, write_checked).
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  QPdfWriter pdf(&buffer);
   pdf.setResolution(96);
   pdf.setPageSize(QPageSize(QSizeF(width * 0.75, height * 0.75), QPageSize::Point));
   pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
@@ -399,7 +404,8 @@ void write_pdf(const std::vector<DashboardPage>& pages, const std::string& file,
     scene->render(&painter, QRectF(painter.viewport()), QRectF(0, 0, width, height));
   }
   if (!(painter.isActive() && painter.end() && ok))
-    throw std::runtime_error("could not write " + file);
+    throw std::runtime_error("could not draw " + file);
+  write_checked(file, bytes);
 }
 
 }  // namespace
@@ -444,13 +450,18 @@ std::vector<std::string> DashboardOutput::write(const std::vector<DashboardPage>
                                                 int height) {
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const auto& [file, page_name] = targets_[i];
-    if (page_name.empty()) {
-      write_pdf(pages, file, width, height);
-      continue;
+    try {
+      if (page_name.empty()) {
+        write_pdf(pages, file, width, height);
+        continue;
+      }
+      const bool png = std::filesystem::path(written_[i]).extension() == ".png";
+      for (const auto& page : pages)
+        if (page.name == page_name) write_image(page, file, png, width, height);
+    } catch (const sim::InputError& e) {
+      // Named by the file asked for, not the temporary written to.
+      throw sim::InputError(written_[i], "", e.problem());
     }
-    const bool png = std::filesystem::path(written_[i]).extension() == ".png";
-    for (const auto& page : pages)
-      if (page.name == page_name) write_image(page, file, png, width, height);
   }
   files_.publish();
   return written_;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,7 @@
 #include "sim/core/error.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
+#include "sim/io/text_file.h"
 #include "sim/metrics/summary.h"
 #include "sim/output/chrome_trace.h"
 #include "sim/output/prometheus.h"
@@ -137,15 +139,14 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
     }
   } run_trace;
   auto write_trace = [&](const std::string& file) {
-    std::ofstream o(file);
-    o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
-    char buf[96];
-    for (const auto& row : plan.trace) {
-      std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
-      o << buf;
-    }
-    o.close();
-    if (!o) throw InputError(file, "", "cannot write the replay's trace");
+    write_text_atomically(file, [&](std::ostream& o) {
+      o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+      char buf[96];
+      for (const auto& row : plan.trace) {
+        std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
+        o << buf;
+      }
+    });
   };
   if (!plan.trace.empty()) {
     run_trace.path = (std::filesystem::temp_directory_path() /
@@ -159,11 +160,23 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   em.SetDoublePrecision(12);
   em << plan.scenario;
   const Scenario sc = load_scenario_text(em.c_str(), "<replay of " + path + ">", ".", {});
+  // The scenario kept in --out names the trace where --write-scenario keeps it, not this
+  // process's temporary: the same command gives the same file.
+  std::string stored = sc.resolved_yaml;
+  if (!run_trace.path.empty()) {
+    const std::string kept =
+        write.empty()
+            ? std::string("kvfleet-replay.trace.csv (not kept: --write-scenario keeps it)")
+            : (std::filesystem::path(write).parent_path() / trace_name).string();
+    for (std::size_t at = 0; (at = stored.find(run_trace.path, at)) != std::string::npos;
+         at += kept.size())
+      stored.replace(at, run_trace.path.size(), kept);
+  }
   Simulation simulation(sc);
   RunResult r = simulation.run();
   const Summary s = summarize(r);
   const std::string report = report_text(sc, r, s);
-  if (!out_h5.empty()) write_results_h5(out_h5, sc, r, s, report);
+  if (!out_h5.empty()) write_results_h5(out_h5, sc, r, s, report, &stored);
   if (!out_yaml.empty()) {
     if (!plan.trace.empty()) {
       write_trace(out_trace);
@@ -172,11 +185,10 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
     YAML::Emitter ey;
     ey.SetDoublePrecision(12);
     ey << plan.scenario;
-    std::ofstream o(out_yaml);
-    o << "# kvfleet replay of the " << plan.format << " result " << path << "\n"
-      << ey.c_str() << "\n";
-    o.close();
-    if (!o) throw InputError("--write-scenario", "", "cannot write " + write);
+    write_text_atomically(out_yaml, [&](std::ostream& o) {
+      o << "# kvfleet replay of the " << plan.format << " result " << path << "\n"
+        << ey.c_str() << "\n";
+    });
   }
   outputs.publish();
   if (!vm.count("quiet")) std::cout << report;
@@ -259,11 +271,7 @@ int cmd_replay(const std::vector<std::string>& args) {
   const Summary s = summarize(r);
   const std::string report = report_text(sc, r, s);
   if (vm.count("out")) write_results_h5(out_h5, sc, r, s, report);
-  if (!write.empty()) {
-    std::ofstream o(out_yaml);
-    o << plan.yaml;
-    if (!o) throw InputError("--write-scenario", "", "cannot write " + write);
-  }
+  if (!write.empty()) write_text_atomically(out_yaml, [&](std::ostream& o) { o << plan.yaml; });
   outputs.publish();
   if (!vm.count("quiet")) std::cout << report;
   std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
@@ -288,23 +296,47 @@ std::string plot_program(const char* argv0) {
   return std::filesystem::exists(plot) ? plot.string() : "";
 }
 
-// Runs kvfleet-plot with `args` and waits; its errors pass through, its list of files written
-// (temporary names) does not. Returns its exit status.
-int run_plot(const std::string& program, const std::vector<std::string>& args) {
+// Runs kvfleet-plot with `args` and waits; its list of files written (temporary names) is
+// dropped, its error messages are kept in `errors` (the last line, without the tool's prefix) so
+// that kvfleet's own message carries them. Returns its exit status.
+int run_plot(const std::string& program, const std::vector<std::string>& args,
+             std::string& errors) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 127;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return 127;
+  ::close(pipe_fds[1]);
+  if (spawned != 0) {
+    ::close(pipe_fds[0]);
+    return 127;
+  }
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (text.size() < (1 << 16)) text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
+  // The last non-empty line is the tool's own message (libraries may print before it).
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  errors =
+      text.substr(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
+  for (const char* prefix : {"kvfleet plot: error: ", "kvfleet plot: "})
+    if (errors.rfind(prefix, 0) == 0) errors = errors.substr(std::strlen(prefix));
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -436,13 +468,14 @@ int cmd_run(const std::vector<std::string>& args) {
         vm.count("out") ? out_h5 : (std::filesystem::path(out_plots) / ".run.h5").string();
     if (!vm.count("out"))
       writing("--plots", [&] { write_results_h5(h5, sc, r, s, report_once()); });
-    const int st = run_plot(plotter, {h5, "--out", out_plots + "/"});
+    std::string why;
+    const int st = run_plot(plotter, {h5, "--out", out_plots + "/"}, why);
     if (!vm.count("out")) std::filesystem::remove(h5);
     // Its bad-input status stays one (2); anything else is a failure of kvfleet's own (1).
-    if (st == 2) throw InputError("--plots", "", "kvfleet-plot refused it; nothing was written");
+    if (st == 2) throw InputError("--plots", "", why + "; nothing was written");
     if (st != 0)
       throw std::runtime_error("--plots: kvfleet-plot failed (exit status " + std::to_string(st) +
-                               "); nothing was written");
+                               (why.empty() ? "" : ": " + why) + "); nothing was written");
   }
   outputs.publish();
   if (!vm.count("quiet")) {
@@ -620,6 +653,8 @@ int cmd_merge(const std::vector<std::string>& args) {
     if (same_file(args[0], args[i]))
       throw InputError("OUT.h5", "", args[0] + " is also an input: write the merge elsewhere");
   remove_stale_temps(args[0]);
+  check_writable("OUT.h5", args[0]);
+  const OutputLock lock("OUT.h5", args[0]);  // a sweep still writing OUT refuses, and is refused
   std::vector<SweepResults> parts;
   for (std::size_t i = 1; i < args.size(); ++i) parts.push_back(read_sweep_h5(args[i]));
   const SweepResults merged = merge_sweeps(parts);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/io/checked_file.h"
 #include "sim/io/input_file.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
@@ -369,25 +370,26 @@ Table read_table(hid_t loc, const char* name) {
 
 void write_file_atomically(const std::string& path, const std::function<void(hid_t)>& fill) {
   check_output_file("output file", path);
-  const std::string tmp = temp_name(path);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  track_temp(tmp);
-  try {
-    {
-      H5 file{check_id(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                       ("create " + tmp).c_str()),
-              H5Fclose};
-      fill(file.id);
-      check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
-    }
-    std::filesystem::rename(tmp, path);
-    forget_temp(tmp);
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    forget_temp(tmp);
-    throw;
+  // The file is built in memory (HDF5's core driver, no backing store) and written out by
+  // io/checked_file: HDF5 never writes to the disk itself, so a full disk is an error naming the
+  // file rather than a failed close that HDF5 1.10 crashes on when the process exits.
+  std::vector<unsigned char> image;
+  {
+    H5 fapl{check_id(H5Pcreate(H5P_FILE_ACCESS), "file access list"), H5Pclose};
+    check(H5Pset_fapl_core(fapl.id, 16 << 20, 0), "in-memory file");
+    H5 file{check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id),
+                     ("create " + path + " in memory").c_str()),
+            H5Fclose};
+    fill(file.id);
+    check(H5Fflush(file.id, H5F_SCOPE_GLOBAL), "flush");
+    const ssize_t size = H5Fget_file_image(file.id, nullptr, 0);
+    if (size <= 0) throw std::runtime_error("HDF5: file image failed");
+    image.resize(static_cast<std::size_t>(size));
+    if (H5Fget_file_image(file.id, image.data(), image.size()) != size)
+      throw std::runtime_error("HDF5: file image failed");
   }
+  write_bytes_atomically(path, image.data(), image.size());
 }
 
 }  // namespace kvfleet::sim::h5

@@ -10,12 +10,16 @@
 #include <filesystem>
 
 #include "sim/core/error.h"
+#include "sim/io/checked_file.h"
 #include "sim/io/temp_files.h"
 
 namespace kvfleet::sim {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The name of the temporary folder made inside an existing output folder.
+constexpr const char* kInsideTemp = ".kvfleet";
 
 // What a path is, in words, when it is not a plain file or folder.
 std::string kind_of(const fs::file_status& st) {
@@ -146,7 +150,8 @@ std::string OutputSet::add_file(const std::string& option, const std::string& pa
   for (const auto& e : entries_)
     if (fs::weakly_canonical(e.path) == fs::weakly_canonical(path))
       throw InputError(option, "", path + " is also the path of " + e.option);
-  entries_.push_back({option, path, temp_name(path), false});
+  auto lock = std::make_unique<OutputLock>(option, path);
+  entries_.push_back({option, path, temp_name(path), false, std::move(lock)});
   track_temp(entries_.back().temp);
   return entries_.back().temp;
 }
@@ -159,15 +164,21 @@ std::string OutputSet::add_folder(const std::string& option, const std::string& 
   for (const auto& e : entries_)
     if (fs::weakly_canonical(e.path) == fs::weakly_canonical(path))
       throw InputError(option, "", path + " is also the path of " + e.option);
-  const std::string temp = temp_name(path);
-  track_temp(temp, true);  // before it exists: a signal between would leave it behind
+  // Into an existing folder, the temporary folder goes inside it, so that its files are renamed
+  // within one file system even when the folder is a mount point; a new folder is made beside.
   std::error_code ec;
-  fs::create_directory(temp, ec);
-  if (ec) {
+  const bool exists = fs::is_directory(path, ec);
+  const std::string inside = path + "/" + kInsideTemp;
+  if (exists) remove_stale_temps(inside);
+  auto lock = std::make_unique<OutputLock>(option, path);
+  const std::string temp = temp_name(exists ? inside : path);
+  track_temp(temp, true);  // before it exists: a signal between would leave it behind
+  if (::mkdir(temp.c_str(), 0755) != 0) {
+    const int err = errno;
     forget_temp(temp);
-    throw InputError(option, "", "cannot create a folder beside " + path + ": " + ec.message());
+    throw_io_error(option, "create a folder in " + (exists ? path : parent_of(path).string()), err);
   }
-  entries_.push_back({option, path, temp, true});
+  entries_.push_back({option, path, temp, true, std::move(lock)});
   return temp;
 }
 
@@ -190,20 +201,88 @@ void OutputSet::publish() {
             target.string() + " is " + kind_of(st) + ": kvfleet replaces only regular files");
     }
   }
-  for (const auto& e : entries_) {
-    std::error_code ec;
-    if (e.folder && fs::is_directory(e.path, ec)) {
-      // Into an existing folder: file by file (replacing same-named files), then drop the
-      // temporary folder.
-      for (const auto& f : fs::directory_iterator(e.temp))
-        fs::rename(f.path(), fs::path(e.path) / f.path().filename());
-      fs::remove(e.temp);
-    } else {
-      fs::rename(e.temp, e.path);
+  // Each rename is recorded with the way back: a file that existed keeps a second name (a hard
+  // link) until every output is in place, so that a rename that fails half-way through the set
+  // puts back the previous files and removes the new ones.
+  std::vector<Published> done;
+  try {
+    for (auto& e : entries_) {
+      std::error_code ec;
+      if (e.folder && fs::is_directory(e.path, ec) && e.temp.rfind(e.path + "/", 0) == 0) {
+        // Into an existing folder: file by file (replacing same-named files), then drop the
+        // temporary folder inside it.
+        std::vector<fs::path> files;
+        for (const auto& f : fs::directory_iterator(e.temp)) files.push_back(f.path());
+        for (const auto& f : files)
+          publish_file(e.option, f.string(), (fs::path(e.path) / f.filename()).string(), done);
+        ::rmdir(e.temp.c_str());
+      } else if (e.folder) {
+        rename_into_place(e.option, e.temp, e.path);
+        done.push_back({e.path, "", true});
+      } else {
+        publish_file(e.option, e.temp, e.path, done);
+      }
+      forget_temp(e.temp);
     }
-    forget_temp(e.temp);
+  } catch (const InputError& failure) {
+    std::string lost;
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      std::error_code ec;
+      if (it->folder) {
+        fs::remove_all(it->path, ec);
+      } else if (it->backup.empty()) {
+        ::unlink(it->path.c_str());
+      } else if (::rename(it->backup.c_str(), it->path.c_str()) != 0) {
+        lost += (lost.empty() ? "" : ", ") + it->path + " (kept as " + it->backup + ")";
+        continue;
+      }
+      if (!it->backup.empty()) forget_temp(it->backup);
+    }
+    if (!lost.empty())
+      throw InputError(failure.where(), failure.key(),
+                       failure.problem() + "; the previous version could not be put back: " + lost);
+    throw;
+  }
+  for (const auto& d : done) {
+    if (d.backup.empty()) continue;
+    ::unlink(d.backup.c_str());
+    forget_temp(d.backup);
   }
   published_ = true;
+}
+
+void OutputSet::publish_file(const std::string& option, const std::string& from,
+                             const std::string& to, std::vector<Published>& done) {
+  std::string backup;
+  struct stat st {};
+  if (::lstat(to.c_str(), &st) == 0) {
+    backup = temp_name(to + ".previous");
+    ::unlink(backup.c_str());
+    track_temp(backup);
+    if (::link(to.c_str(), backup.c_str()) != 0) {
+      const int err = errno;
+      forget_temp(backup);
+      throw_io_error(option, "keep the previous " + to + " until the new one is in place", err);
+    }
+  }
+  try {
+    rename_into_place(option, from, to);
+  } catch (...) {
+    if (!backup.empty()) {
+      ::unlink(backup.c_str());
+      forget_temp(backup);
+    }
+    throw;
+  }
+  done.push_back({to, backup, false});
+}
+
+void OutputSet::rename_into_place(const std::string& option, const std::string& from,
+                                  const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    throw_io_error(option, "put " + to + " in place", err);
+  }
 }
 
 }  // namespace kvfleet::sim

@@ -5,6 +5,7 @@
 // SIGTERM) no output is left complete at its final name beside one that is missing. kvfleet
 // replaces only regular files: a final path that is a directory, a symbolic link, a fifo or a
 // device is refused before the run (exit 2), never overwritten.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,20 +48,33 @@ class OutputSet {
 
   // Registers an output and returns where to write it: a file (written whole to the returned
   // temporary path) or a folder (files written into the returned temporary folder, which
-  // exists). Checks the path first (check_output_file / check_output_folder, writability) and
-  // removes stale temporaries of dead processes beside it. Throws InputError naming `option`.
+  // exists; inside an existing folder, so that a mount point works). Checks the path first
+  // (check_output_file / check_output_folder, writability), takes its lock (OutputLock: a sweep
+  // writing the same path refuses, and is refused) and removes stale temporaries of dead
+  // processes beside it. Throws InputError naming `option`.
   std::string add_file(const std::string& option, const std::string& path);
   std::string add_folder(const std::string& option, const std::string& path);
 
   // Renames every output into place: first checks that no final name has become something
-  // other than a regular file (or folder), then renames. Throws InputError naming the path.
+  // other than a regular file (or folder), then renames. When a rename fails, the outputs
+  // already renamed are taken back (a file that existed is restored from a hard link made
+  // before it was replaced) and InputError names the path: all or nothing.
   void publish();
 
  private:
   struct Entry {
     std::string option, path, temp;
     bool folder;
+    std::unique_ptr<OutputLock> lock;  // held from add_* until this set is destroyed
   };
+  struct Published {
+    std::string path, backup;  // backup: the previous file's second name, empty when none
+    bool folder;               // a new folder, removed whole on the way back
+  };
+  static void publish_file(const std::string& option, const std::string& from,
+                           const std::string& to, std::vector<Published>& done);
+  static void rename_into_place(const std::string& option, const std::string& from,
+                                const std::string& to);
   std::vector<Entry> entries_;
   bool published_ = false;
 };

@@ -1,4 +1,5 @@
 #include "sim/io/temp_files.h"
+#include "sim/io/output_set.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace kvfleet::sim {
 namespace {
@@ -67,6 +69,68 @@ TEST_F(TempFiles, AProcessThatNoLongerExistsLeavesNothing) {
   remove_stale_temps((dir_ / "r.h5").string());
   EXPECT_FALSE(fs::exists(dir_ / ("r.h5.tmp-" + std::to_string(child))));
   EXPECT_TRUE(fs::exists(dir_ / ("r.h5.tmp-" + std::to_string(child) + "x")));
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
+
+namespace kvfleet::sim {
+namespace {
+
+// Into an existing folder, the temporary folder is made inside it, so that publishing renames
+// within one file system (a folder that is a mount point once failed with "Invalid cross-device
+// link"); the folder's other files stay, same-named ones are replaced, and nothing is left.
+TEST_F(TempFiles, AnExistingOutputFolderIsFilledFromInside) {
+  const fs::path out = dir_ / "csv";
+  fs::create_directory(out);
+  std::ofstream(out / "keep.txt") << "kept";
+  std::ofstream(out / "summary.csv") << "old";
+  {
+    OutputSet set;
+    const fs::path temp = set.add_folder("--csv", out.string());
+    EXPECT_EQ(temp.parent_path(), out);
+    std::ofstream(temp / "summary.csv") << "new";
+    set.publish();
+  }
+  std::ifstream kept(out / "keep.txt"), summary(out / "summary.csv");
+  std::string k, s;
+  kept >> k;
+  summary >> s;
+  EXPECT_EQ(k, "kept");
+  EXPECT_EQ(s, "new");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(out)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names.size(), 2u);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename(), "csv") << "left behind: " << e.path();
+}
+
+// A file that existed is replaced whole, and its second name (kept until the set is published)
+// is gone afterwards; an output set that is not published leaves the previous file.
+TEST_F(TempFiles, PublishingReplacesAndAbandoningKeeps) {
+  const fs::path f = dir_ / "o.h5";
+  std::ofstream(f) << "old";
+  {
+    OutputSet set;
+    std::ofstream(set.add_file("--out", f.string())) << "abandoned";
+  }
+  {
+    std::ifstream in(f);
+    std::string s;
+    in >> s;
+    EXPECT_EQ(s, "old");
+  }
+  {
+    OutputSet set;
+    std::ofstream(set.add_file("--out", f.string())) << "new";
+    set.publish();
+  }
+  std::ifstream in(f);
+  std::string s;
+  in >> s;
+  EXPECT_EQ(s, "new");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename(), "o.h5") << "left behind: " << e.path();
 }
 
 }  // namespace

@@ -1,12 +1,9 @@
 #include "sim/io/text_file.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
+#include <unistd.h>
 
 #include "sim/core/error.h"
+#include "sim/io/checked_file.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
 
@@ -18,17 +15,18 @@ void write_text_atomically(const std::string& path,
   const std::string tmp = temp_name(path);
   track_temp(tmp);
   try {
-    {
-      std::ofstream o(tmp);
-      if (!o) throw InputError(path, "", "cannot write: " + std::string(std::strerror(errno)));
-      fill(o);
-      if (!o.flush()) throw InputError(path, "", "write failed (disk full?)");
-    }
-    std::filesystem::rename(tmp, path);
+    CheckedFile f(tmp);
+    fill(f.stream());
+    f.finish();
+    rename_file(tmp, path);
     forget_temp(tmp);
+  } catch (const InputError& e) {
+    ::unlink(tmp.c_str());
+    forget_temp(tmp);
+    if (e.where() != tmp) throw;
+    throw InputError(path, "", e.problem());  // named by the file asked for
   } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
+    ::unlink(tmp.c_str());
     forget_temp(tmp);
     throw;
   }

@@ -1,6 +1,7 @@
 #pragma once
-// Text files written atomically: under a temporary name, flushed, then renamed, so a reader (or an
-// interrupted run) sees either the old file or the complete new one.
+// Text files written atomically: under a temporary name, every write checked, fsynced and closed,
+// then renamed, so a reader (or an interrupted run, or a full disk) sees either the old file or
+// the complete new one (io/checked_file.h).
 #include <functional>
 #include <ostream>
 #include <string>

@@ -515,10 +515,11 @@ std::vector<TableDoc> run_table_docs() {
 }
 
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
-                      const Summary& s, const std::string& report) {
+                      const Summary& s, const std::string& report,
+                      const std::string* scenario_text) {
   using namespace h5;
   write_file_atomically(path, [&](hid_t file) {
-    write_string_dataset(file, "scenario", sc.resolved_yaml,
+    write_string_dataset(file, "scenario", scenario_text ? *scenario_text : sc.resolved_yaml,
                          "the scenario as run: every key, defaults filled in (YAML)");
     write_string_dataset(file, "report", report, "the text report kvfleet run prints");
     write_table(file, "requests", requests_table(r));

@@ -25,9 +25,12 @@ Table tenants_table(const RunResult& r);
 Table sessions_table(const RequestLog& log);
 
 // Writes the HDF5 result file at `path` (atomically), with `report` (report_text) as /report.
-// Throws std::runtime_error on I/O failure.
+// `scenario_text`, when given, is stored as /scenario instead of sc.resolved_yaml (a replay names
+// its trace where --write-scenario keeps it, not the temporary it ran from); /provenance hashes
+// the files sc names. Throws InputError or std::runtime_error on I/O failure.
 void write_results_h5(const std::string& path, const Scenario& sc, const RunResult& r,
-                      const Summary& s, const std::string& report);
+                      const Summary& s, const std::string& report,
+                      const std::string* scenario_text = nullptr);
 
 // Writes requests.csv, summary.csv, replicas.csv and timeseries_<replica>.csv into `dir`
 // (created if needed); each file atomically.

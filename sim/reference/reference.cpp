@@ -78,15 +78,18 @@ Every command keeps one contract, for anything a user can type and any file they
 
 Never 1, 134 (abort) or 139 (segfault): those are defects of kvfleet, to be reported.
 
-How outputs are written: every output (`--out`, `--csv`, `--trace`, `--prometheus`, a sweep's
-checkpoints) is written under a temporary name beside its final path (`NAME.tmp-PID`) and renamed
-into place when complete; `kvfleet run` checks every output path before the run and publishes
-them together, so that a failure leaves none of them complete. kvfleet replaces only regular
-files: a final path that is a directory, a symbolic link, a fifo or a device is refused. A
-temporary left by a killed process (SIGKILL) is removed by the next command on the same path. A
-sweep holds an advisory lock (`OUT.lock`) on its results file while it runs: a second sweep on the
-same file is refused, naming the process. The same scenario and seed write byte-identical HDF5
-files.
+How outputs are written: every output (`--out`, `--csv`, `--trace`, `--prometheus`, `--plots`,
+a sweep's checkpoints, `plot --out`) is written under a temporary name beside its final path
+(`NAME.tmp-PID`; inside an existing output folder, `DIR/.kvfleet.tmp-PID`, so that a folder that is
+a mount point works) with every write, the fsync and the close checked, and renamed into place
+when complete: a full disk or an I/O error is exit 2 naming the file, never a short file.
+`kvfleet run` checks every output path before the run and publishes them together: when a rename
+fails half-way, the outputs already renamed are taken back and the previous files restored.
+kvfleet replaces only regular files: a final path that is a directory, a symbolic link, a fifo or
+a device is refused. A temporary left by a killed process (SIGKILL) is removed by the next command
+on the same path. Every writer holds an advisory lock (`PATH.lock`) on its output while it writes
+(a sweep for its whole run): a second command on the same path is refused, naming the process.
+The same scenario and seed write byte-identical HDF5 files.
 
 YAML input (scenarios, sweep files, `--set` values): a key given twice in one map, a key that is
 not a plain name, and a key given without a value are errors (YAML's own rule is that keys are
