@@ -124,13 +124,13 @@ void rename_file(const std::string& from, const std::string& to) {
   }
 }
 
-void write_bytes_atomically(const std::string& path, const void* data, std::size_t n) {
+void write_file_atomically(const std::string& path, const std::function<void(CheckedFile&)>& fill) {
   check_output_file("output file", path);
   const std::string tmp = temp_name(path);
   track_temp(tmp);
   try {
     CheckedFile f(tmp);
-    f.write(data, n);
+    fill(f);
     f.finish();
     rename_file(tmp, path);
     forget_temp(tmp);
@@ -144,6 +144,10 @@ void write_bytes_atomically(const std::string& path, const void* data, std::size
     forget_temp(tmp);
     throw;
   }
+}
+
+void write_bytes_atomically(const std::string& path, const void* data, std::size_t n) {
+  write_file_atomically(path, [&](CheckedFile& f) { f.write(data, n); });
 }
 
 }  // namespace kvfleet::sim

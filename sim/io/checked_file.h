@@ -4,6 +4,7 @@
 // (InputError, exit 2) and never a file published short. The buffered std::ostream a writer fills
 // keeps the first error and reports it at finish(); nothing after it is written.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -37,6 +38,11 @@ class CheckedFile {
 
 // rename(2), throwing InputError naming `to` when it fails.
 void rename_file(const std::string& from, const std::string& to);
+
+// Writes `path` atomically: `fill` writes into "PATH.tmp-PID", which is then fsynced, closed and
+// renamed; the temporary is removed on any failure (and on SIGINT/SIGTERM), and errors name
+// `path`.
+void write_file_atomically(const std::string& path, const std::function<void(CheckedFile&)>& fill);
 
 // Writes `n` bytes as the whole of `path`, atomically: into "PATH.tmp-PID", fsynced and closed,
 // then renamed; the temporary is removed on any failure (and on SIGINT/SIGTERM).
