@@ -578,6 +578,39 @@ TEST_F(Outputs, SameReplaySameBytes) {
   EXPECT_TRUE(x == y) << "files differ";
 }
 
+// Memory asked for up front: a fleet whose KV tables would not fit under the process's limit is
+// refused before anything is allocated, naming the key and the estimate (it once ended in
+// std::bad_alloc, exit 1); a batch limit far above what memory lets run no longer reserves for
+// it (max_num_seqs=1e9 once reserved 1e9 slots).
+testing::Output kvfleet_under_ulimit(const std::string& kbytes, const std::string& args) {
+  const std::string cmd = "ulimit -v " + kbytes + " && " + std::string(KVFLEET_BINARY_DIR) +
+                          "/bin/kvfleet " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+TEST_F(Outputs, AFleetThatWouldNotFitInMemoryIsRefusedUpFront) {
+  const auto o =
+      kvfleet_under_ulimit("1500000", kSmallRun +
+                                          "--set pools[0].engine.num_gpu_blocks_override=16000000 "
+                                          "--set pools[0].replicas=4 --out " +
+                                          path("o.h5"));
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("pools[0].replicas"));
+  EXPECT_THAT(o.text, HasSubstr("would need about 2.8 GB"));
+  EXPECT_THAT(o.text, HasSubstr("ulimit -v"));
+  EXPECT_FALSE(fs::exists(path("o.h5")));
+  const auto big_batch =
+      kvfleet_under_ulimit("6000000", kSmallRun +
+                                          "--set pools[0].engine.max_num_seqs=1000000000 "
+                                          "--set pools[0].engine.num_gpu_blocks_override=16000000");
+  EXPECT_EQ(big_batch.status, 0) << big_batch.text;
+}
+
 // ---- sweep files and results files ---------------------------------------------------------
 
 using Sweeps = testing::CliTest;

@@ -41,9 +41,12 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   by_session_ = retention_->by_session() && kv_.caching() && !reserves_;
   empty_memory();
   host_link_Bps_ = setup_.host_link_Bps;
-  scheduled_.reserve(setup_.engine.max_num_seqs);
-  chunks_.reserve(setup_.engine.max_num_seqs);
-  running_.reserve(setup_.engine.max_num_seqs);
+  // Room for a full batch up front, up to a size that any batch fitting in memory stays under
+  // (max_num_seqs may be far larger than KV memory lets run at once).
+  const auto batch = static_cast<std::size_t>(std::min(setup_.engine.max_num_seqs, 1 << 16));
+  scheduled_.reserve(batch);
+  chunks_.reserve(batch);
+  running_.reserve(batch);
 }
 
 std::uint32_t Replica::new_slot() {

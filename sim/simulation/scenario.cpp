@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/core/memory_limit.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/router.h"
 #include "sim/workload/workload.h"
@@ -255,6 +256,41 @@ std::string emit_yaml(const YAML::Node& n) {
   return std::string(e.c_str()) + "\n";
 }
 
+// Memory asked for up front: what the run's largest structures would take (every replica the
+// fleet may start holds its KV block records and a batch's worth of sequence slots) against what
+// this process may still take (core/memory_limit.h). A scenario that would not fit is refused
+// here, naming the pool that holds the most, instead of failing with an allocation error later.
+// The per-item sizes are measured (docs/reliability.md): about 36 bytes per KV block, 200 per
+// running sequence; 256 MB is kept for the rest (requests, time series, the router).
+void check_memory(const ScenarioConfig& c, const Scenario& sc, const YAML::Node& croot,
+                  const config::Source& src) {
+  constexpr double kBytesPerBlock = 40, kBytesPerSeq = 200, kRest = 256e6;
+  double total = kRest, largest = 0;
+  std::size_t largest_pool = 0;
+  for (std::size_t i = 0; i < c.pools.size(); ++i) {
+    const double engines = c.pools[i].max_engines();
+    const double seqs = std::min<double>(c.pools[i].engine.max_num_seqs,
+                                         static_cast<double>(sc.pools[i].memory.num_blocks));
+    const double bytes =
+        engines *
+        (static_cast<double>(sc.pools[i].memory.num_blocks) * kBytesPerBlock + seqs * kBytesPerSeq);
+    total += bytes;
+    if (bytes > largest) largest = bytes, largest_pool = i;
+  }
+  const MemoryLimit room = available_memory();
+  if (total <= room.bytes) return;
+  const auto& p = sc.pools[largest_pool];
+  config::Reader r(croot["pools"][largest_pool], "pools[" + std::to_string(largest_pool) + "]",
+                   src);
+  r.fail_key("replicas",
+             "the run would need about " + format_bytes(total) + " (this pool: " +
+                 std::to_string(c.pools[largest_pool].max_engines()) + " engines × " +
+                 std::to_string(p.memory.num_blocks) + " KV blocks at about 40 bytes each), " +
+                 "more than the " + format_bytes(room.bytes) + " left under " + room.what +
+                 ": simulate fewer replicas or fewer KV blocks (engine.num_gpu_blocks_override, "
+                 "engine.gpu_memory_utilization)");
+}
+
 Scenario load(YAML::Node root, config::Source src, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) config::apply_override(root, o, src);
   Scenario sc;
@@ -323,6 +359,7 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
                      "smaller replicas");
     }
   }
+  check_memory(c, sc, croot, src);
   sc.resolved_yaml = emit_yaml(config::Writer::write(c));
   return sc;
 }
