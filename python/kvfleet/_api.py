@@ -99,7 +99,7 @@ def _sets(sets: SetsLike, seed: Optional[int] = None) -> List[str]:
             raise TypeError("set must be a dict or a list of 'key=value' strings, not one string")
         out = [str(s) for s in sets]
     if seed is not None:
-        out.append(f"seed={int(seed)}")
+        out.append(f"seed={_count('seed', seed, 0, 2**63 - 1)}")
     return out
 
 
@@ -230,44 +230,82 @@ def run(scenario: ScenarioLike = None, set: SetsLike = None, seed: Optional[int]
     return Result(tables, ts, d["scenario"], d["report"], path or name or "<built-in default>")
 
 
-def _h5_frame(ds: Any) -> pd.DataFrame:
+# What h5py, numpy and the decoding raise on a damaged or foreign file: turned into InputError
+# naming the file and the dataset or column (never KeyError: 1 or a UnicodeDecodeError alone).
+_READ_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, OSError,
+                UnicodeDecodeError, OverflowError)
+
+
+def _h5_frame(ds: Any, where: str = "", name: str = "") -> pd.DataFrame:
     import h5py
 
-    arr = ds[()]
+    name = name or getattr(ds, "name", "") or ""
+    if not isinstance(ds, h5py.Dataset) or ds.dtype.names is None or ds.ndim != 1:
+        raise _input_error(where, name.lstrip("/"),
+                           "not a table (a one-dimensional compound dataset)")
+    try:
+        arr = ds[()]
+    except _READ_ERRORS as e:
+        raise _input_error(where, name.lstrip("/"), f"cannot be read ({e})") from None
     data: Dict[str, Any] = {}
-    for name in arr.dtype.names or ():
-        col = arr[name]
-        enum = h5py.check_enum_dtype(ds.dtype.fields[name][0])
-        if enum is not None:
-            by_code = {int(v): k for k, v in enum.items() if int(v) >= 0}
-            names = [by_code[i] for i in range(len(by_code))]
-            data[name] = pd.Categorical.from_codes(col.astype(np.int64), names)
-        elif col.dtype.kind == "S":
-            data[name] = pd.Series([x.decode("utf-8") for x in col], dtype=object)
-        else:
-            data[name] = col
+    for col_name in arr.dtype.names or ():
+        at = f"{name.lstrip('/')}.{col_name}"
+        try:
+            col = arr[col_name]
+            enum = h5py.check_enum_dtype(ds.dtype.fields[col_name][0])
+            if enum is not None:
+                by_code = {int(v): k for k, v in enum.items() if int(v) >= 0}
+                if sorted(by_code) != list(range(len(by_code))):
+                    raise ValueError("its category codes are not 0, 1, 2, ...")
+                names = [by_code[i] for i in range(len(by_code))]
+                codes = col.astype(np.int64)
+                if len(codes) and (codes.min() < -1 or codes.max() >= len(names)):
+                    raise ValueError("a value is not one of its categories")
+                data[col_name] = pd.Categorical.from_codes(codes, names)
+            elif col.dtype.kind == "S":
+                data[col_name] = pd.Series([x.decode("utf-8") for x in col], dtype=object)
+            elif col.dtype.kind in "iufb":
+                data[col_name] = col
+            else:
+                raise TypeError(f"a column of type {col.dtype} (expected numbers or text)")
+        except _READ_ERRORS as e:
+            raise _input_error(where, at, f"cannot be read ({type(e).__name__}: {e})") from None
     df = pd.DataFrame(data)
 
     def texts(key: str) -> List[str]:
         v = ds.attrs.get(key)
-        return [x.decode() if isinstance(x, bytes) else str(x) for x in (v if v is not None else [])]
+        if v is None or isinstance(v, (bytes, str)):
+            return []
+        return [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in v]
 
-    cols = list(df.columns)
-    units, descs = texts("units"), texts("descriptions")
-    desc = ds.attrs.get("description", "")
-    df.attrs = {
-        "description": desc.decode() if isinstance(desc, bytes) else str(desc),
-        "units": dict(zip(cols, units)) if len(units) == len(cols) else {},
-        "descriptions": dict(zip(cols, descs)) if len(descs) == len(cols) else {},
-    }
+    try:
+        cols = list(df.columns)
+        units, descs = texts("units"), texts("descriptions")
+        desc = ds.attrs.get("description", "")
+        df.attrs = {
+            "description": desc.decode("utf-8", "replace") if isinstance(desc, bytes)
+            else str(desc),
+            "units": dict(zip(cols, units)) if len(units) == len(cols) else {},
+            "descriptions": dict(zip(cols, descs)) if len(descs) == len(cols) else {},
+        }
+    except _READ_ERRORS as e:
+        raise _input_error(where, name.lstrip("/"),
+                           f"attributes cannot be read ({type(e).__name__}: {e})") from None
     return df
 
 
-def _h5_text(f: Any, name: str) -> Optional[str]:
+def _h5_text(f: Any, name: str, where: str = "") -> Optional[str]:
     if name not in f:
         return None
-    v = f[name][()]
-    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+    try:
+        v = f[name][()]
+        if isinstance(v, bytes):
+            return v.decode("utf-8")
+        if isinstance(v, str):
+            return v
+    except _READ_ERRORS as e:
+        raise _input_error(where, name, f"cannot be read ({type(e).__name__}: {e})") from None
+    raise _input_error(where, name, "not a text (a scalar string)")
 
 
 def load(path: Union[str, "os.PathLike[str]"]) -> Result:
@@ -286,20 +324,30 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Result:
             if need not in f:
                 kind = "a sweep file (use kvfleet.load_sweep)" if "points" in f else "not a run's"
                 raise _input_error(p, need, f"dataset missing: {kind} result file")
-        tables = {k: _h5_frame(f[k]) for k in ("requests", "summary", "replicas", "tenants",
-                                               "sessions", "binding") if k in f}
+        tables = {k: _h5_frame(f[k], p, k) for k in ("requests", "summary", "replicas",
+                                                     "tenants", "sessions", "binding") if k in f}
+        if "replica" not in tables["replicas"].columns:
+            raise _input_error(p, "replicas.replica", "column missing")
         parts = []
         if "timeseries" in f:
-            for key in f["timeseries"]:
-                ds = f["timeseries"][key]
+            group = f["timeseries"]
+            if not isinstance(group, h5py.Group):
+                raise _input_error(p, "timeseries", "not a group of tables")
+            for key in group:
+                ds = group[key]
                 rep = ds.attrs.get("replica", key)
-                parts.append((rep.decode() if isinstance(rep, bytes) else str(rep), _h5_frame(ds)))
+                rep = rep.decode("utf-8", "replace") if isinstance(rep, bytes) else str(rep)
+                parts.append((rep, _h5_frame(ds, p, "timeseries/" + key)))
             # In the order of /replicas, as run() gives them (HDF5 lists members by name:
             # h100_10 before h100_2).
             order = {name: i for i, name in enumerate(tables["replicas"]["replica"])}
             parts.sort(key=lambda part: order.get(part[0], len(order)))
-        return Result(tables, _timeseries(parts), _h5_text(f, "scenario") or "",
-                      _h5_text(f, "report"), p)
+        try:
+            series = _timeseries(parts)
+        except _READ_ERRORS as e:
+            raise _input_error(p, "timeseries", f"cannot be joined ({e})") from None
+        return Result(tables, series, _h5_text(f, "scenario", p) or "",
+                      _h5_text(f, "report", p), p)
 
 
 def _axes(axes: Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]) -> List[Dict[str, Any]]:
@@ -390,19 +438,28 @@ def load_sweep(path: Union[str, "os.PathLike[str]"], curves: bool = False):
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise _input_error(p, "", "sweep file not found")
-    with h5py.File(p, "r") as f:
+    try:
+        f = h5py.File(p, "r")
+    except OSError as e:
+        raise _input_error(p, "", f"not an HDF5 file ({e})") from None
+    with f:
         if "points" not in f:
             raise _input_error(p, "points", "dataset missing: not a sweep file")
-        points = _h5_frame(f["points"])
+        points = _h5_frame(f["points"], p, "points")
         # The metric columns follow error and wall_s, which only --timing writes (docs/outputs.md,
         # /points).
         cols = list(points.columns)
         after = "wall_s" if "wall_s" in cols else "error"
         metric_names = cols[cols.index(after) + 1:] if after in cols else []
-        points = _points_frame(points, metric_names)
-        points.attrs["scenario"] = _h5_text(f, "scenario") or ""
+        try:
+            points = _points_frame(points, metric_names)
+        except _READ_ERRORS as e:
+            raise _input_error(p, "points", f"cannot be read ({type(e).__name__}: {e})") from None
+        points.attrs["scenario"] = _h5_text(f, "scenario", p) or ""
         if curves:
-            return points, _h5_frame(f["curves"])
+            if "curves" not in f:
+                raise _input_error(p, "curves", "dataset missing")
+            return points, _h5_frame(f["curves"], p, "curves")
         return points
 
 

@@ -181,6 +181,86 @@ def test_load_refuses_what_is_not_a_run(tmp_path):
         kvfleet.load(junk)
 
 
+def _damaged_copies(tmp_path, source, edits):
+    """Copies of a result file, each with one dataset replaced (h5py), for the readers below."""
+    import h5py
+
+    out = []
+    for i, (name, edit) in enumerate(edits):
+        dst = tmp_path / f"damaged{i}.h5"
+        with h5py.File(source, "r") as src, h5py.File(dst, "w") as f:
+            for k in src:
+                src.copy(k, f)
+            edit(f)
+        out.append((name, dst))
+    return out
+
+
+def _replace(name, make):
+    def edit(f):
+        del f[name]
+        make(f, name)
+    return edit
+
+
+def test_damaged_result_files_raise_input_error_naming_file_and_column(tmp_path):
+    """A malformed result file raises kvfleet.InputError (a ValueError) naming the file and the
+    dataset or column; it once raised KeyError: 1, h5py's TypeError or UnicodeDecodeError."""
+    run = tmp_path / "run.h5"
+    subprocess.run([CLI, "run", DEFAULT, "-q", "--set", "workload.num_requests=50", "--out",
+                    str(run)], check=True)
+    import h5py
+
+    with h5py.File(run, "r") as f:
+        replicas = f["replicas"][()]
+        requests, requests_type = f["requests"][()], f["requests"].dtype
+
+    def bad_utf8(f, name):
+        arr = replicas.copy()
+        arr["pool"] = b"\xff\xfe"
+        f.create_dataset(name, data=arr)
+
+    def bad_enum(f, name):
+        # The requests table with its replica codes beyond the categories.
+        arr = requests.copy()
+        arr["replica"] = 99
+        f.create_dataset(name, data=arr, dtype=requests_type)
+
+    cases = _damaged_copies(tmp_path, run, [
+        ("summary", _replace("summary", lambda f, n: f.create_dataset(n, data=[1, 2, 3]))),
+        ("summary", _replace("summary", lambda f, n: f.create_dataset(n, data=np.zeros((2, 2))))),
+        ("replicas.pool", _replace("replicas", bad_utf8)),
+        ("requests.replica", _replace("requests", bad_enum)),
+        ("scenario", _replace("scenario", lambda f, n: f.create_dataset(n, data=[1.5]))),
+        ("timeseries", _replace("timeseries", lambda f, n: f.create_dataset(n, data=[1]))),
+    ])
+    for where, path in cases:
+        with pytest.raises(kvfleet.InputError) as e:
+            kvfleet.load(path)
+        assert str(path) in str(e.value), str(e.value)
+        assert where in str(e.value), str(e.value)
+        assert isinstance(e.value, ValueError)
+
+
+def test_damaged_sweep_files_raise_input_error(tmp_path):
+    import h5py
+
+    bad = tmp_path / "points-not-a-table.h5"
+    with h5py.File(bad, "w") as f:
+        f.create_dataset("points", data=np.arange(4))
+    with pytest.raises(kvfleet.InputError, match="points: not a table"):
+        kvfleet.load_sweep(bad)
+    junk = tmp_path / "junk.h5"
+    junk.write_text("not hdf5")
+    with pytest.raises(kvfleet.InputError, match="not an HDF5 file"):
+        kvfleet.load_sweep(junk)
+
+
+def test_a_seed_that_is_not_an_integer_is_refused():
+    with pytest.raises(TypeError, match="seed"):
+        kvfleet.run(DEFAULT, set=SHORT, seed=1.7)
+
+
 def test_sweep_equals_the_cli_sweep(tmp_path):
     axes = {"workload.arrival.rate_per_s": [10, 30], "pools[0].engine.max_num_seqs": [8, 64]}
     metrics = ["time_to_first_token_p99_s", "ok", "num_preemptions"]
