@@ -16,7 +16,9 @@
 #include <functional>
 #include <iostream>
 
+#include <QtCore/QHashFunctions>
 #include "gui/charts/run_dashboard.h"
+
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
 #include "sim/io/h5.h"
@@ -72,6 +74,9 @@ int plot_run(const po::variables_map& vm, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Qt's hashes iterate in a per-process random order, which reordered the fonts of a PDF from
+  // one run to the next: a fixed seed makes the same input give the same bytes.
+  QHashSeed::setDeterministicGlobalSeed();
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   // Qt warns on stderr when XDG_RUNTIME_DIR is unset (a batch job, a container): give it one.
   if (std::getenv("XDG_RUNTIME_DIR") == nullptr) {

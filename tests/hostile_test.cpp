@@ -578,6 +578,25 @@ TEST_F(Outputs, SameReplaySameBytes) {
   EXPECT_TRUE(x == y) << "files differ";
 }
 
+// A run's PDF dashboard is the same bytes twice (Qt stamped the time of writing, and its hash
+// seed reordered the fonts from one process to the next).
+TEST_F(Outputs, SamePdfSameBytes) {
+  if (!fs::exists(std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet-plot"))
+    GTEST_SKIP() << "kvfleet-plot not built (KVFLEET_WITH_GUI=OFF)";
+  ::unsetenv("SOURCE_DATE_EPOCH");  // its default date is checked below
+  ASSERT_EQ(kvfleet(kSmallRun + "--out " + path("r.h5")).status, 0);
+  std::string bytes[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string pdf = path("d" + std::to_string(i) + ".pdf");
+    ASSERT_EQ(kvfleet("plot " + path("r.h5") + " --out " + pdf).status, 0);
+    std::ifstream in(pdf, std::ios::binary);
+    bytes[i].assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes[0].size(), 1000u);
+  EXPECT_TRUE(bytes[0] == bytes[1]) << "the PDFs differ";
+  EXPECT_NE(bytes[0].find("/CreationDate (D:20000101000000Z)"), std::string::npos);
+}
+
 // Memory asked for up front: a fleet whose KV tables would not fit under the process's limit is
 // refused before anything is allocated, naming the key and the estimate (it once ended in
 // std::bad_alloc, exit 1); a batch limit far above what memory lets run no longer reserves for

@@ -1,6 +1,7 @@
 #include "gui/charts/run_dashboard.h"
 
 #include <yaml-cpp/yaml.h>
+
 #include <QtCharts/QChart>
 #include <QtCore/QBuffer>
 #include <QtCore/QCoreApplication>
@@ -10,6 +11,9 @@
 #include <QtGui/QPdfWriter>
 #include <QtWidgets/QGraphicsScene>
 #include <QtWidgets/QGraphicsSimpleTextItem>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 
 #include <algorithm>
 #include <cmath>
@@ -405,6 +409,21 @@ void write_pdf(const std::vector<DashboardPage>& pages, const std::string& file,
   }
   if (!(painter.isActive() && painter.end() && ok))
     throw std::runtime_error("could not draw " + file);
+  // Qt stamps the time of writing as /CreationDate: the same run gives the same bytes when it is
+  // the time SOURCE_DATE_EPOCH gives (the reproducible-builds convention), else 1 January 2000.
+  const QByteArray key = "/CreationDate (D:";
+  if (const qsizetype at = bytes.indexOf(key); at >= 0) {
+    const qsizetype start = at + key.size(), end = bytes.indexOf(')', start);
+    std::time_t t = 946684800;
+    if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"))
+      t = static_cast<std::time_t>(std::strtoll(epoch, nullptr, 10));
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d%H%M%SZ", &tm);
+    if (end - start == static_cast<qsizetype>(std::strlen(stamp)))  // offsets stay as they are
+      bytes.replace(start, end - start, stamp);
+  }
   write_checked(file, bytes);
 }
 
