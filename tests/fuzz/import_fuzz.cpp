@@ -4,6 +4,9 @@
 // then the file(s); an inference-perf folder's files are separated by lines "@@@" in the order
 // config.yaml, stage_0, stage_1 and summary lifecycle metrics (an empty part: the file is absent).
 // A plan that is accepted must build a scenario kvfleet loads, or refuses with InputError.
+// With bit 0x20 of the first byte: an LLMServingSim-style run folder instead (meta.json,
+// requests.jsonl and config.json, separated likewise), planned by plan_replay and its measured
+// latencies read by read_measured.
 #include <cmath>
 
 #include <yaml-cpp/yaml.h>
@@ -11,6 +14,7 @@
 #include "fuzz_support.h"
 #include "sim/model/presets.h"
 #include "sim/replay/bench_results.h"
+#include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 
 namespace {
@@ -58,6 +62,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.gpu = "H100-SXM";
   if (choice & 0x10) o.model = "Llama-3.1-8B";  // else matched from the result's model name
   try {
+    if (choice & 0x20) {  // a run folder (kvfleet replay RUN_DIR)
+      const auto parts = fuzz::split(in.rest(), "\n@@@\n");
+      static const char* kNames[] = {"meta.json", "requests.jsonl", "config.json"};
+      for (std::size_t i = 0; i < parts.size() && i < 3; ++i)
+        if (!parts[i].empty()) fuzz::write_file(std::string("run/") + kNames[i], parts[i]);
+      sim::ReplayOptions ro{fuzz::scratch() + "/run", "", "", (choice & 0x40) ? "H100-SXM" : ""};
+      const sim::ReplayPlan plan = sim::plan_replay(ro);
+      try {
+        sim::load_scenario_text(plan.yaml, "<replay>", fuzz::scratch(), {});
+      } catch (const sim::InputError&) {
+      }
+      const auto measured = sim::read_measured(fuzz::scratch() + "/run/requests.jsonl");
+      (void)measured;
+      fuzz::check_memory();
+      return 0;
+    }
     switch (choice % 4) {
       case 0: {  // an inference-perf result folder
         const auto parts = fuzz::split(in.rest(), "\n@@@\n");
