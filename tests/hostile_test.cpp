@@ -182,6 +182,21 @@ INSTANTIATE_TEST_SUITE_P(
              {"simulated time", "outside the clock's range"}}),
     [](const auto& i) { return std::string(i.param.name); });
 
+// A line longer than 16 MiB (a file without line breaks) is refused before more of it is held.
+INSTANTIATE_TEST_SUITE_P(
+    Lines, Hostile,
+    ::testing::Values(Case{"TraceCsvLineTooLong",
+                           {{"s.yaml", trace_scenario("vidur", "t.csv")},
+                            {"t.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2," +
+                                          std::string(17u << 20, '3') + "\n"}},
+                           kRun,
+                           {"t.csv: line 2", "longer than 16 MiB"}},
+                      Case{"TraceJsonlLineTooLong",
+                           {{"s.yaml", trace_scenario("mooncake", "t.jsonl")},
+                            {"t.jsonl", "{\"hash_ids\": [" + std::string(17u << 20, '1') + "]}\n"}},
+                           kRun,
+                           {"t.jsonl: line 1", "longer than 16 MiB"}}));
+
 INSTANTIATE_TEST_SUITE_P(
     Options, Hostile,
     ::testing::Values(

@@ -78,10 +78,10 @@ CsvFile read_csv_file(const std::string& path) {
   CsvFile f;
   f.path = path;
   std::string line;
-  if (!std::getline(in, line)) throw InputError(path, "", "empty file (no header row)");
+  if (!read_line(in, line, path, 1)) throw InputError(path, "", "empty file (no header row)");
   f.header = split_csv(line, path + ": row 1");
   std::size_t lineno = 1;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, lineno + 1)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
     auto row = split_csv(line, path + ": row " + std::to_string(lineno));

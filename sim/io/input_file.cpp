@@ -62,4 +62,23 @@ std::ifstream open_input_file(const std::string& path, const std::string& kind,
   return in;
 }
 
+bool read_line(std::istream& in, std::string& line, const std::string& path, std::size_t lineno) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  if (!in.good() || sb == nullptr) return false;
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() >= kMaxLineBytes)
+      throw InputError(path + ": line " + std::to_string(lineno), "",
+                       "longer than " + std::to_string(kMaxLineBytes >> 20) +
+                           " MiB: not a line of this format (a file without line breaks?)");
+    line.push_back(static_cast<char>(c));
+  }
+}
+
 }  // namespace kvfleet::sim

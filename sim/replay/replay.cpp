@@ -418,7 +418,7 @@ MeasuredLatencies read_measured(const std::string& path) {
   MeasuredLatencies m;
   std::string line;
   long n = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, static_cast<std::size_t>(n) + 1)) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ": line " + std::to_string(n);

@@ -108,7 +108,7 @@ std::vector<TraceRow> read_csv(const std::string& path, const std::string& forma
                                bool need_arrivals) {
   auto in = open_or_throw(path);
   std::string line;
-  if (!std::getline(in, line)) throw InputError(path, "", "empty trace file (no header row)");
+  if (!read_line(in, line, path, 1)) throw InputError(path, "", "empty trace file (no header row)");
   const auto header = split_csv(line, path + ": row 1");
   auto col = [&](std::string_view name) -> long {
     auto it = std::find(header.begin(), header.end(), name);
@@ -129,7 +129,7 @@ std::vector<TraceRow> read_csv(const std::string& path, const std::string& forma
   std::vector<TraceRow> rows;
   std::size_t lineno = 1;
   double t0 = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, lineno + 1)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
     const std::string w = row_where(path, lineno);
@@ -169,7 +169,7 @@ std::vector<TraceRow> read_jsonl(const std::string& path, const std::string& for
   std::vector<double> t;
   std::string line;
   std::size_t lineno = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, lineno + 1)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string w = row_where(path, lineno);
