@@ -182,6 +182,21 @@ INSTANTIATE_TEST_SUITE_P(
              {"simulated time", "outside the clock's range"}}),
     [](const auto& i) { return std::string(i.param.name); });
 
+// Shared experts are priced inside num_params: a count that cannot fit in it is refused (it once
+// changed no output at all).
+INSTANTIATE_TEST_SUITE_P(
+    Models, Hostile,
+    ::testing::Values(Case{
+        "SharedExpertsBeyondTheParameters",
+        {{"s.yaml",
+          "models:\n  - {name: m, num_layers: 4, hidden_size: 1024, num_attention_heads: 8, "
+          "num_kv_heads: 8, head_dim: 128, intermediate_size: 2048, vocab_size: 32000, "
+          "max_position_embeddings: 4096, num_params: 5.0e8, num_experts: 8, "
+          "experts_per_token: 2, moe_intermediate_size: 512, num_shared_experts: 100}\n" +
+              std::string(kScenario).replace(std::string(kScenario).find("Llama-3-8B"), 10, "m")}},
+        kRun,
+        {"s.yaml:2", "models[0].num_shared_experts", "exceed num_params"}}));
+
 // A line longer than 16 MiB (a file without line breaks) is refused before more of it is held.
 INSTANTIATE_TEST_SUITE_P(
     Lines, Hostile,

@@ -70,6 +70,14 @@ void ModelSpec::check(config::Reader& r) const {
     if (routed_expert_params() >= num_params)
       r.fail_key("num_params", "must exceed the routed experts' parameters (" +
                                    std::to_string(routed_expert_params() / 1e9) + "B)");
+    // Shared experts are priced as part of num_params (every token uses them, as it does the
+    // attention and dense layers): they must fit in it beside the routed ones.
+    const double shared = static_cast<double>(moe_layers()) * num_shared_experts * expert_params();
+    if (num_shared_experts > 0 && routed_expert_params() + shared >= num_params)
+      r.fail_key("num_shared_experts", "its experts (" + std::to_string(shared / 1e9) +
+                                           "B parameters) and the routed ones exceed num_params (" +
+                                           std::to_string(num_params / 1e9) +
+                                           "B); shared experts are priced as part of num_params");
   } else if (experts_per_token > 0 || moe_intermediate_size > 0 || num_shared_experts > 0) {
     r.fail_key("num_experts", "must be > 0 when expert sizes are given");
   }

@@ -106,7 +106,8 @@ struct ModelSpec {
             {.unit = "elements", .desc = "width of one expert's SwiGLU FFN", .min = 0});
     v.param("num_shared_experts", num_shared_experts,
             {.unit = "experts",
-             .desc = "experts of moe_intermediate_size every token uses (DeepSeek)",
+             .desc = "experts of moe_intermediate_size every token uses (DeepSeek); priced "
+                     "as part of num_params, which must hold them beside the routed experts",
              .min = 0});
     v.param("first_dense_layers", first_dense_layers,
             {.unit = "layers",
