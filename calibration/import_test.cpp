@@ -122,6 +122,30 @@ TEST(ImportLlmServingSim, AnUnknownOperationIsImportedByName) {
   std::filesystem::remove_all(dir.parent_path());
 }
 
+// A token count of nan (or inf) is refused naming the file, row and column; it once merged its
+// row into another point of the curve.
+TEST(ImportLlmServingSim, ANonFiniteTokenCountIsRefused) {
+  NEED(kLss);
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / "lss_nan_tokens" / "bf16";
+  std::filesystem::remove_all(dir.parent_path());
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy(kLss, dir, std::filesystem::copy_options::recursive);
+  {
+    std::ofstream o(dir / "tp1" / "dense.csv", std::ios::app);
+    o << "qkv_proj,nan,2.5\n";
+  }
+  try {
+    import_llmservingsim(dir.string(), 1);
+    ADD_FAILURE() << "accepted a nan token count";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dense.csv: row"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tokens: not a finite number"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir.parent_path());
+}
+
 TEST(ImportLlmServingSim, MissingTensorParallelFolderIsNamed) {
   NEED(kLss);
   try {

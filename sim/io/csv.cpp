@@ -1,6 +1,7 @@
 #include "sim/io/csv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -70,6 +71,11 @@ double CsvFile::number(std::size_t row, long col) const {
     throw InputError(path + ": row " + std::to_string(lines[row]), header[col],
                      "not a number: '" + s + "'");
   }
+  // nan and inf parse, but are never a measurement (a nan token count once merged its row into
+  // another point of the curve).
+  if (!std::isfinite(v))
+    throw InputError(path + ": row " + std::to_string(lines[row]), header[col],
+                     "not a finite number: '" + s + "'");
   return v;
 }
 
