@@ -2,6 +2,7 @@
 
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCore/QBuffer>
 #include <QtGui/QPainter>
 #include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QComboBox>
@@ -22,6 +23,7 @@
 #include "gui/charts/line_chart.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
+#include "sim/io/checked_file.h"
 #include "sim/output/results.h"
 
 namespace kvfleet::gui {
@@ -78,19 +80,31 @@ QString export_table_csv(const QTableWidget* t, const QString& path) {
 }
 
 QString export_chart_view(QChartView* view, const QString& path) {
+  // Drawn into memory, then written atomically with every call checked (a full disk is an
+  // error naming the file, never a short image).
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   if (path.endsWith(".png", Qt::CaseInsensitive)) {
-    return view->grab().save(path) ? QString() : "cannot write " + path;
-  }
-  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
+    if (!view->grab().save(&buffer, "PNG")) return "cannot draw " + path;
+  } else if (path.endsWith(".svg", Qt::CaseInsensitive)) {
     QSvgGenerator gen;
-    gen.setFileName(path);
+    gen.setOutputDevice(&buffer);
     gen.setSize(view->size());
     gen.setViewBox(QRect(QPoint(0, 0), view->size()));
     QPainter p(&gen);
     view->render(&p);
-    return p.end() ? QString() : "cannot write " + path;
+    if (!p.end()) return "cannot draw " + path;
+  } else {
+    return "export to a .png or .svg file";
   }
-  return "export to a .png or .svg file";
+  try {
+    sim::write_bytes_atomically(path.toStdString(), bytes.constData(),
+                                static_cast<std::size_t>(bytes.size()));
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
 }
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
