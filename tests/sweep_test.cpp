@@ -228,6 +228,20 @@ TEST(Sweep, FileRoundTripResumeShardsAndMerge) {
   // A different sweep file cannot resume these results.
   const SweepSpec other = load_sweep_text(std::string(kSmall) + "curves: false\n", "o", kDir);
   EXPECT_THROW(prepare_sweep(other, &previous), InputError);
+  // One with a comment and a description added resumes them, point for point.
+  const SweepSpec commented = load_sweep_text(
+      "# the same sweep, explained\ndescription: why\n" + std::string(kSmall), "c", kDir);
+  EXPECT_EQ(prepare_sweep(commented, &previous).completed(), 3u);
+  // One with a value added to an axis and a third replicate keeps the three points (matched by
+  // axis values and seed) and runs the rest, to what a fresh run of it gives.
+  std::string grown_text = kSmall;
+  grown_text.replace(grown_text.find("[20, 40]"), 8, "[20, 30, 40]");
+  grown_text.replace(grown_text.find("replicates: 2"), 13, "replicates: 3");
+  const SweepSpec grown_spec = load_sweep_text(grown_text, "g", kDir);
+  SweepResults grown = prepare_sweep(grown_spec, &previous);
+  EXPECT_EQ(grown.completed(), 3u);
+  run_sweep(grown_spec, grown, SweepOptions{});
+  expect_same(run(grown_spec, 2), grown);
 
   // Shards 0/2 and 1/2, written and merged, equal the single run.
   write_sweep_h5(dir + "/s0.h5", run(s, 1, 0, 2));

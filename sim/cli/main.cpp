@@ -531,8 +531,10 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
                                                  "the HDF5 results file (required)")(
       "threads,j", po::value<int>()->default_value(0),
       "threads (0: every core this process may use: SLURM_CPUS_PER_TASK, else the CPU affinity "
-      "mask)")("resume", "skip the points already in --out (same sweep file)")(
-      "shard", po::value<std::string>(), "run only shard k of N: --shard k/N (0-based)")(
+      "mask)")("resume",
+               "skip the points already in --out (made by this sweep file, or one that adds "
+               "comments, values or replicates)")("shard", po::value<std::string>(),
+                                                  "run only shard k of N: --shard k/N (0-based)")(
       "checkpoint-s", po::value<double>()->default_value(10),
       "rewrite --out with the points done every this many seconds")(
       "timing",

@@ -441,6 +441,37 @@ void validate_sweep(const SweepSpec& spec) {
   }
 }
 
+namespace {
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// A sweep file as data, without what --resume lets change: comments (gone once parsed), the
+// description, the replicates and each axis's values.
+std::string resumable_part(const std::string& text) {
+  YAML::Node n;
+  try {
+    n = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return text;
+  }
+  if (!n.IsMap()) return text;
+  n.remove("description");
+  n.remove("replicates");
+  if (n["axes"] && n["axes"].IsSequence())
+    for (auto a : n["axes"])
+      if (a.IsMap()) a.remove("values"), a.remove("range");
+  YAML::Emitter e;
+  e << n;
+  return e.c_str();
+}
+
+}  // namespace
+
 SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) {
   SweepResults r;
   r.sweep_text = spec.text;
@@ -462,8 +493,29 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
     r.points[i].seed = seed + r.points[i].replicate;
   }
   if (previous) {
+    // A sweep file edited in ways that keep the points it made (comments, values added to an
+    // axis, more replicates, axes' values reordered) resumes: points are matched by their axis
+    // values and seed. Other axes or another base scenario are refused.
     if (previous->sweep_text != spec.text) {
-      throw InputError("--resume", "", "the results were made by a different sweep file");
+      if (resumable_part(previous->sweep_text) != resumable_part(spec.text) &&
+          previous->axis_keys == r.axis_keys)
+        throw InputError("--resume", "",
+                         "the results were made by a different sweep file (only comments, the "
+                         "description, axis values and replicates may change for --resume)");
+      if (previous->axis_keys != r.axis_keys) {
+        auto join = [](const std::vector<std::string>& v) {
+          std::string s;
+          for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+          return s;
+        };
+        throw InputError("--resume", "",
+                         "the results were made by a sweep over other axes (" +
+                             join(previous->axis_keys) + "); this one varies " + join(r.axis_keys));
+      }
+      if (previous->base_yaml != r.base_yaml)
+        throw InputError("--resume", "",
+                         "the results were made from another base scenario (its file, base: or "
+                         "set: changed): write them to another --out");
     }
     // The metric columns are matched by name: a file whose columns differ is refused, never
     // read shifted.
@@ -482,10 +534,27 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
                            (extra.empty() ? std::string() : "; not in this sweep: " + extra) +
                            (missing.empty() && extra.empty() ? "; in another order" : ""));
     }
-    for (const auto& p : previous->points) {
-      if (p.point >= 0 && static_cast<std::size_t>(p.point) < n && p.done && p.ok) {
-        r.points[p.point] = p;
-      }
+    // A point's identity: its axis values (numbers compared as numbers) and its seed.
+    auto identity = [](const std::vector<std::string>& values, std::int64_t point_seed) {
+      std::string k = std::to_string(point_seed);
+      for (const auto& v : values)
+        k += '\x1f' + (is_number(v) ? config::format_double(std::strtod(v.c_str(), nullptr)) : v);
+      return k;
+    };
+    std::map<std::string, std::vector<std::size_t>> by_identity;
+    for (std::size_t i = n; i-- > 0;)
+      by_identity[identity(r.axis_values[i], r.points[i].seed)].push_back(i);
+    for (std::size_t j = 0; j < previous->points.size(); ++j) {
+      const PointResult& p = previous->points[j];
+      if (!p.done || !p.ok || j >= previous->axis_values.size()) continue;
+      auto it = by_identity.find(identity(previous->axis_values[j], p.seed));
+      if (it == by_identity.end() || it->second.empty()) continue;  // no longer in the sweep
+      const std::size_t i = it->second.back();
+      it->second.pop_back();
+      const std::int32_t replicate = r.points[i].replicate;
+      r.points[i] = p;
+      r.points[i].point = static_cast<std::int64_t>(i);
+      r.points[i].replicate = replicate;
     }
   }
   return r;
@@ -592,13 +661,6 @@ void run_sweep(const SweepSpec& spec, SweepResults& results, const SweepOptions&
 }
 
 namespace {
-
-bool is_number(const std::string& s) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
-}
 
 const char* kCurveNames[3] = {"ttft", "tpot", "e2e"};
 
