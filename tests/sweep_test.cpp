@@ -382,11 +382,15 @@ TEST(Sweep, TwoMpiRanksEqualOneProcess) {
   }
   const std::string env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
   const std::string mpi = env + KVFLEET_MPIEXEC " -n 2 --oversubscribe " + bin + " sweep " + sweep +
-                          " --quiet --threads 1 --out " + dir + "/mpi.h5";
+                          " --threads 1 --out " + dir + "/mpi.h5 2> " + dir + "/mpi.err";
   const std::string one = bin + " sweep " + sweep + " --quiet --out " + dir + "/one.h5";
   ASSERT_EQ(std::system(one.c_str()), 0) << one;
   ASSERT_EQ(std::system(mpi.c_str()), 0) << mpi;
   expect_same(read_sweep_h5(dir + "/one.h5"), read_sweep_h5(dir + "/mpi.h5"));
+  // Rank 0's progress counts both ranks' points (it once showed its own half: 4/4).
+  std::ifstream err(dir + "/mpi.err");
+  const std::string progress((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_NE(progress.find("] 8/8 points"), std::string::npos) << progress;
 }
 #endif
 

@@ -503,10 +503,10 @@ int cmd_run(const std::vector<std::string>& args) {
 class SweepProgress {
  public:
   SweepProgress() : tty_(isatty(STDERR_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
-  void operator()(const SweepResults& r, std::size_t done, std::size_t todo) {
+  void operator()(std::size_t done, std::size_t todo, std::size_t failed, bool last = false) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    if (!tty_ && wall - last_ < 10 && done < todo) return;
+    if (!tty_ && wall - last_ < 10 && done < todo && !last) return;
     last_ = wall;
     const double rate = wall > 0 ? done / wall : 0;
     const double eta = rate > 0 ? (todo - done) / rate : 0;
@@ -514,8 +514,8 @@ class SweepProgress {
     const int fill = todo ? static_cast<int>(w * done / todo) : w;
     std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed%s",
                  tty_ ? "\r" : "", std::string(fill, '#').c_str(),
-                 std::string(w - fill, '.').c_str(), done, todo, rate, eta, r.failed(),
-                 tty_ ? (done >= todo ? "\n" : "   ") : "\n");
+                 std::string(w - fill, '.').c_str(), done, todo, rate, eta, failed,
+                 tty_ ? (done >= todo || last ? "\n" : "   ") : "\n");
     std::fflush(stderr);
   }
 
@@ -601,7 +601,24 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
                  mpi.size() > 1 ? (", " + std::to_string(mpi.size()) + " MPI ranks").c_str() : "");
   }
   SweepProgress bar;
-  if (!quiet) opt.on_progress = std::ref(bar);
+  // Under MPI, rank 0's display counts every rank's points (the others report as they go).
+  Mpi::Progress last_mine;
+  if (mpi.size() > 1) {
+    opt.on_progress = [&](const SweepResults& r, std::size_t done, std::size_t to_do) {
+      last_mine = {static_cast<std::int64_t>(done), static_cast<std::int64_t>(to_do),
+                   static_cast<std::int64_t>(r.failed())};
+      if (!root) return mpi.send_progress(last_mine, false);
+      const Mpi::Progress all = mpi.total_progress(last_mine);
+      // Rank 0's own end is not the sweep's: its last line comes after every rank's.
+      if (!quiet && all.done < all.to_do)
+        bar(static_cast<std::size_t>(all.done), static_cast<std::size_t>(all.to_do),
+            static_cast<std::size_t>(all.failed));
+    };
+  } else if (!quiet) {
+    opt.on_progress = [&](const SweepResults& r, std::size_t done, std::size_t to_do) {
+      bar(done, to_do, r.failed());
+    };
+  }
   // Checkpoints keep an interrupted sweep resumable (single process or one shard). One that
   // cannot be written stops the sweep (exit 2): the points done so far are in the last one.
   auto write_out = [&](const SweepResults& r) {
@@ -616,6 +633,14 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   if (mpi.size() == 1) opt.on_checkpoint = write_out;
   run_sweep(spec, results, opt);
   if (mpi.size() > 1) {
+    // Every rank's final count, then rank 0's last line with all of them.
+    if (!root) mpi.send_progress(last_mine, true);
+    mpi.finish_progress();
+    if (root && !quiet) {
+      const Mpi::Progress all = mpi.total_progress(last_mine);
+      bar(static_cast<std::size_t>(all.done), static_cast<std::size_t>(all.to_do),
+          static_cast<std::size_t>(all.failed), true);
+    }
     // Every rank sends its points to rank 0, which writes the file.
     std::vector<PointResult> mine;
     for (const auto& p : results.points)
