@@ -31,6 +31,8 @@ from ._api import (
     sweep,
 )
 
+from .plot import plot_run, plot_sweep
+
 __all__ = [
     "CapacityResult",
     "InputError",
@@ -41,6 +43,8 @@ __all__ = [
     "metrics",
     "outputs",
     "parameters",
+    "plot_run",
+    "plot_sweep",
     "run",
     "sweep",
 ]

@@ -406,3 +406,43 @@ def test_ctrl_c_interrupts(call):
         pytest.fail("Ctrl-C did not stop the run")
     assert p.returncode == 3, out
     assert "interrupted" in out
+
+
+def test_plots_are_figures_with_units_and_the_replicates_said(tmp_path):
+    """kvfleet.plot_sweep and plot_run (the [plot] extra, matplotlib without Qt) draw PNGs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    axes = {"workload.arrival.rate_per_s": [10, 30], "pools[0].engine.max_num_seqs": [8, 64]}
+    out = tmp_path / "s.h5"
+    spec = {"set": [f"{k}={v}" for k, v in SHORT.items()], "replicates": 2,
+            "metrics": ["time_to_first_token_p99_s"],
+            "axes": [{"key": k, "values": v} for k, v in axes.items()]}
+    (tmp_path / "s.yaml").write_text(json.dumps(spec))
+    subprocess.run([CLI, "sweep", str(tmp_path / "s.yaml"), "--quiet", "--out", str(out)],
+                   check=True)
+    fig = kvfleet.plot_sweep(out, x="workload.arrival.rate_per_s", y="time_to_first_token_p99_s",
+                             series="pools[0].engine.max_num_seqs", slo=1.0)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "time_to_first_token_p99_s (s)"
+    assert "mean of 2 replicates, their range shaded" in ax.get_title()
+    assert len(ax.get_lines()) == 3  # two series and the SLO
+    fig.savefig(tmp_path / "s.png")
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(kvfleet.InputError, match="not a column"):
+        kvfleet.plot_sweep(out, x="nope", y="time_to_first_token_p99_s")
+    r = kvfleet.run(DEFAULT, set={"workload.num_requests": 200, "pools[0].replicas": 6})
+    fig = kvfleet.plot_run(r, top=2)
+    assert "the 2 busiest of 6 replicas" in fig.axes[2].get_title()
+    fig.savefig(tmp_path / "r.png")
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_console_script_runs_the_cli(capfd):
+    """`kvfleet` after a pip install is kvfleet._cli.main, which runs the bundled program."""
+    p = subprocess.run([sys.executable, "-m", "kvfleet._cli", "presets"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert "Llama-3-8B" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "kvfleet._cli", "run", "--set", "nope=1"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "nope" in p.stderr
