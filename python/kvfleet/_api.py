@@ -11,7 +11,10 @@ import dataclasses
 import json
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+import re
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -378,8 +381,23 @@ def _points_frame(points: pd.DataFrame, metric_names: Sequence[str]) -> pd.DataF
     return points
 
 
+def _sweep_file(base: Any) -> Optional[Tuple[str, str, str]]:
+    """(text, name, folder) when `base` is a sweep file (a path whose YAML has axes: or sample:
+    at the top) or a sweep as a dict; None for a scenario."""
+    if isinstance(base, Mapping) and ("axes" in base or "sample" in base):
+        return json.dumps(base), "<kvfleet.sweep>", os.getcwd()
+    if isinstance(base, (str, os.PathLike)) and "\n" not in os.fspath(base):
+        p = os.fspath(base)
+        if os.path.isfile(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                text = f.read(16 << 20)
+            if re.search(r"^(axes|sample)\s*:", text, re.M):
+                return text, p, os.path.dirname(os.path.abspath(p))
+    return None
+
+
 def sweep(
-    base: ScenarioLike = None,
+    base: Any = None,
     axes: Union[Mapping[str, Any], Sequence[Tuple[str, Any]], None] = None,
     set: SetsLike = None,
     replicates: int = 1,
@@ -387,11 +405,16 @@ def sweep(
     metrics: Optional[Sequence[str]] = None,
     threads: int = 0,
     curves: bool = False,
+    out: Union[str, "os.PathLike[str]", None] = None,
+    resume: bool = False,
+    progress: Union[bool, Callable[[int, int], Any]] = False,
 ) -> Union[pd.DataFrame, Tuple[pd.DataFrame, pd.DataFrame]]:
     """Runs a grid of scenario variations on all cores and returns one row per point.
 
     Args:
-        base: the scenario every point starts from (path, YAML text, dict or None).
+        base: the scenario every point starts from (path, YAML text, dict or None), or a sweep
+            file (a path to the YAML ``kvfleet sweep`` takes, ``sample:`` included) or a sweep as
+            a dict; then axes, set, replicates, seed and metrics come from it.
         axes: {key: [values]} (the grid is their product, first axis slowest), or
             {label: {case_name: {key: value, ...}}} for named cases.
         set: overrides applied to every point.
@@ -400,31 +423,68 @@ def sweep(
         metrics: /summary metrics to keep (default: all).
         threads: threads to use (0: all cores).
         curves: also return the latency percentiles 1..99 of every point.
+        out: also write the results file ``kvfleet sweep --out`` writes (the same bytes), with a
+            checkpoint every 10 s; Ctrl-C writes the points finished so far before
+            KeyboardInterrupt.
+        resume: with out, skip the points the file already holds (as ``--resume``).
+        progress: True prints points done on stderr; a callable gets (done, to_do).
 
     Returns:
         The points DataFrame (point, replicate, seed, one column per axis, status, error,
-        wall_s, metrics), or (points, curves) when curves is true. A failed point says why in
-        ``error``; its metrics are missing.
+        wall_s when out is not given, metrics), or (points, curves) when curves is true. A failed
+        point says why in ``error``; its metrics are missing. ``points.attrs["axes"]`` names the
+        axis columns, ``points.attrs["metrics"]`` the metric columns.
     """
-    if not axes:
-        raise _input_error("", "axes", "give at least one {key: [values]}")
-    spec: Dict[str, Any] = {"axes": _axes(axes),
-                            "replicates": _count("replicates", replicates, 1, 1_000_000),
-                            "curves": bool(curves)}
-    path, text, name, base_dir = _source(base)
-    if path:
-        spec["base"] = os.path.abspath(path)
-    if set is not None:
-        spec["set"] = _sets(set)
-    if seed is not None:
-        spec["seed"] = int(seed)
-    if metrics is not None:
-        spec["metrics"] = list(metrics)
-    d = _core.sweep(json.dumps(spec), "<kvfleet.sweep>", os.getcwd(), text, name,
-                    _count("threads", threads, 0, 4096))
+    file = _sweep_file(base)
+    if file is not None:
+        for name, given in (("axes", axes), ("set", set), ("seed", seed), ("metrics", metrics)):
+            if given is not None:
+                raise _input_error("", name, "comes from the sweep file: give one or the other")
+        if replicates != 1:
+            raise _input_error("", "replicates", "comes from the sweep file: give one or the other")
+        yaml_text, sweep_name, sweep_dir = file
+        text, name = "", ""
+    else:
+        if not axes:
+            raise _input_error("", "axes", "give at least one {key: [values]}")
+        spec: Dict[str, Any] = {"axes": _axes(axes),
+                                "replicates": _count("replicates", replicates, 1, 1_000_000),
+                                "curves": bool(curves)}
+        path, text, name, _ = _source(base)
+        if path:
+            spec["base"] = os.path.abspath(path)
+        if set is not None:
+            spec["set"] = _sets(set)
+        if seed is not None:
+            spec["seed"] = _count("seed", seed, 0, 2**53)
+        if metrics is not None:
+            spec["metrics"] = list(metrics)
+        yaml_text, sweep_name, sweep_dir = json.dumps(spec), "<kvfleet.sweep>", os.getcwd()
+    if resume and out is None:
+        raise _input_error("", "resume", "needs out=: the results file to resume")
+    report: Any = None
+    if progress is True:
+        last = [0.0]
+
+        def report(done: int, to_do: int) -> None:
+            now = time.monotonic()
+            if done < to_do and now - last[0] < 1.0:
+                return
+            last[0] = now
+            sys.stderr.write(f"\rkvfleet.sweep: {done}/{to_do} points" +
+                             ("\n" if done >= to_do else ""))
+            sys.stderr.flush()
+    elif callable(progress):
+        report = progress
+    elif progress is not False:
+        raise TypeError("progress must be True, False or a callable(done, to_do)")
+    d = _core.sweep(yaml_text, sweep_name, sweep_dir, text, name,
+                    _count("threads", threads, 0, 4096), os.fspath(out) if out else "",
+                    bool(resume), report)
     points = _points_frame(_frame(d["points"]), d["metrics"])
     points.attrs["scenario"] = d["scenario"]
     points.attrs["axes"] = list(d["axes"])
+    points.attrs["metrics"] = list(d["metrics"])
     if curves:
         return points, _frame(d["curves"])
     return points
@@ -455,6 +515,10 @@ def load_sweep(path: Union[str, "os.PathLike[str]"], curves: bool = False):
             points = _points_frame(points, metric_names)
         except _READ_ERRORS as e:
             raise _input_error(p, "points", f"cannot be read ({type(e).__name__}: {e})") from None
+        # The axis columns lie between seed and status (docs/outputs.md, /points).
+        if "seed" in cols and "status" in cols:
+            points.attrs["axes"] = cols[cols.index("seed") + 1:cols.index("status")]
+        points.attrs["metrics"] = list(metric_names)
         points.attrs["scenario"] = _h5_text(f, "scenario", p) or ""
         if curves:
             if "curves" not in f:

@@ -13,12 +13,15 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/core/cancel.h"
 #include "sim/core/error.h"
+#include "sim/io/output_set.h"
 #include "sim/io/table.h"
 #include "sim/metrics/summary.h"
 #include "sim/output/report.h"
@@ -168,23 +171,62 @@ py::dict run(const std::string& path, const std::string& text, const std::string
   return d;
 }
 
+// A sweep, in memory or (out given) into a results file like `kvfleet sweep --out`: checkpoints
+// every 10 s, `resume` skips the points the file holds (io: the file's lock is held), and Ctrl-C
+// writes the points finished so far before KeyboardInterrupt is raised. `progress` (None or a
+// callable) is called with (points done, points to do) about every half second.
 py::dict sweep(const std::string& yaml, const std::string& name, const std::string& base_dir,
-               const std::string& base_text, const std::string& base_name, int threads) {
+               const std::string& base_text, const std::string& base_name, int threads,
+               const std::string& out, bool resume, py::object progress) {
   SweepSpec spec = load_sweep_text(yaml, name, base_dir);
   if (!base_text.empty()) {
     spec.base_source = source("", base_text, base_name, base_dir);
   }
+  std::optional<OutputLock> lock;
+  SweepResults previous;
+  bool have_previous = false;
+  if (!out.empty()) {
+    check_output_file("out", out);
+    lock.emplace("out", out);
+    if (resume && std::filesystem::exists(out)) {
+      previous = read_sweep_h5(out);
+      have_previous = true;
+    }
+  } else if (resume) {
+    throw InputError("resume", "", "needs out=: the results file to resume");
+  }
   const bool poll = on_main_thread();
+  const bool report = !progress.is_none();
   SweepResults results = without_gil([&] {
     validate_sweep(spec);
-    SweepResults r = prepare_sweep(spec);
-    r.record_wall_time = true;  // a DataFrame in memory, not a file to compare byte for byte
+    SweepResults r = prepare_sweep(spec, have_previous ? &previous : nullptr);
+    // A DataFrame in memory keeps wall times; a file is byte-identical to the CLI's.
+    r.record_wall_time = out.empty();
     SweepOptions opt;
     opt.threads = threads;
     opt.report_every_s = 0.1;
-    if (poll)
-      opt.on_progress = [](const SweepResults&, std::size_t, std::size_t) { poll_signals(); };
-    run_sweep(spec, r, opt);
+    if (poll || report)
+      opt.on_progress = [&](const SweepResults&, std::size_t done, std::size_t to_do) {
+        if (poll) poll_signals();
+        if (report) {
+          py::gil_scoped_acquire gil;
+          try {
+            progress(done, to_do);
+          } catch (py::error_already_set& e) {
+            e.restore();  // the callback's exception, set again for Python
+            throw Interrupted{};
+          }
+        }
+      };
+    if (!out.empty())
+      opt.on_checkpoint = [&](const SweepResults& now) { write_sweep_h5(out, now); };
+    try {
+      run_sweep(spec, r, opt);
+    } catch (const Interrupted&) {
+      if (!out.empty()) write_sweep_h5(out, r);  // the finished points, for resume=True
+      throw;
+    }
+    if (!out.empty()) write_sweep_h5(out, r);
     return r;
   });
   py::dict d;
@@ -281,7 +323,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("run", &run, py::arg("path"), py::arg("text"), py::arg("name"), py::arg("base_dir"),
         py::arg("sets"));
   m.def("sweep", &sweep, py::arg("yaml"), py::arg("name"), py::arg("base_dir"),
-        py::arg("base_text"), py::arg("base_name"), py::arg("threads"));
+        py::arg("base_text"), py::arg("base_name"), py::arg("threads"), py::arg("out") = "",
+        py::arg("resume") = false, py::arg("progress") = py::none());
   m.def("capacity", &capacity, py::arg("path"), py::arg("text"), py::arg("name"),
         py::arg("base_dir"), py::arg("slo"), py::arg("load"), py::arg("key"), py::arg("replicates"),
         py::arg("tolerance"), py::arg("threads"), py::arg("sets"), py::arg("step_sensitivity"));

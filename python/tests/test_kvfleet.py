@@ -446,3 +446,46 @@ def test_the_console_script_runs_the_cli(capfd):
     p = subprocess.run([sys.executable, "-m", "kvfleet._cli", "run", "--set", "nope=1"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "nope" in p.stderr
+
+
+def test_sweep_takes_a_sweep_file_writes_the_cli_file_and_resumes(tmp_path):
+    """kvfleet.sweep(file, out=...) writes the bytes `kvfleet sweep --out` writes; progress is
+    reported; an interrupt keeps the finished points in the file; resume=True completes it."""
+    sweep_file = tmp_path / "s.yaml"
+    sweep_file.write_text(
+        f"base: {DEFAULT}\nset: [workload.num_requests=60000]\n"
+        "axes:\n  - {key: workload.arrival.rate_per_s, values: [10, 20, 30, 40]}\n"
+        "replicates: 2\nmetrics: [time_to_first_token_p99_s, ok]\n")
+    cli_out = tmp_path / "cli.h5"
+    cli("sweep", str(sweep_file), "--quiet", "--out", str(cli_out))
+    seen = []
+    out = tmp_path / "py.h5"
+    df = kvfleet.sweep(sweep_file, out=out, threads=1,
+                       progress=lambda done, to_do: seen.append((done, to_do)))
+    assert seen and seen[-1] == (8, 8)
+    assert df.attrs["axes"] == ["workload.arrival.rate_per_s"]
+    assert df.attrs["metrics"] == ["time_to_first_token_p99_s", "ok"]
+    loaded = kvfleet.load_sweep(out)
+    assert loaded.attrs["axes"] == ["workload.arrival.rate_per_s"]
+    pd.testing.assert_frame_equal(loaded, kvfleet.load_sweep(cli_out))
+
+    # Interrupted after the first report: KeyboardInterrupt, and the points done are in the file.
+    part = tmp_path / "part.h5"
+
+    def stop(done, to_do):
+        if done >= 1:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        kvfleet.sweep(sweep_file, out=part, threads=1, progress=stop)
+    kept = kvfleet.load_sweep(part)
+    assert 1 <= len(kept) < 8
+    calls = []
+    done = kvfleet.sweep(sweep_file, out=part, resume=True, threads=1,
+                         progress=lambda d, t: calls.append(t))
+    assert calls[-1] == 8 - len(kept)  # only the missing points ran
+    pd.testing.assert_frame_equal(kvfleet.load_sweep(part), kvfleet.load_sweep(cli_out))
+    assert len(done) == 8
+    with pytest.raises(kvfleet.InputError, match="resume"):
+        kvfleet.sweep(sweep_file, resume=True)
+    with pytest.raises(kvfleet.InputError, match="axes"):
+        kvfleet.sweep(sweep_file, axes={"workload.arrival.rate_per_s": [1]})
