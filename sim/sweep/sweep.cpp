@@ -668,6 +668,38 @@ const char* kCurveNames[3] = {"ttft", "tpot", "e2e"};
 
 namespace {
 
+// What the scenario's declarations say of an axis key (pools[0].engine.max_num_seqs is declared
+// as pools[].engine.max_num_seqs): its unit, and whether it is an integer. A key declared in
+// several implementations' sections with different units has none.
+struct AxisDeclaration {
+  std::string unit;
+  bool integer = false;
+  bool found = false;
+};
+AxisDeclaration axis_declaration(const std::string& key) {
+  std::string generic;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    generic += key[i];
+    if (key[i] == '[')
+      while (i + 1 < key.size() && key[i + 1] != ']') ++i;
+  }
+  static const std::vector<config::Documenter::Row> rows = scenario_parameters();
+  AxisDeclaration d;
+  bool first = true;
+  for (const auto& row : rows) {
+    if (row.key != generic) continue;
+    const bool integer = row.type.rfind("integer", 0) == 0;
+    if (first) {
+      d = {row.unit, integer, true};
+      first = false;
+    } else {
+      if (row.unit != d.unit) d.unit.clear();
+      d.integer = d.integer && integer;
+    }
+  }
+  return d;
+}
+
 std::vector<std::size_t> done_rows(const SweepResults& r) {
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < r.points.size(); ++i)
@@ -685,10 +717,22 @@ Table sweep_points_table(const SweepResults& r) {
   auto& rep = t.i64("replicate", "", "replicate, from 0");
   auto& seed = t.i64("seed", "", "the point's scenario seed");
   for (std::size_t k = 0; k < r.axis_keys.size(); ++k) {
-    bool numeric = true;
-    for (std::size_t i : rows) numeric = numeric && is_number(r.axis_values[i][k]);
-    if (numeric) {
-      auto& c = t.f64(r.axis_keys[k], "", "axis: the value of this scenario key");
+    bool numeric = true, whole = true;
+    for (std::size_t i : rows) {
+      numeric = numeric && is_number(r.axis_values[i][k]);
+      if (numeric) {
+        const double v = std::strtod(r.axis_values[i][k].c_str(), nullptr);
+        whole = whole && std::nearbyint(v) == v && std::fabs(v) < 9.0e15;
+      }
+    }
+    // The key's unit from its declaration; an integer key's values stay integers.
+    const AxisDeclaration decl = axis_declaration(r.axis_keys[k]);
+    if (numeric && decl.integer && whole) {
+      auto& c = t.i64(r.axis_keys[k], decl.unit, "axis: the value of this scenario key");
+      for (std::size_t i : rows)
+        c.push_back(static_cast<std::int64_t>(std::strtod(r.axis_values[i][k].c_str(), nullptr)));
+    } else if (numeric) {
+      auto& c = t.f64(r.axis_keys[k], decl.unit, "axis: the value of this scenario key");
       for (std::size_t i : rows) c.push_back(std::strtod(r.axis_values[i][k].c_str(), nullptr));
     } else {
       auto& c = t.str(r.axis_keys[k], "", "axis: the value (or case) of this key");
@@ -787,6 +831,13 @@ std::vector<TableDoc> sweep_table_docs() {
       c.desc =
           "one column per metric kept (the sweep file's metrics:, all of /summary when "
           "omitted), with its unit and meaning in /summary";
+    }
+    if (c.name == "<axis key>") {
+      c.type = "number, integer or text";
+      c.desc =
+          "one column per axis: the value of this scenario key, with the unit its declaration "
+          "gives (docs/scenarios.md); an integer key's values as integers, a case axis's "
+          "names as text";
     }
   }
   return d;
