@@ -4,6 +4,7 @@
 #include "sim/sweep/sweep.h"
 
 #include "sim/sweep/capacity.h"
+#include "sim/sweep/sizing.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <fstream>
 
 #include "sim/core/error.h"
+#include "sim/metrics/summary.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/point_runner.h"
 #include "sim/testing/run.h"
@@ -315,6 +317,65 @@ TEST(Capacity, ARejectRateTargetLowersTheCapacityOfAScenarioThatRefusesTurns) {
   const CapacityResult strict = find_capacity(path, parse_slo("e2e_p99=60s,reject_rate=0%"), o);
   EXPECT_GT(latency.mean, 0);
   EXPECT_LT(strict.mean, latency.mean);
+}
+
+// Sizing: the replicas found hold the SLO at the target load with every seed, and one fewer
+// misses it with the seed that needed the most; the cost follows from the GPUs and the price.
+TEST(Sizing, TheFewestReplicasThatHoldTheSloAtTheTarget) {
+  SizingOptions o;
+  o.target = 100;  // requests/s: about twice one H100's capacity in the default scenario
+  o.replicates = 2;
+  o.price_per_hour = 2.5;
+  o.sets = {"workload.num_requests=3000"};
+  const auto slo = parse_slo("ttft_p99=2s,tpot_p99=100ms");
+  ScenarioSource src;  // the built-in default
+  const SizingResult z = find_replicas(src, slo, o);
+  ASSERT_TRUE(z.not_met.empty()) << z.not_met;
+  ASSERT_GE(z.replicas, 2);
+  EXPECT_EQ(z.gpus, z.replicas);
+  EXPECT_DOUBLE_EQ(z.cost_per_month, z.replicas * 2.5 * 730);
+  EXPECT_GT(z.usd_per_million_output_tokens, 0);
+  EXPECT_NE(z.limited_by.find("with " + std::to_string(z.replicas - 1) + " replicas"),
+            std::string::npos)
+      << z.limited_by;
+  bool fewer_fails = false;
+  for (std::size_t r = 0; r < z.seeds.size(); ++r) {
+    auto sets = o.sets;
+    sets.push_back("workload.arrival.rate_per_s=100");
+    sets.push_back("seed=" + std::to_string(z.seeds[r]));
+    auto at = [&](int n) {
+      auto s2 = sets;
+      s2.push_back("pools[0].replicas=" + std::to_string(n));
+      return check_slo(src, s2, slo).ok;
+    };
+    EXPECT_TRUE(at(z.replicas)) << "seed " << z.seeds[r];
+    EXPECT_EQ(at(z.per_seed[r]), true);
+    EXPECT_FALSE(at(z.per_seed[r] - 1)) << "seed " << z.seeds[r];
+    fewer_fails = fewer_fails || !at(z.replicas - 1);
+  }
+  EXPECT_TRUE(fewer_fails);
+  // A target the pool cannot meet within the maximum says so.
+  o.max_replicas = 1;
+  const SizingResult none = find_replicas(src, slo, o);
+  EXPECT_EQ(none.replicas, 0);
+  EXPECT_NE(none.not_met.find("ttft_p99 measured"), std::string::npos) << none.not_met;
+}
+
+// timeout_rate counts the requests the client gave up on (client.timeout_s): a latency-only
+// capacity ignores them.
+TEST(Capacity, ATimeoutRateTargetCountsTheRequestsTheClientGaveUpOn) {
+  const auto slo = parse_slo("timeout_rate=1%");
+  ASSERT_EQ(slo.size(), 1u);
+  EXPECT_EQ(slo[0].describe(), "timeout_rate <= 1%");
+  Summary s;
+  s.requests = 100;
+  s.ok = 95;
+  s.timed_out = 5;
+  EXPECT_FALSE(slo[0].holds(s));
+  EXPECT_EQ(slo[0].measured(s), "5%");
+  s.timed_out = 1;
+  EXPECT_TRUE(slo[0].holds(s));
+  EXPECT_THROW(parse_slo("timeout_rate=100%"), InputError);
 }
 
 // An SLO that fails even unloaded: capacity 0 with the reason (which target, what it measured),

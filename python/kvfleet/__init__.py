@@ -21,6 +21,7 @@ from ._api import (
     CapacityResult,
     InputError,
     Result,
+    SizingResult,
     capacity,
     load,
     load_sweep,
@@ -28,6 +29,7 @@ from ._api import (
     outputs,
     parameters,
     run,
+    size,
     sweep,
 )
 
@@ -37,6 +39,7 @@ __all__ = [
     "CapacityResult",
     "InputError",
     "Result",
+    "SizingResult",
     "capacity",
     "load",
     "load_sweep",
@@ -46,6 +49,7 @@ __all__ = [
     "plot_run",
     "plot_sweep",
     "run",
+    "size",
     "sweep",
 ]
 __version__ = "0.1.0"

@@ -617,6 +617,79 @@ def capacity(
                           not_met=d.get("not_met", ""))
 
 
+@dataclasses.dataclass
+class SizingResult:
+    """How many replicas of a pool serve a target load within an SLO (:func:`size`).
+
+    Attributes:
+        pool, key, target: the pool sized, the scenario key of the load and its value.
+        replicas: the answer, the most any seed needed; per_seed, seeds: each seed's count.
+        gpus_per_replica, gpus: GPUs of one replica, and of the answer.
+        requests_per_s, output_tokens_per_s, duration_s: what that fleet served over the run.
+        price_per_hour (per GPU), cost_per_hour, cost_per_month (730 h),
+            usd_per_million_output_tokens: 0 without a price.
+        limited_by: what fewer replicas miss. not_met: set when no count up to the maximum held.
+        runs: simulations run. expected_error: the cost model's expected error, in words.
+    """
+
+    pool: str
+    key: str
+    target: float
+    replicas: int
+    per_seed: List[int]
+    seeds: List[int]
+    gpus_per_replica: int
+    gpus: int
+    requests_per_s: float
+    output_tokens_per_s: float
+    duration_s: float
+    price_per_hour: float
+    cost_per_hour: float
+    cost_per_month: float
+    usd_per_million_output_tokens: float
+    limited_by: str
+    not_met: str
+    runs: int
+    slo: List[str]
+    expected_error: str
+
+    def __str__(self) -> str:
+        if self.not_met:
+            return f"{self.pool}: the SLO holds at no replica count tried: {self.not_met}"
+        cost = (f", ${self.cost_per_month:,.0f}/month, ${self.usd_per_million_output_tokens:.3f}"
+                f" per million output tokens" if self.price_per_hour > 0 else "")
+        return (f"{self.pool}: {self.replicas} replicas ({self.gpus} GPUs) for {self.key} = "
+                f"{self.target:g}{cost}; expected error {self.expected_error}")
+
+
+def size(
+    scenario: ScenarioLike = None,
+    slo: str = "ttft_p99=2s",
+    target: float = 0.0,
+    load: str = "arrival_rate",
+    key: Optional[str] = None,
+    pool: Optional[str] = None,
+    price_per_hour: Optional[float] = None,
+    max_replicas: int = 1024,
+    replicates: int = 3,
+    threads: int = 0,
+    set: SetsLike = None,
+) -> SizingResult:
+    """How many replicas (and GPUs) of a pool serve `target` within the SLO, and what they
+    cost, as ``kvfleet size`` finds it (the same search: the fewest replicas at which every
+    target holds with every seed, each count a full simulation of the fleet)."""
+    path, text, name, base_dir = _source(scenario)
+    d = _core.size(path, text, name, base_dir, slo,
+                   _fraction("target", target, 1e-12, 1e12), load, key or "", pool or "",
+                   -1.0 if price_per_hour is None else _fraction("price_per_hour", price_per_hour,
+                                                                  0.0, 1e6),
+                   _count("max_replicas", max_replicas, 1, 100000),
+                   _count("replicates", replicates, 1, 1000),
+                   _count("threads", threads, 0, 4096), _sets(set))
+    return SizingResult(**{k: (list(v) if isinstance(v, (list, tuple)) else v)
+                           for k, v in d.items()})
+
+
 def metrics() -> pd.DataFrame:
     """Every /summary metric: its one name (files, sweeps, --slo, --y), unit, type (integer for
     counts), description and the short aliases accepted for it (ttft_p99)."""

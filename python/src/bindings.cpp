@@ -29,6 +29,7 @@
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/capacity.h"
+#include "sim/sweep/sizing.h"
 #include "sim/sweep/sweep.h"
 
 namespace py = pybind11;
@@ -286,6 +287,52 @@ py::dict capacity(const std::string& path, const std::string& text, const std::s
   return d;
 }
 
+// The replicas a pool needs for a target load within the SLO (sweep/sizing.h), as kvfleet size.
+py::dict size(const std::string& path, const std::string& text, const std::string& name,
+              const std::string& base_dir, const std::string& slo_text, double target,
+              const std::string& load, const std::string& key, const std::string& pool,
+              double price_per_hour, int max_replicas, int replicates, int threads,
+              const std::vector<std::string>& sets) {
+  const std::vector<Slo> slo = parse_slo(slo_text);
+  SizingOptions opt;
+  opt.target = target;
+  opt.load = load;
+  opt.key = key;
+  opt.pool = pool;
+  opt.price_per_hour = price_per_hour;
+  opt.max_replicas = max_replicas;
+  opt.replicates = replicates;
+  opt.threads = threads;
+  opt.sets = sets;
+  if (on_main_thread()) opt.poll = [] { poll_signals(); };
+  const SizingResult z =
+      without_gil([&] { return find_replicas(source(path, text, name, base_dir), slo, opt); });
+  py::dict d;
+  d["pool"] = z.pool;
+  d["key"] = z.load_key;
+  d["target"] = z.target;
+  d["seeds"] = z.seeds;
+  d["per_seed"] = z.per_seed;
+  d["replicas"] = z.replicas;
+  d["gpus_per_replica"] = z.gpus_per_replica;
+  d["gpus"] = z.gpus;
+  d["requests_per_s"] = z.requests_per_s;
+  d["output_tokens_per_s"] = z.output_tokens_per_s;
+  d["duration_s"] = z.duration_s;
+  d["price_per_hour"] = z.price_per_hour;
+  d["cost_per_hour"] = z.cost_per_hour;
+  d["cost_per_month"] = z.cost_per_month;
+  d["usd_per_million_output_tokens"] = z.usd_per_million_output_tokens;
+  d["limited_by"] = z.limited_by;
+  d["not_met"] = z.not_met;
+  d["runs"] = z.runs;
+  d["expected_error"] = z.expected.describe();
+  std::vector<std::string> described;
+  for (const auto& s : slo) described.push_back(s.describe());
+  d["slo"] = described;
+  return d;
+}
+
 // The scenario's parameters as declared: (key, type, unit, default, description).
 py::list parameters() {
   py::list out;
@@ -328,6 +375,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("capacity", &capacity, py::arg("path"), py::arg("text"), py::arg("name"),
         py::arg("base_dir"), py::arg("slo"), py::arg("load"), py::arg("key"), py::arg("replicates"),
         py::arg("tolerance"), py::arg("threads"), py::arg("sets"), py::arg("step_sensitivity"));
+  m.def("size", &size, py::arg("path"), py::arg("text"), py::arg("name"), py::arg("base_dir"),
+        py::arg("slo"), py::arg("target"), py::arg("load"), py::arg("key"), py::arg("pool"),
+        py::arg("price_per_hour"), py::arg("max_replicas"), py::arg("replicates"),
+        py::arg("threads"), py::arg("sets"));
   m.def("parameters", &parameters);
   m.def("metrics", &metrics);
   m.def("run_tables", [] { return docs_to_py(run_table_docs()); });

@@ -489,3 +489,17 @@ def test_sweep_takes_a_sweep_file_writes_the_cli_file_and_resumes(tmp_path):
         kvfleet.sweep(sweep_file, resume=True)
     with pytest.raises(kvfleet.InputError, match="axes"):
         kvfleet.sweep(sweep_file, axes={"workload.arrival.rate_per_s": [1]})
+
+
+def test_size_equals_the_cli():
+    """kvfleet.size and `kvfleet size` are one search: the same replicas, runs and cost."""
+    args = dict(slo="ttft_p99=2s,tpot_p99=100ms", target=100, price_per_hour=2.5, replicates=2)
+    z = kvfleet.size(DEFAULT, set={"workload.num_requests": 3000}, **args)
+    out = cli("size", DEFAULT, "--slo", args["slo"], "--target", "100", "--price-per-hour", "2.5",
+              "--replicates", "2", "--set", "workload.num_requests=3000").stdout
+    assert f"replicas needed: {z.replicas} ({z.gpus} GPUs" in out, out
+    assert f"{z.runs} runs" in out
+    assert f"${z.cost_per_month:.0f} per month" in out
+    assert z.limited_by and z.usd_per_million_output_tokens > 0
+    with pytest.raises(kvfleet.InputError, match="pool"):
+        kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10, pool="nope")

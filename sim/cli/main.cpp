@@ -47,6 +47,7 @@
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/capacity.h"
+#include "sim/sweep/sizing.h"
 #include "sim/sweep/sweep.h"
 
 namespace po = boost::program_options;
@@ -63,6 +64,8 @@ constexpr const char* kUsage =
     "  sweep SWEEP.yaml run a sweep of scenarios on all cores (MPI: mpirun -n N kvfleet sweep)\n"
     "  merge OUT PARTS  join the result files of sweep shards (--shard k/N)\n"
     "  capacity [SCEN]  the highest load at which a latency SLO holds, with a 95% interval\n"
+    "  size [SCEN]      how many replicas and GPUs serve a target load within an SLO, at what "
+    "cost\n"
     "  model-from-hf CONFIG  a Hugging Face config.json as a scenario's models: entry\n"
     "  plot RESULTS.h5  a sweep's metric against an axis as PNG or SVG (--x, --y, --series)\n"
     "  replay RUN       replay a measured vLLM run, inference-perf folder or vllm bench\n"
@@ -774,6 +777,86 @@ int cmd_capacity(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_size(const std::vector<std::string>& args) {
+  po::options_description opts("Options of 'kvfleet size [SCENARIO]'");
+  opts.add_options()("help,h", "show this help")(
+      "slo", po::value<std::string>(),
+      "targets: latencies (ttft_p99=2s,tpot_p99=50ms) and shares of the requests "
+      "(timeout_rate=1%, reject_rate=1%, goodput=99%) (required)")(
+      "target", po::value<double>(), "the load to serve, in the units of --metric (required)")(
+      "metric", po::value<std::string>()->default_value("arrival_rate"),
+      "what --target is: arrival_rate (requests/s) or users")(
+      "key", po::value<std::string>(), "the scenario key --target sets instead")(
+      "pool", po::value<std::string>(), "the pool whose replicas are counted (default: the first)")(
+      "price-per-hour", po::value<double>(),
+      "price of one GPU per hour (default: the pool's price_per_hour)")(
+      "max-replicas", po::value<int>()->default_value(1024), "search no further than this")(
+      "replicates", po::value<int>()->default_value(3),
+      "seeds; the answer is the most replicas any of them needed")(
+      "threads,j", po::value<int>()->default_value(0),
+      "threads (0: every core this process may use)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
+  const po::variables_map vm = parse_command(args, opts, "scenario", "size");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet size [SCENARIO] --target 2000 --metric users "
+                 "--slo ttft_p99=2s,tpot_p99=50ms,timeout_rate=1%\n\n"
+                 "How many replicas (and GPUs) of a pool serve the target load within the SLO,\n"
+                 "and what they cost: the fewest at which every target holds with every seed,\n"
+                 "each count a full simulation of the fleet (docs/sweeps.md, \"Sizing\").\n\n"
+              << opts;
+    return 0;
+  }
+  if (!vm.count("slo")) throw UsageError("kvfleet size: --slo is required");
+  if (!vm.count("target")) throw UsageError("kvfleet size: --target is required");
+  const auto slo = parse_slo(vm["slo"].as<std::string>());
+  SizingOptions opt;
+  opt.target = vm["target"].as<double>();
+  opt.load = vm["metric"].as<std::string>();
+  if (vm.count("key")) opt.key = vm["key"].as<std::string>();
+  if (vm.count("pool")) opt.pool = vm["pool"].as<std::string>();
+  if (vm.count("price-per-hour")) {
+    opt.price_per_hour = vm["price-per-hour"].as<double>();
+    if (!(opt.price_per_hour >= 0) || opt.price_per_hour > 1e6)
+      throw InputError("--price-per-hour", "", "must be from 0 to 1e6 ($ per GPU-hour)");
+  }
+  opt.max_replicas = vm["max-replicas"].as<int>();
+  opt.replicates = vm["replicates"].as<int>();
+  opt.threads = vm["threads"].as<int>();
+  if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0");
+  if (vm.count("set")) opt.sets = vm["set"].as<std::vector<std::string>>();
+  ScenarioSource source;
+  source.path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
+  const SizingResult z = find_replicas(source, slo, opt);
+  std::string targets;
+  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
+  std::printf("Sizing of pool %s in %s for %s = %s under %s\n", z.pool.c_str(),
+              source.path.empty() ? "<built-in default.yaml>" : source.path.c_str(),
+              z.load_key.c_str(), config::format_double(z.target).c_str(), targets.c_str());
+  if (!z.not_met.empty()) {
+    std::printf("  The SLO holds at no replica count tried: %s\n", z.not_met.c_str());
+    return 0;
+  }
+  std::printf("  replicas needed: %d (%d GPUs, %d per replica); %d runs\n", z.replicas, z.gpus,
+              z.gpus_per_replica, z.runs);
+  for (std::size_t i = 0; i < z.per_seed.size(); ++i)
+    std::printf("  seed %lld: %d\n", static_cast<long long>(z.seeds[i]), z.per_seed[i]);
+  std::printf(
+      "  served over the run (%.4g s, drain included): %.4g requests/s, %.4g output "
+      "tokens/s\n",
+      z.duration_s, z.requests_per_s, z.output_tokens_per_s);
+  if (z.price_per_hour > 0)
+    std::printf(
+        "  cost: $%.2f per hour, $%.0f per month (730 h), $%.3f per million output "
+        "tokens (the fleet's cost over the run / the tokens it generated), at $%.2f per "
+        "GPU-hour\n",
+        z.cost_per_hour, z.cost_per_month, z.usd_per_million_output_tokens, z.price_per_hour);
+  else
+    std::printf("  cost: no price (give --price-per-hour or pools[].price_per_hour)\n");
+  if (!z.limited_by.empty()) std::printf("  what fewer replicas miss: %s\n", z.limited_by.c_str());
+  std::printf("  cost model's expected error: %s\n", z.expected.describe().c_str());
+  return 0;
+}
+
 // `kvfleet plot` is kvfleet-plot (gui/, built with Qt6 Charts), found beside this program: the
 // simulator core stays free of Qt.
 int cmd_plot(char** argv) {
@@ -899,6 +982,7 @@ int run_command(const std::string& cmd, std::vector<std::string>& args, int& arg
   }
   if (cmd == "merge") return cmd_merge(args);
   if (cmd == "capacity") return cmd_capacity(args);
+  if (cmd == "size") return cmd_size(args);
   if (cmd == "model-from-hf") return cmd_model_from_hf(args);
   if (cmd == "replay") return cmd_replay(args);
   if (cmd == "plot") return cmd_plot(argv);

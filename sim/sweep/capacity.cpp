@@ -27,6 +27,10 @@ std::string Slo::measured(const Summary& s) const {
       std::snprintf(buf, sizeof buf, "%.3g%%",
                     100 * (offered > 0 ? static_cast<double>(s.rejected) / offered : 0.0));
       return buf;
+    case Kind::kTimeoutRate:
+      std::snprintf(buf, sizeof buf, "%.3g%%",
+                    100 * (offered > 0 ? static_cast<double>(s.timed_out) / offered : 0.0));
+      return buf;
     case Kind::kGoodput:
       std::snprintf(buf, sizeof buf, "%.3g%%",
                     100 * (offered > 0 ? static_cast<double>(s.ok) / offered : 0.0));
@@ -51,6 +55,8 @@ bool Slo::holds(const Summary& s) const {
   switch (kind) {
     case Kind::kRejectRate:
       return (offered > 0 ? static_cast<double>(s.rejected) / offered : 0.0) <= fraction;
+    case Kind::kTimeoutRate:
+      return (offered > 0 ? static_cast<double>(s.timed_out) / offered : 0.0) <= fraction;
     case Kind::kGoodput:
       return offered > 0 && static_cast<double>(s.ok) / offered >= fraction;
     case Kind::kLatency:
@@ -65,6 +71,7 @@ bool Slo::holds(const Summary& s) const {
 std::string Slo::describe() const {
   switch (kind) {
     case Kind::kRejectRate:
+    case Kind::kTimeoutRate:
       return name + " <= " + config::format_double(fraction * 100) + "%";
     case Kind::kGoodput:
       return name + " >= " + config::format_double(fraction * 100) + "%";
@@ -90,8 +97,10 @@ std::vector<Slo> parse_slo(const std::string& text) {
     Slo s;
     s.name = part.substr(0, eq);
     const std::string lim = part.substr(eq + 1);
-    if (s.name == "reject_rate" || s.name == "goodput") {
-      s.kind = s.name == "goodput" ? Slo::Kind::kGoodput : Slo::Kind::kRejectRate;
+    if (s.name == "reject_rate" || s.name == "goodput" || s.name == "timeout_rate") {
+      s.kind = s.name == "goodput"        ? Slo::Kind::kGoodput
+               : s.name == "timeout_rate" ? Slo::Kind::kTimeoutRate
+                                          : Slo::Kind::kRejectRate;
       double v = 0;
       const auto r =
           std::from_chars(lim.data(), lim.data() + lim.size(), v, std::chars_format::fixed);
@@ -115,7 +124,7 @@ std::vector<Slo> parse_slo(const std::string& text) {
     if (std::find(known.begin(), known.end(), metric) == known.end()) {
       throw InputError("--slo", s.name,
                        "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
-                       "or _max, e.g. ttft_p99) or share (reject_rate, goodput)");
+                       "or _max, e.g. ttft_p99) or share (reject_rate, timeout_rate, goodput)");
     }
     s.metric = metric;
     // A decimal number (no hex, inf or nan) and its unit.
@@ -155,6 +164,75 @@ void check_capacity_options(const CapacityOptions& opt) {
     throw InputError("--step-sensitivity", "", "must be between 0 (off) and 0.5 (a fraction)");
 }
 
+std::string load_key(const Scenario& base, const std::string& load, const std::string& key,
+                     double* value) {
+  const YAML::Node resolved = YAML::Load(base.resolved_yaml);
+  const YAML::Node wl = resolved["workload"];
+  std::string k = key.empty() ? "" : config::canonical_key(key, "--key");
+  if (k.empty()) {
+    if (load == "users") {
+      if (!wl["users"]) throw InputError("--metric", "users", "this workload has no users key");
+      k = "workload.users";
+    } else if (load == "arrival_rate") {
+      if (wl["arrival"] && wl["arrival"]["rate_per_s"]) {
+        k = "workload.arrival.rate_per_s";
+      } else if (wl["session_arrival"] && wl["session_arrival"]["rate_per_s"]) {
+        k = "workload.session_arrival.rate_per_s";
+      } else {
+        throw InputError("--metric", "arrival_rate",
+                         "this workload has no arrival rate key (give --key)");
+      }
+    } else {
+      throw InputError("--metric", load, "is not arrival_rate or users");
+    }
+  }
+  // The current value of the key in the resolved scenario (canonical path: a.b[2].c).
+  YAML::Node node = resolved;
+  std::stringstream keys(k);
+  for (std::string part; std::getline(keys, part, '.') && node.IsDefined();) {
+    const auto br = part.find('[');
+    node.reset(node.IsMap() ? node[part.substr(0, br)] : YAML::Node(YAML::NodeType::Undefined));
+    for (auto at = br; at != std::string::npos && node.IsDefined(); at = part.find('[', at + 1)) {
+      const std::size_t idx = std::stoul(part.substr(at + 1));
+      node.reset(node.IsSequence() && idx < node.size() ? node[idx]
+                                                        : YAML::Node(YAML::NodeType::Undefined));
+    }
+  }
+  if (!node.IsDefined() || !node.IsScalar())
+    throw InputError("--key", k, "is not a number in this scenario");
+  double v = 0;
+  const std::string& text = node.Scalar();
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(v))
+    throw InputError("--key", k, "is '" + text + "' in this scenario, not a number");
+  if (value) *value = v;
+  return k;
+}
+
+SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>& sets,
+                   const std::vector<Slo>& slo, const CancelToken* cancel) {
+  SloCheck c;
+  const Scenario sc = source.load(sets);
+  Simulation sim(sc);
+  if (cancel) sim.set_cancel(cancel);
+  const RunResult rr = sim.run();
+  if (rr.cancelled) {
+    c.cancelled = true;
+    return c;
+  }
+  c.summary = std::make_shared<Summary>(summarize(rr));
+  const Summary& s = *c.summary;
+  c.ok = s.ok > 0;
+  for (const auto& q : slo) {
+    if (q.holds(s)) continue;
+    c.ok = false;
+    c.failed += (c.failed.empty() ? "" : "; ") + q.name + " measured " + q.measured(s) +
+                " against " + q.describe();
+  }
+  if (s.ok == 0 && c.failed.empty()) c.failed = "no request completed";
+  return c;
+}
+
 CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
                              const CapacityOptions& opt) {
   check_capacity_options(opt);
@@ -162,44 +240,7 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   const Scenario base = source.load(opt.sets);
   const YAML::Node resolved = YAML::Load(base.resolved_yaml);
   const YAML::Node wl = resolved["workload"];
-  res.key = opt.key.empty() ? "" : config::canonical_key(opt.key, "--key");
-  if (res.key.empty()) {
-    if (opt.load == "users") {
-      if (!wl["users"]) throw InputError("--metric", "users", "this workload has no users key");
-      res.key = "workload.users";
-    } else if (opt.load == "arrival_rate") {
-      if (wl["arrival"] && wl["arrival"]["rate_per_s"]) {
-        res.key = "workload.arrival.rate_per_s";
-      } else if (wl["session_arrival"] && wl["session_arrival"]["rate_per_s"]) {
-        res.key = "workload.session_arrival.rate_per_s";
-      } else {
-        throw InputError("--metric", "arrival_rate",
-                         "this workload has no arrival rate key (give --key)");
-      }
-    } else {
-      throw InputError("--metric", opt.load, "is not arrival_rate or users");
-    }
-  }
-  // The current value of the key in the resolved scenario (canonical path: a.b[2].c).
-  YAML::Node node = resolved;
-  std::stringstream keys(res.key);
-  for (std::string k; std::getline(keys, k, '.') && node.IsDefined();) {
-    const auto br = k.find('[');
-    node.reset(node.IsMap() ? node[k.substr(0, br)] : YAML::Node(YAML::NodeType::Undefined));
-    for (auto at = br; at != std::string::npos && node.IsDefined(); at = k.find('[', at + 1)) {
-      const std::size_t idx = std::stoul(k.substr(at + 1));
-      node.reset(node.IsSequence() && idx < node.size() ? node[idx]
-                                                        : YAML::Node(YAML::NodeType::Undefined));
-    }
-  }
-  if (!node.IsDefined() || !node.IsScalar())
-    throw InputError("--key", res.key, "is not a number in this scenario");
-  {
-    const std::string& text = node.Scalar();
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), res.start);
-    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(res.start))
-      throw InputError("--key", res.key, "is '" + text + "' in this scenario, not a number");
-  }
+  res.key = load_key(base, opt.load, opt.key, &res.start);
   // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
   bool integer = opt.load == "users";
   {
@@ -237,32 +278,19 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     sets.insert(sets.end(), extra.begin(), extra.end());
     sets.push_back(res.key + "=" + config::format_double(x));
     sets.push_back("seed=" + std::to_string(res.seeds[r]));
-    const Scenario sc = source.load(sets);
-    Simulation sim(sc);
-    sim.set_cancel(&stop);
-    const RunResult rr = sim.run();
-    if (rr.cancelled) throw Stopped{};
-    const Summary s = summarize(rr);
-    bool ok = s.ok > 0;
-    std::string failed;
-    for (const auto& q : slo) {
-      if (q.holds(s)) continue;
-      ok = false;
-      failed += (failed.empty() ? "" : "; ") + q.name + " measured " + q.measured(s) + " against " +
-                q.describe();
-    }
-    if (s.ok == 0 && failed.empty()) failed = "no request completed";
+    const SloCheck c = check_slo(source, sets, slo, &stop);
+    if (c.cancelled) throw Stopped{};
     ++runs;
-    if (!ok) {
+    if (!c.ok) {
       std::lock_guard<std::mutex> lock(mu);
       auto& lf = lowest_fail[static_cast<std::size_t>(r)];
-      if (x < lf.first) lf = {x, failed};
+      if (x < lf.first) lf = {x, c.failed};
     }
     if (opt.on_run) {
       std::lock_guard<std::mutex> lock(mu);
-      opt.on_run(res.seeds[r], x, ok);
+      opt.on_run(res.seeds[r], x, c.ok);
     }
-    return ok;
+    return c.ok;
   };
   auto search = [&](int r) {
     auto round = [&](double x) { return integer ? std::max(1.0, std::round(x)) : x; };
@@ -320,13 +348,7 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
     }
     return lo;
   };
-  PointRunnerOptions ro;
-  ro.threads = opt.threads;
-  ro.cancel = &stop;
-  if (opt.poll) {
-    ro.report_every_s = 0.1;
-    ro.on_progress = [&](std::size_t, std::size_t) { opt.poll(); };
-  }
+  const PointRunnerOptions ro = searching_options(opt.threads, &stop, opt.poll);
   // Every seed's capacity under the current `extra` settings.
   auto search_all = [&]() {
     std::vector<double> per_seed(static_cast<std::size_t>(reps), 0.0);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,15 @@
 namespace kvfleet::sim {
 
 struct Summary;
+struct Scenario;
 struct ScenarioSource;
+class CancelToken;
 
 // One target of an SLO: a latency at most limit_s, or a share of the requests that arrived:
 // reject_rate (rejected: by the engine, the gateway, or the application for a context
 // overflow) at most `fraction`, goodput (completed) at least `fraction`.
 struct Slo {
-  enum class Kind { kLatency, kRejectRate, kGoodput };
+  enum class Kind { kLatency, kRejectRate, kGoodput, kTimeoutRate };
   Kind kind = Kind::kLatency;
   std::string name;     // as written: ttft_p99
   std::string metric;   // /summary name: time_to_first_token_p99_s ("" for the shares)
@@ -36,7 +39,8 @@ struct Slo {
 
 // "ttft_p99=2s,tpot_p99=100ms,reject_rate=1%": latencies named ttft, tpot, e2e, queue with
 // _mean, _p50, _p90, _p99, _max (or any /summary name ending in _s) with a unit s, ms or us;
-// reject_rate and goodput with a percentage (1%) or a fraction (0.01). Throws InputError naming
+// reject_rate, timeout_rate (requests the client gave up on, client.timeout_s) and goodput with a
+// percentage (1%) or a fraction (0.01). Throws InputError naming
 // the part that is wrong.
 std::vector<Slo> parse_slo(const std::string& text);
 
@@ -81,6 +85,23 @@ struct CapacityResult {
   ExpectedError expected;
   double expected_low = NAN, expected_high = NAN;
 };
+
+// The scenario key a load is varied by: `key` when given, else workload.users for "users" and
+// the arrival (or session arrival) rate for "arrival_rate"; `value` receives the scenario's own
+// value of it. Throws InputError when the workload has no such key or it is not a number.
+std::string load_key(const Scenario& base, const std::string& load, const std::string& key,
+                     double* value = nullptr);
+
+// One run of `source` with `sets` against the SLO: whether every target holds (and at least one
+// request completed), what failed in words ("ttft_p99 measured 3.1 s against ttft_p99 <= 2 s"),
+// and the run's summary; `cancelled` when `cancel` stopped it.
+struct SloCheck {
+  bool ok = false, cancelled = false;
+  std::string failed;
+  std::shared_ptr<const Summary> summary;
+};
+SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>& sets,
+                   const std::vector<Slo>& slo, const CancelToken* cancel = nullptr);
 
 // Throws InputError naming the option: replicates outside 1..1000, a tolerance outside 1e-6..1
 // (or NaN), negative threads. find_capacity checks first.

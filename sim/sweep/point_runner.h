@@ -33,4 +33,18 @@ int usable_cores();
 void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
                 const PointRunnerOptions& opt);
 
+// The options of a search over seeds (capacity, sizing): `threads`, the search's cancel token,
+// and `poll` (when set) called about every 0.1 s on the calling thread.
+inline PointRunnerOptions searching_options(int threads, CancelToken* cancel,
+                                            const std::function<void()>& poll) {
+  PointRunnerOptions ro;
+  ro.threads = threads;
+  ro.cancel = cancel;
+  if (poll) {
+    ro.report_every_s = 0.1;
+    ro.on_progress = [poll](std::size_t, std::size_t) { poll(); };
+  }
+  return ro;
+}
+
 }  // namespace kvfleet::sim

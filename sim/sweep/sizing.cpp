@@ -1,0 +1,157 @@
+#include "sim/sweep/sizing.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "sim/config/params.h"
+#include "sim/core/cancel.h"
+#include "sim/core/error.h"
+#include "sim/metrics/summary.h"
+#include "sim/simulation/scenario.h"
+#include "sim/sweep/point_runner.h"
+
+namespace kvfleet::sim {
+
+SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>& slo,
+                           const SizingOptions& opt) {
+  if (!(opt.target > 0) || !std::isfinite(opt.target))
+    throw InputError("--target", "", "must be a load above 0");
+  if (opt.replicates < 1 || opt.replicates > 1000)
+    throw InputError("--replicates", "", "must be between 1 and 1000");
+  if (opt.max_replicas < 1 || opt.max_replicas > 100000)
+    throw InputError("--max-replicas", "", "must be between 1 and 100000");
+  SizingResult res;
+  const Scenario base = source.load(opt.sets);
+  res.load_key = load_key(base, opt.load, opt.key);
+  res.target = opt.target;
+  std::size_t pi = 0;
+  if (!opt.pool.empty()) {
+    std::string names;
+    for (pi = 0; pi < base.config.pools.size(); ++pi) {
+      if (base.config.pools[pi].name == opt.pool) break;
+      names += (names.empty() ? "" : ", ") + base.config.pools[pi].name;
+    }
+    if (pi == base.config.pools.size())
+      throw InputError("--pool", opt.pool, "no pool of this name (the scenario's: " + names + ")");
+  }
+  const PoolConfig& pool = base.config.pools[pi];
+  if (pool.autoscale.enabled)
+    throw InputError("--pool", pool.name,
+                     "autoscales: sizing sets its replica count, so turn autoscale off "
+                     "(--set pools[" +
+                         std::to_string(pi) + "].autoscale.enabled=false)");
+  res.pool = pool.name;
+  res.gpus_per_replica = pool.gpus_per_replica() * pool.data_parallel;
+  res.price_per_hour = opt.price_per_hour >= 0 ? opt.price_per_hour : pool.price_per_hour;
+  res.expected = expected_error(pool.cost_model.impl, base.pools[pi].model.moe());
+  const std::string replicas_key = "pools[" + std::to_string(pi) + "].replicas";
+  for (int r = 0; r < opt.replicates; ++r) res.seeds.push_back(base.config.seed + r);
+  res.per_seed.assign(static_cast<std::size_t>(opt.replicates), 0);
+
+  std::atomic<int> runs{0};
+  CancelToken stop;
+  struct Stopped {};
+  struct Answer {
+    int replicas = 0;
+    std::string fewer_failed;  // at replicas - 1
+    std::shared_ptr<const Summary> summary;
+    std::string not_met;
+  };
+  std::vector<Answer> answers(static_cast<std::size_t>(opt.replicates));
+  auto search = [&](std::size_t r) {
+    struct Tried {
+      bool ok;
+      std::string failed;
+      std::shared_ptr<const Summary> summary;
+    };
+    auto holds = [&](int n) -> Tried {
+      if (stop.cancelled()) throw Stopped{};
+      std::vector<std::string> sets = opt.sets;
+      sets.push_back(res.load_key + "=" + config::format_double(opt.target));
+      sets.push_back(replicas_key + "=" + std::to_string(n));
+      sets.push_back("seed=" + std::to_string(res.seeds[r]));
+      const SloCheck c = check_slo(source, sets, slo, &stop);
+      if (c.cancelled) throw Stopped{};
+      ++runs;
+      return {c.ok, c.failed, c.summary};
+    };
+    Answer& a = answers[r];
+    int lo = 0;  // the most replicas known to fail (0: none tried)
+    std::string lo_failed;
+    int hi = 0;  // the fewest known to hold
+    Tried at_hi{false, "", nullptr};
+    int n = std::clamp(pool.replicas, 1, opt.max_replicas);
+    // Bracket: double until it holds, or halve until it fails.
+    for (;;) {
+      Tried t{false, "", nullptr};
+      try {
+        t = holds(n);
+      } catch (const InputError& e) {
+        // A fleet this large cannot be built (memory, limits): the search ends below it.
+        a.not_met = "at " + std::to_string(n) + " replicas the scenario is refused: " + e.what();
+        return;
+      }
+      if (t.ok) {
+        hi = n, at_hi = t;
+        if (n == 1 || (lo > 0 && n == lo + 1)) break;
+        if (lo > 0) break;
+        n = std::max(1, n / 2);
+      } else {
+        lo = n, lo_failed = t.failed;
+        if (hi > 0) break;
+        if (n >= opt.max_replicas) {
+          a.not_met = "with " + std::to_string(n) + " replicas (--max-replicas), " + t.failed;
+          return;
+        }
+        n = std::min(opt.max_replicas, n * 2);
+      }
+    }
+    // Bisect between lo (fails) and hi (holds).
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      const Tried t = holds(mid);
+      if (t.ok)
+        hi = mid, at_hi = t;
+      else
+        lo = mid, lo_failed = t.failed;
+    }
+    a.replicas = hi;
+    a.summary = at_hi.summary;
+    a.fewer_failed = lo > 0 ? "with " + std::to_string(lo) + " replicas, " + lo_failed : "";
+  };
+  const PointRunnerOptions ro = searching_options(opt.threads, &stop, opt.poll);
+  // A seed's error cancels the others (run_points: the token) and is rethrown here; a run that
+  // was stopped by that cancel ends its seed quietly.
+  run_points(
+      answers.size(),
+      [&](std::size_t r) {
+        try {
+          search(r);
+        } catch (const Stopped&) {
+        }
+      },
+      ro);
+  res.runs = runs.load();
+  const Answer* most = nullptr;
+  for (std::size_t r = 0; r < answers.size(); ++r) {
+    res.per_seed[r] = answers[r].replicas;
+    if (!answers[r].not_met.empty() && res.not_met.empty())
+      res.not_met = "seed " + std::to_string(res.seeds[r]) + ": " + answers[r].not_met;
+    if (!most || answers[r].replicas > most->replicas) most = &answers[r];
+  }
+  if (!res.not_met.empty() || !most || !most->summary) return res;
+  res.replicas = most->replicas;
+  res.limited_by = most->fewer_failed;
+  res.gpus = res.replicas * res.gpus_per_replica;
+  res.output_tokens_per_s = most->summary->output_tokens_per_s;
+  res.requests_per_s = most->summary->requests_per_s;
+  res.duration_s = most->summary->duration_s;
+  res.cost_per_hour = res.gpus * res.price_per_hour;
+  res.cost_per_month = res.cost_per_hour * 730;
+  if (res.price_per_hour > 0 && res.output_tokens_per_s > 0)
+    res.usd_per_million_output_tokens = res.cost_per_hour / (res.output_tokens_per_s * 3600) * 1e6;
+  return res;
+}
+
+}  // namespace kvfleet::sim
