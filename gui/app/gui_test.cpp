@@ -26,8 +26,12 @@
 #include <regex>
 
 #include "gui/app/main_window.h"
+#include "gui/app/sizing_view.h"
+#include "sim/sweep/sizing.h"
 
 using kvfleet::gui::MainWindow;
+using kvfleet::gui::SizingView;
+namespace sim = kvfleet::sim;
 
 namespace {
 
@@ -91,6 +95,57 @@ class GuiTest : public QObject {
     QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("64"));
     QCOMPARE(w.fieldValue("pools[1].engine.max_num_seqs"), QString("48"));  // kept
   }
+  // The Sizing tab answers "how many H100 vs L40S, at what cost" with kvfleet size's search:
+  // each row equals find_replicas on the same inputs and the CLI's answer.
+  void sizingAnswersWhatKvfleetSizeAnswers() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "3000"));
+    SizingView* z = w.sizingView();
+    QVERIFY(z != nullptr);
+    z->setTarget(100, "requests/s");
+    z->setSlo(2.0, 0.1, 1.0, 1.0);
+    z->setReplicates(2);
+    z->setPrice(2.5);
+    z->setVariants("pools[0].gpu", "H100-SXM, L40S");
+    QSignalSpy done(z, &SizingView::finished);
+    QVERIFY(z->size());
+    QVERIFY(done.wait(300000));
+    QCOMPARE(static_cast<int>(z->rows().size()), 2);
+    QCOMPARE(z->table()->rowCount(), 2);
+    for (std::size_t i = 0; i < z->rows().size(); ++i) {
+      const auto& row = z->rows()[i];
+      QVERIFY2(row.error.empty(), row.error.c_str());
+      QVERIFY2(row.result.not_met.empty(), row.result.not_met.c_str());
+      QVERIFY(row.result.replicas >= 1);
+      QCOMPARE(z->table()->item(static_cast<int>(i), 1)->text(),
+               QString::number(row.result.replicas));
+      // The same search from the library and from the command line.
+      sim::SizingOptions o;
+      o.target = 100;
+      o.replicates = 2;
+      o.price_per_hour = 2.5;
+      o.sets = row.overrides;
+      sim::ScenarioSource src;
+      src.text = sim::builtin_default_scenario();
+      const sim::SizingResult direct = sim::find_replicas(src, sim::parse_slo(z->sloText()), o);
+      QCOMPARE(direct.replicas, row.result.replicas);
+      QCOMPARE(direct.cost_per_month, row.result.cost_per_month);
+      const std::string cmd = z->cliCommand(i);
+      const std::string out = run_cli(cmd.substr(std::string("kvfleet ").size()));
+      const std::string want = "replicas needed: " + std::to_string(row.result.replicas) + " (";
+      QVERIFY2(out.find(want) != std::string::npos, (cmd + "\n" + out).c_str());
+    }
+    // An L40S costs nothing here unless priced: both rows are priced at $2.50 per GPU-hour.
+    QVERIFY(z->table()->item(0, 4)->text().startsWith("$"));
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1400, 860);
+      w.tabs()->setCurrentWidget(z);
+      w.show();
+      QTest::qWait(300);
+      QVERIFY(w.grab().save(QDir(shots).filePath("gui_sizing.png")));
+    }
+  }
+
   void startsOnTheDefaultScenarioWithTooltips() {
     MainWindow w;
     QCOMPARE(w.fieldValue("pools[0].engine.max_num_seqs"), QString("256"));

@@ -1,5 +1,7 @@
 #include "gui/app/main_window.h"
 
+#include "gui/app/sizing_view.h"
+
 #include "sim/metrics/fidelity.h"
 
 #include <yaml-cpp/yaml.h>
@@ -257,6 +259,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs->addTab(points_table_, "Points");
   sweep_file_ = new SweepFileView;
   tabs->addTab(sweep_file_, "Sweep file");
+  // The sizing answer: kvfleet size's search on the scenario as the panel has it.
+  sizing_ = new SizingView(
+      [this] {
+        sim::ScenarioSource s;
+        s.text = yaml_;
+        s.name = file_.isEmpty() ? std::string("<built-in default.yaml>") : file_.toStdString();
+        s.base_dir = base_dir_;
+        return s;
+      },
+      [this] { return overrides(); });
+  tabs->addTab(sizing_, "Sizing");
   split->addWidget(tabs);
   split->setStretchFactor(1, 1);
   setCentralWidget(split);

@@ -32,6 +32,8 @@ class QWidget;
 
 namespace kvfleet::gui {
 
+class SizingView;
+
 // One editable scenario key.
 struct Field {
   std::string key;    // as for --set: pools[0].engine.max_num_seqs
@@ -94,6 +96,7 @@ class MainWindow : public QMainWindow {
   bool comparePins();
   QTabWidget* tabs() const { return tabs_; }
   SweepFileView* sweepFileView() const { return sweep_file_; }
+  SizingView* sizingView() const { return sizing_; }
   PointsTable* pointsTable() const { return points_table_; }
   LoadSweep& sweep() { return sweep_; }
   // What the latency chart shows now (for tests and export).
@@ -135,6 +138,7 @@ class MainWindow : public QMainWindow {
   FleetView* fleet_ = nullptr;
   PointsTable* points_table_ = nullptr;
   SweepFileView* sweep_file_ = nullptr;
+  SizingView* sizing_ = nullptr;
   QDoubleSpinBox* slo_ = nullptr;
   QChartView* latency_view_ = nullptr;
   QChartView* memory_view_ = nullptr;

@@ -1,0 +1,288 @@
+#include "gui/app/sizing_view.h"
+
+#include <QtCore/QMetaObject>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QFormLayout>
+#include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QHeaderView>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QLineEdit>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QSpinBox>
+#include <QtWidgets/QTableWidget>
+#include <QtWidgets/QVBoxLayout>
+
+#include <cmath>
+#include <sstream>
+
+#include "gui/app/compare.h"
+#include "sim/config/params.h"
+#include "sim/core/error.h"
+
+namespace kvfleet::gui {
+namespace {
+
+struct Stopped {};
+
+QDoubleSpinBox* spin(double lo, double hi, double value, int decimals, const QString& suffix,
+                     const QString& tip) {
+  auto* s = new QDoubleSpinBox;
+  s->setRange(lo, hi);
+  s->setDecimals(decimals);
+  s->setValue(value);
+  s->setSuffix(suffix);
+  s->setToolTip(tip);
+  return s;
+}
+
+QString money(double v) {
+  return v > 0 ? "$" + QString::number(v, 'f', v < 10 ? 3 : v < 1000 ? 2 : 0) : "—";
+}
+
+}  // namespace
+
+SizingView::SizingView(std::function<sim::ScenarioSource()> source,
+                       std::function<std::vector<std::string>()> overrides, QWidget* parent)
+    : QWidget(parent), source_(std::move(source)), overrides_(std::move(overrides)) {
+  auto* form = new QFormLayout;
+  auto* load_row = new QHBoxLayout;
+  target_ = spin(0.001, 1e7, 100, 3, "", "the load the fleet must serve");
+  metric_ = new QComboBox;
+  metric_->addItems({"requests/s", "users"});
+  metric_->setToolTip(
+      "requests/s sets the workload's arrival rate; users the number of concurrent users of a "
+      "closed-loop workload (conversations)");
+  load_row->addWidget(target_);
+  load_row->addWidget(metric_);
+  form->addRow("Target load", load_row);
+  ttft_ = spin(0, 1e6, 2000, 0, " ms", "time to first token, 99th percentile; 0 = no target");
+  tpot_ = spin(0, 1e6, 100, 0, " ms", "time per output token, 99th percentile; 0 = no target");
+  timeout_ = spin(0, 99.9, 1, 2, " %",
+                  "requests the client may give up on (client.timeout_s), as a share of those "
+                  "that arrived");
+  reject_ = spin(0, 99.9, 1, 2, " %", "requests the fleet may refuse, as a share");
+  form->addRow("TTFT p99 at most", ttft_);
+  form->addRow("TPOT p99 at most", tpot_);
+  form->addRow("Timeouts at most", timeout_);
+  form->addRow("Rejections at most", reject_);
+  price_ = spin(0, 1e6, 0, 2, " $/GPU-hour",
+                "price of one GPU per hour; 0 = the pool's price_per_hour from the scenario");
+  form->addRow("Price", price_);
+  replicates_ = new QSpinBox;
+  replicates_->setRange(1, 20);
+  replicates_->setValue(3);
+  replicates_->setToolTip("seeds: the answer is the most replicas any of them needed");
+  form->addRow("Seeds", replicates_);
+  auto* variants = new QHBoxLayout;
+  key_ = new QLineEdit("pools[0].gpu");
+  key_->setToolTip("the scenario key that differs between the rows (a --set key)");
+  values_ = new QLineEdit;
+  values_->setPlaceholderText("H100-SXM, L40S (empty: the scenario as the panel has it)");
+  values_->setToolTip("one row per value, comma-separated");
+  variants->addWidget(key_, 1);
+  variants->addWidget(values_, 2);
+  form->addRow("Compare", variants);
+
+  run_ = new QPushButton("Size");
+  run_->setToolTip(
+      "the fewest replicas at which every target holds at the target load, with every seed: "
+      "kvfleet size's search");
+  connect(run_, &QPushButton::clicked, this, [this] {
+    if (running_)
+      cancel();
+    else
+      size();
+  });
+  status_ = new QLabel("Set a target load and an SLO, then Size.");
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  table_ = new QTableWidget(0, 8);
+  table_->setHorizontalHeaderLabels({"Variant", "Replicas", "GPUs", "Cost per hour",
+                                     "Cost per month", "Per million output tokens",
+                                     "What fewer replicas miss", "Model's expected error"});
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  auto* top = new QHBoxLayout;
+  top->addLayout(form, 0);
+  top->addStretch(1);
+  auto* l = new QVBoxLayout(this);
+  l->addLayout(top);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(run_);
+  buttons->addWidget(status_, 1);
+  l->addLayout(buttons);
+  l->addWidget(table_, 1);
+}
+
+SizingView::~SizingView() {
+  stop_ = true;
+  if (worker_.joinable()) worker_.join();
+}
+
+void SizingView::setTarget(double load, const QString& metric) {
+  target_->setValue(load);
+  metric_->setCurrentText(metric);
+}
+void SizingView::setSlo(double ttft_p99_s, double tpot_p99_s, double timeout_pct,
+                        double reject_pct) {
+  ttft_->setValue(ttft_p99_s * 1e3);
+  tpot_->setValue(tpot_p99_s * 1e3);
+  timeout_->setValue(timeout_pct);
+  reject_->setValue(reject_pct);
+}
+void SizingView::setPrice(double per_gpu_hour) { price_->setValue(per_gpu_hour); }
+void SizingView::setReplicates(int n) { replicates_->setValue(n); }
+void SizingView::setVariants(const QString& key, const QString& values) {
+  key_->setText(key);
+  values_->setText(values);
+}
+QString SizingView::status() const { return status_->text(); }
+
+std::string SizingView::sloText() const {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : ",") + part; };
+  if (ttft_->value() > 0) add("ttft_p99=" + sim::config::format_double(ttft_->value()) + "ms");
+  if (tpot_->value() > 0) add("tpot_p99=" + sim::config::format_double(tpot_->value()) + "ms");
+  add("timeout_rate=" + sim::config::format_double(timeout_->value()) + "%");
+  add("reject_rate=" + sim::config::format_double(reject_->value()) + "%");
+  return s;
+}
+
+std::string SizingView::cliCommand(std::size_t i) const {
+  std::string c = "kvfleet size --slo " + sloText() + " --target " +
+                  sim::config::format_double(target_->value()) + " --metric " +
+                  (metric_->currentIndex() == 1 ? "users" : "arrival_rate") + " --replicates " +
+                  std::to_string(replicates_->value());
+  if (price_->value() > 0) c += " --price-per-hour " + sim::config::format_double(price_->value());
+  if (i < rows_.size())
+    for (const auto& o : rows_[i].overrides) c += " --set '" + o + "'";
+  return c;
+}
+
+bool SizingView::size() {
+  if (running_) return false;
+  if (worker_.joinable()) worker_.join();
+  std::vector<sim::Slo> slo;
+  try {
+    slo = sim::parse_slo(sloText());
+  } catch (const sim::InputError& e) {
+    status_->setText(QString("The SLO is refused: ") + e.what());
+    return false;
+  }
+  sim::SizingOptions opt;
+  opt.target = target_->value();
+  opt.load = metric_->currentIndex() == 1 ? "users" : "arrival_rate";
+  opt.replicates = replicates_->value();
+  opt.price_per_hour = price_->value() > 0 ? price_->value() : -1;
+  const std::vector<std::string> base = overrides_();
+  rows_.clear();
+  const std::string key = key_->text().trimmed().toStdString();
+  std::stringstream values(values_->text().toStdString());
+  for (std::string v; std::getline(values, v, ',');) {
+    const auto a = v.find_first_not_of(' '), b = v.find_last_not_of(' ');
+    if (a == std::string::npos) continue;
+    v = v.substr(a, b - a + 1);
+    rows_.push_back({variant_label(key, v), variant_overrides(base, key, v), {}, ""});
+  }
+  if (rows_.empty()) rows_.push_back({"this scenario", base, {}, ""});
+  if (!key.empty() && rows_.size() > 6) {
+    status_->setText("At most 6 values to compare.");
+    rows_.clear();
+    return false;
+  }
+  fill();
+  stop_ = false;
+  running_ = true;
+  run_->setText("Cancel");
+  status_->setText("Sizing " + QString::number(rows_.size()) + " variant(s)...");
+  const sim::ScenarioSource source = source_();
+  std::vector<Row> todo = rows_;
+  worker_ = std::thread([this, source, slo, opt, todo]() mutable {
+    for (std::size_t i = 0; i < todo.size() && !stop_; ++i) {
+      sim::SizingOptions o = opt;
+      o.sets = todo[i].overrides;
+      o.poll = [this] {
+        if (stop_) throw Stopped{};
+      };
+      Row row = todo[i];
+      try {
+        row.result = sim::find_replicas(source, slo, o);
+      } catch (const Stopped&) {
+        break;
+      } catch (const sim::InputError& e) {
+        row.error = std::string("this variant is refused: ") + e.problem() +
+                    (e.key().empty() ? "" : " (" + e.key() + ")");
+      } catch (const std::exception& e) {
+        row.error = std::string("failed: ") + e.what();
+      }
+      QMetaObject::invokeMethod(
+          this,
+          [this, i, row] {
+            if (i < rows_.size()) rows_[i] = row;
+            fill();
+          },
+          Qt::QueuedConnection);
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+          running_ = false;
+          run_->setText("Size");
+          status_->setText(stop_ ? "Cancelled."
+                                 : "Done: kvfleet size's search (each row's command line is "
+                                   "in its tooltip).");
+          Q_EMIT finished();
+        },
+        Qt::QueuedConnection);
+  });
+  return true;
+}
+
+void SizingView::cancel() { stop_ = true; }
+
+void SizingView::fill() {
+  table_->setRowCount(static_cast<int>(rows_.size()));
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    const Row& r = rows_[i];
+    const sim::SizingResult& z = r.result;
+    const bool done = !r.error.empty() || z.replicas > 0 || !z.not_met.empty();
+    auto cell = [&](int col, const QString& text) {
+      auto* item = new QTableWidgetItem(text);
+      item->setToolTip(text);
+      table_->setItem(static_cast<int>(i), col, item);
+    };
+    cell(0, QString::fromStdString(r.label));
+    table_->item(static_cast<int>(i), 0)
+        ->setToolTip("The same answer from the command line:\n" +
+                     QString::fromStdString(cliCommand(i)));
+    if (!r.error.empty()) {
+      cell(1, "refused");
+      for (int c = 2; c < 6; ++c) cell(c, "—");
+      cell(6, QString::fromStdString(r.error));
+      cell(7, "");
+      continue;
+    }
+    if (!done) {
+      for (int c = 1; c < 8; ++c) cell(c, c == 1 ? "…" : "");
+      continue;
+    }
+    if (!z.not_met.empty()) {
+      cell(1, "not met");
+      for (int c = 2; c < 6; ++c) cell(c, "—");
+      cell(6, QString::fromStdString(z.not_met));
+      cell(7, QString::fromStdString(z.expected.describe()));
+      continue;
+    }
+    cell(1, QString::number(z.replicas));
+    cell(2, QString::number(z.gpus));
+    cell(3, money(z.cost_per_hour));
+    cell(4, money(z.cost_per_month));
+    cell(5, money(z.usd_per_million_output_tokens));
+    cell(6, QString::fromStdString(z.limited_by));
+    cell(7, QString::fromStdString(z.expected.describe()));
+  }
+  table_->resizeColumnsToContents();
+}
+
+}  // namespace kvfleet::gui
