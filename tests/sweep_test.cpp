@@ -244,6 +244,19 @@ TEST(Sweep, FileRoundTripResumeShardsAndMerge) {
   EXPECT_EQ(grown.completed(), 3u);
   run_sweep(grown_spec, grown, SweepOptions{});
   expect_same(run(grown_spec, 2), grown);
+  // One that would leave finished points out of the file (a value removed) is refused: resuming
+  // would rewrite the file without them.
+  std::string shrunk_text = kSmall;
+  shrunk_text.replace(shrunk_text.find("[20, 40]"), 8, "[40]");
+  const SweepSpec shrunk = load_sweep_text(shrunk_text, "s", kDir);
+  try {
+    prepare_sweep(shrunk, &previous);
+    ADD_FAILURE() << "a resume that drops finished points was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("finished points of the results file are not in this"),
+              std::string::npos)
+        << e.what();
+  }
 
   // Shards 0/2 and 1/2, written and merged, equal the single run.
   write_sweep_h5(dir + "/s0.h5", run(s, 1, 0, 2));

@@ -65,6 +65,13 @@ def _source(scenario: ScenarioLike) -> Tuple[str, str, str, str]:
     )
 
 
+def _flag(name: str, v: Any) -> bool:
+    """A true/false option: only a bool (a string "no" is not false)."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, not {type(v).__name__}")
+    return bool(v)
+
+
 def _count(name: str, v: Any, lo: int, hi: int) -> int:
     """An integer option in [lo, hi], else InputError naming it (Python's ints are unbounded)."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -78,6 +85,11 @@ def _fraction(name: str, v: Any, lo: float, hi: float) -> float:
     """A real option in [lo, hi], else InputError naming it."""
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, not {type(v).__name__}")
+    try:
+        float(v)
+    except OverflowError:
+        raise _input_error("", name, f"must be between {lo:g} and {hi:g} (got a number "
+                           "beyond a double's range)") from None
     if not (lo <= float(v) <= hi):
         raise _input_error("", name, f"must be between {lo:g} and {hi:g} (got {v})")
     return float(v)
@@ -331,6 +343,8 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Result:
                                                      "tenants", "sessions", "binding") if k in f}
         if "replica" not in tables["replicas"].columns:
             raise _input_error(p, "replicas.replica", "column missing")
+        if len(tables["summary"]) != 1:
+            raise _input_error(p, "summary", f"has {len(tables['summary'])} rows, not one")
         parts = []
         if "timeseries" in f:
             group = f["timeseries"]
@@ -435,7 +449,13 @@ def sweep(
         point says why in ``error``; its metrics are missing. ``points.attrs["axes"]`` names the
         axis columns, ``points.attrs["metrics"]`` the metric columns.
     """
+    curves, resume = _flag("curves", curves), _flag("resume", resume)
+    if isinstance(metrics, (str, bytes)):
+        raise TypeError("metrics must be a list of names, not one string")
     file = _sweep_file(base)
+    if file is None and isinstance(base, (str, os.PathLike)) and "\n" not in os.fspath(base) \
+            and os.fspath(base).endswith((".yaml", ".yml")) and not os.path.isfile(base):
+        raise _input_error(os.fspath(base), "", "file not found (a scenario or sweep file)")
     if file is not None:
         for name, given in (("axes", axes), ("set", set), ("seed", seed), ("metrics", metrics)):
             if given is not None:

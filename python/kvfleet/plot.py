@@ -66,8 +66,10 @@ def plot_sweep(sweep: Union[str, "os.PathLike[str]", pd.DataFrame], x: str, y: s
     ok = df[df["status"] == "ok"] if "status" in df.columns else df
     for key, value in (where or {}).items():
         ok = ok[ok[key] == value]
+    ok = ok[pd.notna(ok[x]) & pd.notna(ok[y])]  # a point without a value has nothing to draw
     if ok.empty:
-        raise _input_error("", "where", "no point of the sweep is left to plot")
+        raise _input_error("", "where", "no point of the sweep with a value of both "
+                           f"{x} and {y} is left to plot")
     plt = _pyplot()
     fig = ax.figure if ax is not None else plt.figure(figsize=(8, 5))
     ax = ax if ax is not None else fig.add_subplot(1, 1, 1)
@@ -114,9 +116,17 @@ def plot_run(run: Any, top: int = 4, title: Optional[str] = None):
     """A run's dashboard (a :class:`kvfleet.Result` or a result file's path): TTFT and E2E
     distributions of the requests served, and over time the `top` busiest replicas' running and
     waiting requests and KV cache use (with the fleet's mean)."""
-    from ._api import Result, load
+    from ._api import Result, _input_error, load
 
     r = run if isinstance(run, Result) else load(run)
+    need = {"requests": (r.requests, ("outcome", "ttft_s", "e2e_s")),
+            "timeseries": (r.timeseries, ("replica", "t_s", "num_requests_running",
+                                          "kv_cache_usage_perc"))}
+    for table, (df, cols) in need.items():
+        for col in cols:
+            if df is None or col not in df.columns:
+                raise _input_error(getattr(r, "_source", ""), f"{table}.{col}",
+                                   "column missing: the dashboard needs it")
     plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     ok = r.requests[r.requests["outcome"] == "ok"]

@@ -503,3 +503,40 @@ def test_size_equals_the_cli():
     assert z.limited_by and z.usd_per_million_output_tokens > 0
     with pytest.raises(kvfleet.InputError, match="pool"):
         kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10, pool="nope")
+
+
+def test_options_of_the_wrong_kind_are_refused_by_name():
+    """Found by a hostile campaign: these once split a string into metric letters, took "no" as
+    true, raised OverflowError, or said nothing of the missing file."""
+    axes = {"workload.arrival.rate_per_s": [10]}
+    with pytest.raises(TypeError, match="metrics must be a list"):
+        kvfleet.sweep(axes=axes, metrics="ttft_p99")
+    with pytest.raises(TypeError, match="resume must be True or False"):
+        kvfleet.sweep(axes=axes, resume="no")
+    with pytest.raises(TypeError, match="curves must be True or False"):
+        kvfleet.sweep(axes=axes, curves="no")
+    with pytest.raises(kvfleet.InputError, match="target"):
+        kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10**400)
+    with pytest.raises(kvfleet.InputError, match="file not found"):
+        kvfleet.sweep("/no/such/sweep.yaml")
+
+
+def test_damaged_run_files_for_the_dashboard(tmp_path):
+    import h5py
+
+    run = tmp_path / "run.h5"
+    subprocess.run([CLI, "run", DEFAULT, "-q", "--set", "workload.num_requests=50", "--out",
+                    str(run)], check=True)
+    empty = tmp_path / "empty-summary.h5"
+    with h5py.File(run, "r") as src, h5py.File(empty, "w") as f:
+        for k in src:
+            src.copy(k, f)
+        summary = f["summary"][()][:0]
+        del f["summary"]
+        f.create_dataset("summary", data=summary)
+    with pytest.raises(kvfleet.InputError, match="summary: has 0 rows"):
+        kvfleet.load(empty)
+    r = kvfleet.load(run)
+    r.requests = r.requests.drop(columns=["outcome"])
+    with pytest.raises(kvfleet.InputError, match="requests.outcome: column missing"):
+        kvfleet.plot_run(r)

@@ -253,7 +253,42 @@ int cmd_replay(const std::vector<std::string>& args) {
                      "is empty: name a profile file, or leave the option out "
                      "for the roofline");
   const std::string run = vm["run_dir"].as<std::string>();
+  // An output may not replace an input: the result file, a folder's files, the engine
+  // arguments, the model's config.json or the profile (a replay once turned its own JSON into
+  // HDF5).
+  {
+    std::vector<std::string> inputs = {run, profile};
+    for (const char* o : {"engine-args", "model-config"})
+      if (vm.count(o)) inputs.push_back(vm[o].as<std::string>());
+    std::error_code ec;
+    if (std::filesystem::is_directory(run, ec))
+      for (const auto& f : std::filesystem::directory_iterator(run, ec))
+        inputs.push_back(f.path().string());
+    std::vector<std::pair<std::string, std::string>> outs;
+    if (vm.count("out")) outs.emplace_back("--out", vm["out"].as<std::string>());
+    if (!write.empty()) {
+      outs.emplace_back("--write-scenario", write);
+      const std::filesystem::path w(write);
+      outs.emplace_back("--write-scenario",
+                        (w.parent_path() / (w.stem().string() + ".trace.csv")).string());
+    }
+    for (const auto& [option, out] : outs)
+      for (const auto& in : inputs)
+        if (!in.empty() && same_file(out, in))
+          throw InputError(option, "",
+                           out + " is also an input of this replay: write it elsewhere");
+  }
   if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
+  {
+    std::error_code ec;
+    const auto st = std::filesystem::status(run, ec);
+    if (!std::filesystem::exists(st)) throw InputError(run, "", "not found");
+    if (!std::filesystem::is_directory(st))
+      throw InputError(run, "",
+                       "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
+                       "ttfts or request_throughput), and a measured run or an inference-perf "
+                       "result is a folder");
+  }
   for (const char* o : {"model-config", "engine-args", "tp"})
     if (vm.count(o))
       throw InputError(std::string("--") + o, "",

@@ -41,6 +41,15 @@ std::string kind_of(const fs::file_status& st) {
   }
 }
 
+// Whether two output paths name the same file: absolute and canonical as far as they exist
+// (weakly_canonical leaves a relative path of files that do not exist yet relative).
+bool same_output(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const fs::path x = fs::weakly_canonical(fs::absolute(a), ea);
+  const fs::path y = fs::weakly_canonical(fs::absolute(b), eb);
+  return !ea && !eb && x == y;
+}
+
 fs::path parent_of(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   return parent.empty() ? fs::path(".") : parent;
@@ -75,7 +84,10 @@ void check_output_folder(const std::string& option, const std::string& path) {
   const fs::file_status st = fs::status(path, ec);  // a link to a folder is a folder
   if (!ec && fs::exists(st)) {
     if (!fs::is_directory(st))
-      throw InputError(option, "", path + " is " + kind_of(st) + ", not a folder");
+      throw InputError(option, "",
+                       path + " is " +
+                           (fs::is_regular_file(st) ? std::string("a file") : kind_of(st)) +
+                           ", not a folder: give a folder's path");
     return;
   }
   check_parent(option, path.back() == '/' ? path.substr(0, path.size() - 1) : path);
@@ -148,7 +160,7 @@ std::string OutputSet::add_file(const std::string& option, const std::string& pa
   remove_stale_temps(path);
   check_writable(option, path);
   for (const auto& e : entries_)
-    if (fs::weakly_canonical(e.path) == fs::weakly_canonical(path))
+    if (same_output(e.path, path))
       throw InputError(option, "", path + " is also the path of " + e.option);
   auto lock = std::make_unique<OutputLock>(option, path);
   entries_.push_back({option, path, temp_name(path), false, std::move(lock)});
@@ -162,7 +174,7 @@ std::string OutputSet::add_folder(const std::string& option, const std::string& 
   check_output_folder(option, path);
   remove_stale_temps(path);
   for (const auto& e : entries_)
-    if (fs::weakly_canonical(e.path) == fs::weakly_canonical(path))
+    if (same_output(e.path, path))
       throw InputError(option, "", path + " is also the path of " + e.option);
   // Into an existing folder, the temporary folder goes inside it, so that its files are renamed
   // within one file system even when the folder is a mount point; a new folder is made beside.

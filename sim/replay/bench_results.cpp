@@ -680,8 +680,19 @@ BenchReplay plan_vllm_bench(const BenchOptions& o) {
   }();
   const double burst = r.number("burstiness", 1e-6, 1e6).value_or(1.0);
   if (in && out) {
+    // The summary's counts are not used beside the requests' own data, but a file is checked
+    // whole: a count written as text is a damaged file.
+    (void)r.integer("completed", 0, 1ll << 40);
+    (void)r.integer("num_prompts", 1, 1ll << 40);
+    (void)r.number("duration", 0, 1e9);
     const std::vector<double> il = array_of("input_lens", 0);
     const std::vector<double> ol = array_of("output_lens", il.size());
+    for (std::size_t i = 0; i < il.size(); ++i) {
+      if (il[i] < 1 || il[i] != std::floor(il[i]))
+        r.fail("input_lens[" + std::to_string(i) + "]", "must be a whole number of tokens >= 1");
+      if (ol[i] != std::floor(ol[i]))
+        r.fail("output_lens[" + std::to_string(i) + "]", "must be a whole number of tokens");
+    }
     const std::vector<double> tt = array_of("ttfts", il.size());
     const std::vector<double> st = array_of("start_times", il.size());
     const std::vector<double> qt = array_of("queue_times", il.size());
@@ -695,6 +706,13 @@ BenchReplay plan_vllm_bench(const BenchOptions& o) {
     if (itls && (!itls->is_array() || itls->size() != il.size()))
       r.fail("itls",
              "must be an array of " + std::to_string(il.size()) + " arrays, one per request");
+    for (std::size_t i = 0; itls && i < itls->size(); ++i) {
+      const json& gaps = (*itls)[i];
+      if (!gaps.is_array()) r.fail("itls[" + std::to_string(i) + "]", "must be an array");
+      for (const auto& x : gaps)
+        if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0)
+          r.fail("itls[" + std::to_string(i) + "]", "must hold finite non-negative numbers");
+    }
     // A request failed when its error is not empty, or (files without errors) when it has no
     // output and no latency.
     std::vector<bool> failed(il.size(), false);
@@ -829,8 +847,9 @@ std::string detect_bench_format(const std::string& path) {
     return "";
   }
   if (fs::is_regular_file(path, ec) && fs::path(path).extension() == ".json") {
+    // The keys may come after long values (a model id, a list of prompts): up to 64 MiB read.
     std::ifstream in(path);
-    std::string head(4096, '\0');
+    std::string head(std::min<std::uintmax_t>(fs::file_size(path, ec), 64u << 20), '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     if (head.find("ttft_ms") != std::string::npos || head.find("\"ttfts\"") != std::string::npos ||

@@ -46,6 +46,16 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
   res.price_per_hour = opt.price_per_hour >= 0 ? opt.price_per_hour : pool.price_per_hour;
   res.expected = expected_error(pool.cost_model.impl, base.pools[pi].model.moe());
   const std::string replicas_key = "pools[" + std::to_string(pi) + "].replicas";
+  if (res.load_key == replicas_key || res.load_key == "seed")
+    throw InputError("--key", res.load_key,
+                     "is what the search itself sets: give the key of the load to serve");
+  {
+    // The target must be a load the scenario takes (in its key's range): refused here, by the
+    // key, rather than reported as a replica count that could not be built.
+    std::vector<std::string> sets = opt.sets;
+    sets.push_back(res.load_key + "=" + config::format_double(opt.target));
+    source.load(sets);
+  }
   for (int r = 0; r < opt.replicates; ++r) res.seeds.push_back(base.config.seed + r);
   res.per_seed.assign(static_cast<std::size_t>(opt.replicates), 0);
 

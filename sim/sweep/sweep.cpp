@@ -320,6 +320,21 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
       }
     } else if (an["values"].IsDefined()) {
       ax.values = a.values;
+      // A value given twice would run the same point twice, with the same seed, and count as
+      // a replicate it is not (10, 10.0 and 1e1 are one value).
+      std::map<std::string, std::size_t> seen;
+      for (std::size_t k = 0; k < a.values.size(); ++k) {
+        const std::string& v = a.values[k];
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        const std::string norm =
+            !v.empty() && end == v.c_str() + v.size() ? config::format_double(x) : v;
+        if (const auto it = seen.find(norm); it != seen.end())
+          ar.fail(an["values"][k], ar.child_path("values") + "[" + std::to_string(k) + "]",
+                  "'" + v + "' is the value of values[" + std::to_string(it->second) +
+                      "] again (each value once; replicates: runs each point with more seeds)");
+        seen.emplace(norm, k);
+      }
     } else if (an["range"].IsDefined()) {
       const RangeConfig& r = a.range;
       const double n = std::floor((r.stop - r.start) / r.step) + 1;
@@ -544,11 +559,15 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
     std::map<std::string, std::vector<std::size_t>> by_identity;
     for (std::size_t i = n; i-- > 0;)
       by_identity[identity(r.axis_values[i], r.points[i].seed)].push_back(i);
+    std::size_t dropped = 0;
     for (std::size_t j = 0; j < previous->points.size(); ++j) {
       const PointResult& p = previous->points[j];
       if (!p.done || !p.ok || j >= previous->axis_values.size()) continue;
       auto it = by_identity.find(identity(previous->axis_values[j], p.seed));
-      if (it == by_identity.end() || it->second.empty()) continue;  // no longer in the sweep
+      if (it == by_identity.end() || it->second.empty()) {
+        ++dropped;  // no longer in the sweep
+        continue;
+      }
       const std::size_t i = it->second.back();
       it->second.pop_back();
       const std::int32_t replicate = r.points[i].replicate;
@@ -556,6 +575,13 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
       r.points[i].point = static_cast<std::int64_t>(i);
       r.points[i].replicate = replicate;
     }
+    // Resuming would rewrite the file without them: refused, not lost.
+    if (dropped > 0)
+      throw InputError("--resume", "",
+                       std::to_string(dropped) +
+                           " finished points of the results file are not in this sweep (values "
+                           "or replicates removed): write this sweep to another --out, or put "
+                           "them back");
   }
   return r;
 }
