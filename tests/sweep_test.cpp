@@ -389,6 +389,10 @@ TEST(Capacity, ATimeoutRateTargetCountsTheRequestsTheClientGaveUpOn) {
   s.timed_out = 1;
   EXPECT_TRUE(slo[0].holds(s));
   EXPECT_THROW(parse_slo("timeout_rate=100%"), InputError);
+  // A target twice, or an empty one, is refused (the last once won silently).
+  EXPECT_THROW(parse_slo("ttft_p99=2s,ttft_p99=1s"), InputError);
+  EXPECT_THROW(parse_slo("ttft_p99=2s,"), InputError);
+  EXPECT_THROW(parse_slo("ttft_p99=2s,,tpot_p99=1s"), InputError);
 }
 
 // An SLO that fails even unloaded: capacity 0 with the reason (which target, what it measured),

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "sim/io/input_file.h"
@@ -97,7 +98,7 @@ EngineArgs read_engine_args(const std::string& path) {
       a.values[k] = v;
     }
   } else {
-    const YAML::Node y = YAML::Load(text);
+    const YAML::Node y = config::parse_yaml(text, path);
     if (!y.IsMap())
       throw InputError(path, "", "is neither a mapping of engine arguments nor a command line");
     for (const auto& kv : y)
@@ -396,7 +397,9 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
   const std::string cfg_where = f.config.string();
   YAML::Node cfg;
   try {
-    cfg = YAML::Load(read_input_file(cfg_where, "inference-perf config", 16u << 20));
+    // Strict (config::parse_yaml): a key given twice, as in any kvfleet YAML, is an error.
+    cfg = config::parse_yaml(read_input_file(cfg_where, "inference-perf config", 16u << 20),
+                             cfg_where);
   } catch (const YAML::Exception& e) {
     throw InputError(cfg_where, "", std::string("not valid YAML: ") + e.what());
   }

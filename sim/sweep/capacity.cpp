@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "sim/config/params.h"
@@ -89,13 +90,20 @@ std::vector<Slo> parse_slo(const std::string& text) {
   std::vector<Slo> out;
   std::stringstream ss(text);
   std::string part;
+  std::set<std::string> named;
+  if (!text.empty() && text.back() == ',')
+    throw InputError("--slo", "", "an empty target (two commas, or one at an end)");
   while (std::getline(ss, part, ',')) {
+    if (part.empty())
+      throw InputError("--slo", "", "an empty target (two commas, or one at an end)");
     const auto eq = part.find('=');
     if (eq == std::string::npos) {
       throw InputError("--slo", part, "expected name=limit with a unit, e.g. ttft_p99=2s");
     }
     Slo s;
     s.name = part.substr(0, eq);
+    if (!named.insert(s.name).second)
+      throw InputError("--slo", s.name, "is given twice (one limit per target)");
     const std::string lim = part.substr(eq + 1);
     if (s.name == "reject_rate" || s.name == "goodput" || s.name == "timeout_rate") {
       s.kind = s.name == "goodput"        ? Slo::Kind::kGoodput
