@@ -684,14 +684,7 @@ TEST_F(Outputs, SamePdfSameBytes) {
 // std::bad_alloc, exit 1); a batch limit far above what memory lets run no longer reserves for
 // it (max_num_seqs=1e9 once reserved 1e9 slots).
 testing::Output kvfleet_under_ulimit(const std::string& kbytes, const std::string& args) {
-  const std::string cmd = "ulimit -v " + kbytes + " && " + std::string(KVFLEET_BINARY_DIR) +
-                          "/bin/kvfleet " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+  return kvfleet(args, "ulimit -v " + kbytes + " && ");
 }
 
 TEST_F(Outputs, AFleetThatWouldNotFitInMemoryIsRefusedUpFront) {

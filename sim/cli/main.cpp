@@ -107,6 +107,13 @@ po::variables_map parse_command(const std::vector<std::string>& args,
 }
 
 // A benchmark client's results (inference-perf folder, vllm bench serve JSON) replayed.
+// Where a benchmark replay's --write-scenario keeps the trace its scenario reads: beside it,
+// NAME.trace.csv.
+std::string kept_trace_path(const std::string& scenario_path) {
+  const std::filesystem::path w(scenario_path);
+  return (w.parent_path() / (w.stem().string() + ".trace.csv")).string();
+}
+
 int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
                  const std::string& model, const std::string& gpu, const std::string& write) {
   BenchOptions bo;
@@ -126,9 +133,8 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   if (!write.empty()) {
     out_yaml = outputs.add_file("--write-scenario", write);
     if (!plan.trace.empty()) {
-      const std::filesystem::path w(write);
-      trace_name = w.stem().string() + ".trace.csv";
-      out_trace = outputs.add_file("--write-scenario", (w.parent_path() / trace_name).string());
+      trace_name = std::filesystem::path(kept_trace_path(write)).filename().string();
+      out_trace = outputs.add_file("--write-scenario", kept_trace_path(write));
     }
   }
   // The trace the scenario reads, for this run: a temporary removed when the command ends.
@@ -170,7 +176,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
     const std::string kept =
         write.empty()
             ? std::string("kvfleet-replay.trace.csv (not kept: --write-scenario keeps it)")
-            : (std::filesystem::path(write).parent_path() / trace_name).string();
+            : kept_trace_path(write);
     for (std::size_t at = 0; (at = stored.find(run_trace.path, at)) != std::string::npos;
          at += kept.size())
       stored.replace(at, run_trace.path.size(), kept);
@@ -268,9 +274,7 @@ int cmd_replay(const std::vector<std::string>& args) {
     if (vm.count("out")) outs.emplace_back("--out", vm["out"].as<std::string>());
     if (!write.empty()) {
       outs.emplace_back("--write-scenario", write);
-      const std::filesystem::path w(write);
-      outs.emplace_back("--write-scenario",
-                        (w.parent_path() / (w.stem().string() + ".trace.csv")).string());
+      outs.emplace_back("--write-scenario", kept_trace_path(write));
     }
     for (const auto& [option, out] : outs)
       for (const auto& in : inputs)

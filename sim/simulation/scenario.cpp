@@ -404,6 +404,28 @@ Scenario ScenarioSource::load(const std::vector<std::string>& overrides) const {
   return load_scenario_text(builtin_default_scenario(), "<built-in default.yaml>", ".", overrides);
 }
 
+KeyDeclaration declared_key(const std::string& key) {
+  std::string generic;  // pools[0].replicas -> pools[].replicas, as the declarations name it
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    generic += key[i];
+    if (key[i] == '[')
+      while (i + 1 < key.size() && key[i + 1] != ']') ++i;
+  }
+  static const std::vector<config::Documenter::Row> rows = scenario_parameters();
+  KeyDeclaration d;
+  for (const auto& row : rows) {
+    if (row.key != generic) continue;
+    const bool integer = row.type.rfind("integer", 0) == 0;
+    if (!d.found) {
+      d = {row.unit, integer, true};
+    } else {
+      if (row.unit != d.unit) d.unit.clear();
+      d.integer = d.integer && integer;
+    }
+  }
+  return d;
+}
+
 std::vector<config::Documenter::Row> scenario_parameters() {
   config::Documenter d;
   ScenarioConfig def;

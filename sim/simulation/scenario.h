@@ -157,6 +157,16 @@ struct ScenarioSource {
 // `[]`, type, unit, default, description), for tooltips and forms.
 std::vector<config::Documenter::Row> scenario_parameters();
 
+// What the declarations say of a --set key (pools[0].engine.max_num_seqs is declared as
+// pools[].engine.max_num_seqs): its unit and whether it is an integer. A key declared in several
+// implementations' sections with different units has none; `found` false for an undeclared key.
+struct KeyDeclaration {
+  std::string unit;
+  bool integer = false;
+  bool found = false;
+};
+KeyDeclaration declared_key(const std::string& key);
+
 // The built-in default scenario (scenarios/default.yaml, embedded at build time).
 const std::string& builtin_default_scenario();
 

@@ -250,18 +250,7 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   const YAML::Node wl = resolved["workload"];
   res.key = load_key(base, opt.load, opt.key, &res.start);
   // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
-  bool integer = opt.load == "users";
-  {
-    std::string generic;  // pools[0].replicas -> pools[].replicas, as the declarations name it
-    for (std::size_t i = 0; i < res.key.size(); ++i) {
-      generic += res.key[i];
-      if (res.key[i] == '[') {
-        while (i + 1 < res.key.size() && res.key[i + 1] != ']') ++i;
-      }
-    }
-    for (const auto& row : scenario_parameters())
-      if (row.key == generic && row.type.rfind("integer", 0) == 0) integer = true;
-  }
+  const bool integer = opt.load == "users" || declared_key(res.key).integer;
   if (!(res.start > 0)) res.start = 1;
   {
     YAML::Emitter e;

@@ -30,6 +30,19 @@ namespace kvfleet::sim {
 
 namespace {
 
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// An axis value as one spelling: a number as format_double writes it (10, 10.0 and 1e1 are
+// one value), any other text as it is.
+std::string canonical_value(const std::string& v) {
+  return is_number(v) ? config::format_double(std::strtod(v.c_str(), nullptr)) : v;
+}
+
 std::vector<std::string> summary_metric_names() {
   std::vector<std::string> names;
   for (const auto& [k, v] : Summary{}.flatten()) names.push_back(k);
@@ -325,10 +338,7 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
       std::map<std::string, std::size_t> seen;
       for (std::size_t k = 0; k < a.values.size(); ++k) {
         const std::string& v = a.values[k];
-        char* end = nullptr;
-        const double x = std::strtod(v.c_str(), &end);
-        const std::string norm =
-            !v.empty() && end == v.c_str() + v.size() ? config::format_double(x) : v;
+        const std::string norm = canonical_value(v);
         if (const auto it = seen.find(norm); it != seen.end())
           ar.fail(an["values"][k], ar.child_path("values") + "[" + std::to_string(k) + "]",
                   "'" + v + "' is the value of values[" + std::to_string(it->second) +
@@ -458,13 +468,6 @@ void validate_sweep(const SweepSpec& spec) {
 
 namespace {
 
-bool is_number(const std::string& s) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
-}
-
 // A sweep file as data, without what --resume lets change: comments (gone once parsed), the
 // description, the replicates and each axis's values.
 std::string resumable_part(const std::string& text) {
@@ -552,8 +555,7 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
     // A point's identity: its axis values (numbers compared as numbers) and its seed.
     auto identity = [](const std::vector<std::string>& values, std::int64_t point_seed) {
       std::string k = std::to_string(point_seed);
-      for (const auto& v : values)
-        k += '\x1f' + (is_number(v) ? config::format_double(std::strtod(v.c_str(), nullptr)) : v);
+      for (const auto& v : values) k += '\x1f' + canonical_value(v);
       return k;
     };
     std::map<std::string, std::vector<std::size_t>> by_identity;
@@ -694,38 +696,6 @@ const char* kCurveNames[3] = {"ttft", "tpot", "e2e"};
 
 namespace {
 
-// What the scenario's declarations say of an axis key (pools[0].engine.max_num_seqs is declared
-// as pools[].engine.max_num_seqs): its unit, and whether it is an integer. A key declared in
-// several implementations' sections with different units has none.
-struct AxisDeclaration {
-  std::string unit;
-  bool integer = false;
-  bool found = false;
-};
-AxisDeclaration axis_declaration(const std::string& key) {
-  std::string generic;
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    generic += key[i];
-    if (key[i] == '[')
-      while (i + 1 < key.size() && key[i + 1] != ']') ++i;
-  }
-  static const std::vector<config::Documenter::Row> rows = scenario_parameters();
-  AxisDeclaration d;
-  bool first = true;
-  for (const auto& row : rows) {
-    if (row.key != generic) continue;
-    const bool integer = row.type.rfind("integer", 0) == 0;
-    if (first) {
-      d = {row.unit, integer, true};
-      first = false;
-    } else {
-      if (row.unit != d.unit) d.unit.clear();
-      d.integer = d.integer && integer;
-    }
-  }
-  return d;
-}
-
 std::vector<std::size_t> done_rows(const SweepResults& r) {
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < r.points.size(); ++i)
@@ -752,7 +722,7 @@ Table sweep_points_table(const SweepResults& r) {
       }
     }
     // The key's unit from its declaration; an integer key's values stay integers.
-    const AxisDeclaration decl = axis_declaration(r.axis_keys[k]);
+    const KeyDeclaration decl = declared_key(r.axis_keys[k]);
     if (numeric && decl.integer && whole) {
       auto& c = t.i64(r.axis_keys[k], decl.unit, "axis: the value of this scenario key");
       for (std::size_t i : rows)

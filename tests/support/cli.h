@@ -20,9 +20,11 @@ struct Output {
   std::string text;  // stdout and stderr
 };
 
-// Runs `build/bin/kvfleet ARGS` through the shell (ARGS may hold redirections).
-inline Output kvfleet(const std::string& args) {
-  const std::string cmd = std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet " + args + " 2>&1";
+// Runs `build/bin/kvfleet ARGS` through the shell (ARGS may hold redirections), after the shell
+// command `before` when given (`ulimit -v 1500000 &&`).
+inline Output kvfleet(const std::string& args, const std::string& before = "") {
+  const std::string cmd =
+      before + std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
