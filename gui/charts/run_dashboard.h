@@ -3,8 +3,9 @@
 // read from a run's result file, as an operator's Grafana board or Vidur's per-run plots show
 // them.
 //   page "state":   KV cache usage, running and waiting requests, output throughput, compute and
-//                   memory-bandwidth utilisation over time, one line per replica (per pool, the
-//                   mean over its replicas, when the fleet has more than `max_lines` replicas);
+//                   memory-bandwidth utilisation over time, one line per replica; past
+//                   `max_lines` replicas the hottest (by mean KV cache usage) that fit beside one
+//                   dashed line per pool, the mean over all its replicas;
 //   page "latency": CDFs of TTFT, TPOT and E2E of completed requests with the SLO marked (its
 //                   limit and percentile), and the prefix-cache hit rate over time.
 // Pages render to PNG or SVG (one file per page) or one multi-page PDF.
@@ -13,37 +14,18 @@
 
 #include "gui/charts/line_chart.h"
 #include "sim/io/output_set.h"
+#include "sim/output/run_file.h"
 #include "sim/sweep/capacity.h"
 
 namespace kvfleet::charts {
 
-// What the dashboard reads from a run's file (sim/output/results.h writes it).
-struct RunData {
-  std::string title;  // the scenario's name
-  struct Replica {
-    std::string name, pool;
-    std::vector<double> t_s, kv_usage, running, waiting, generation_tokens, compute, bandwidth;
-  };
-  std::vector<Replica> replicas;  // with their time series
-  struct Request {
-    double arrival_s, ttft_s, tpot_s, e2e_s;
-    double input_tokens, cached_tokens;
-    bool ok, scheduled;
-    std::string pool;
-  };
-  std::vector<Request> requests;
-  std::vector<std::string> pools;
-  double sample_interval_s = 1;
-  std::vector<sim::Slo> scenario_slo;  // from the scenario's alert thresholds, when set
-};
-
-// Reads a run's result file; throws InputError naming the file and what is missing (a sweep file
-// is named as such).
-RunData read_run_file(const std::string& path);
+// What the dashboard reads from a run's file (sim/output/run_file.h, no Qt).
+using sim::read_run_file;
+using sim::RunData;
 
 struct DashboardOptions {
   std::vector<sim::Slo> slo;  // marked on the CDFs; empty: the scenario's alert thresholds
-  std::size_t max_lines = 8;  // more replicas than this: one line per pool
+  std::size_t max_lines = 4;  // more replicas than this: the hottest and the pools' means
 };
 
 // The pages, by name (the file name's suffix), in order.
@@ -53,6 +35,7 @@ struct DashboardPage {
   std::string name;   // state, latency: the file name's suffix
   std::string title;  // above the charts
   std::vector<LineChartSpec> charts;
+  std::string note = "";  // a line under the title: what the lines show, when not everything
 };
 
 std::vector<DashboardPage> run_dashboard(const RunData& run, const DashboardOptions& options);
