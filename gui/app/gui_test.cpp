@@ -658,7 +658,7 @@ class GuiTest : public QObject {
     QVERIFY(QString::fromStdString(v->spec().title).contains("max_num_seqs = 256"));
     const auto one = v->spec().series[0].y;
     QVERIFY(v->setAxisFilter("pools[0].engine.max_num_seqs", "(mean over)"));
-    QVERIFY(QString::fromStdString(v->spec().series[0].name).contains("mean over"));
+    QVERIFY(QString::fromStdString(v->spec().note).contains("mean over"));
     QVERIFY(v->spec().series[0].y != one);
     QVERIFY(w.exportCurrentTable(dir + "/sweep.csv").isEmpty());
     // A file that is not a sweep: an error, and the table stays.

@@ -13,6 +13,7 @@
 #include <QtGui/QImage>
 #include <regex>
 
+#include "gui/charts/line_chart.h"
 #include "gui/charts/run_dashboard.h"
 #include "gui/charts/sweep_chart.h"
 #include "sim/core/error.h"
@@ -46,16 +47,30 @@ TEST(SweepChart, SeriesPerAxisValueWithReplicatesAveraged) {
   const LineChartSpec s = sweep_chart(results(), "rate", "ttft_p99_s", "seqs");
   ASSERT_EQ(s.series.size(), 2u);
   // Numeric order; the legend says the replicates were averaged.
-  EXPECT_EQ(s.series[0].name, "seqs = 8 (mean of 2 replicates, 95% CI)");
-  EXPECT_EQ(s.series[1].name, "seqs = 64 (mean of 2 replicates, 95% CI)");
+  EXPECT_EQ(s.series[0].name, "seqs = 8");
+  EXPECT_EQ(s.series[1].name, "seqs = 64");
+  EXPECT_EQ(s.note, "each line: the mean of 2 replicates, band: their range");
   EXPECT_EQ(s.series[0].x, (std::vector<double>{10, 20}));
   // 10/8 + (0 + 1)/2 replicates averaged.
   EXPECT_DOUBLE_EQ(s.series[0].y[0], 10.0 / 8 + 0.5);
-  // The band: the mean's 95% interval, t(1 dof) = 12.706 times sd / sqrt(2), sd = sqrt(0.5).
+  // With two replicates the band is their range (a 95% interval with one degree of freedom
+  // would be 12.7 standard errors wide).
   ASSERT_EQ(s.series[0].band_lo.size(), 2u);
-  const double half = 12.706 * std::sqrt(0.5) / std::sqrt(2.0);
-  EXPECT_NEAR(s.series[0].band_lo[0], 10.0 / 8 + 0.5 - half, 1e-12);
-  EXPECT_NEAR(s.series[0].band_hi[0], 10.0 / 8 + 0.5 + half, 1e-12);
+  EXPECT_DOUBLE_EQ(s.series[0].band_lo[0], 10.0 / 8);
+  EXPECT_DOUBLE_EQ(s.series[0].band_hi[0], 10.0 / 8 + 1);
+  // Three replicates: the mean's 95% interval, t(2 dof) = 4.303 times sd / sqrt(3).
+  sim::SweepResults three = results();
+  for (std::size_t i = 0, n = three.points.size(); i < n; i += 2) {
+    sim::PointResult p = three.points[i];
+    p.metrics[0] += 2;
+    three.points.push_back(p);
+    three.axis_values.push_back(three.axis_values[i]);
+  }
+  const LineChartSpec t = sweep_chart(three, "rate", "ttft_p99_s", "seqs");
+  EXPECT_EQ(t.note, "each line: the mean of 3 replicates, 95% CI");
+  const double half = 4.303 * 1.0 / std::sqrt(3.0);  // values m, m+1, m+2: sd 1
+  EXPECT_NEAR(t.series[0].band_lo[0], 10.0 / 8 + 1 - half, 1e-3);
+  EXPECT_NEAR(t.series[0].band_hi[0], 10.0 / 8 + 1 + half, 1e-3);
   // No band where nothing was averaged, nor for a mean over an axis (not replicates).
   sim::SweepResults one = results();
   for (std::size_t i = 1; i < one.points.size(); i += 2) one.points[i].ok = false;
@@ -70,6 +85,23 @@ TEST(SweepChart, SeriesPerAxisValueWithReplicatesAveraged) {
   EXPECT_THROW(sweep_chart(results(), "nope", "ttft_p99_s"), sim::InputError);
   EXPECT_THROW(sweep_chart(results(), "rate", "nope"), sim::InputError);
   EXPECT_THROW(sweep_chart(results(), "rate", "ttft_p99_s", "nope"), sim::InputError);
+}
+
+TEST(LineChart, EveryLogAxisHasAtLeastTwoLabelledTicks) {
+  // Qt labels a log axis at the powers of its base: over 32-256 sequences base 10 labelled one
+  // tick (100). Base 2 there; base 10 once two powers of ten are in range.
+  EXPECT_EQ(log_axis_base(32, 256), 2);
+  EXPECT_EQ(log_axis_base(0.05, 0.4), 2);
+  EXPECT_EQ(log_axis_base(5, 50), 2);
+  EXPECT_EQ(log_axis_base(1, 10), 10);
+  EXPECT_EQ(log_axis_base(0.002, 30), 10);
+  for (double lo : {0.001, 0.03, 1.0, 32.0, 700.0})
+    for (double ratio : {4.0, 8.0, 30.0, 99.0, 1e4}) {
+      const double b = log_axis_base(lo, lo * ratio);
+      const double ticks = std::floor(std::log(lo * ratio) / std::log(b) + 1e-9) -
+                           std::ceil(std::log(lo) / std::log(b) - 1e-9) + 1;
+      EXPECT_GE(ticks, 2) << lo << " x " << ratio;
+    }
 }
 
 TEST(SweepChart, NeverAveragesAnAxisItDoesNotShow) {
@@ -95,7 +127,7 @@ TEST(SweepChart, NeverAveragesAnAxisItDoesNotShow) {
   s = sweep_chart(results(), "rate", "ttft_p99_s", m);
   ASSERT_EQ(s.series.size(), 1u);
   EXPECT_DOUBLE_EQ(s.series[0].y[0], (10.0 / 8 + 10.0 / 64) / 2 + 0.5);
-  EXPECT_NE(s.series[0].name.find("mean over seqs"), std::string::npos);
+  EXPECT_NE(s.note.find("mean over seqs"), std::string::npos) << s.note;
   // A value the axis never takes, or an unknown axis, is named.
   o.where["seqs"] = "16";
   EXPECT_THROW(sweep_chart(results(), "rate", "ttft_p99_s", o), sim::InputError);
@@ -170,7 +202,7 @@ RunData fake_run(int replicas) {
     x.name = x.pool + '/' + std::to_string(r / 2);
     for (int t = 0; t < 20; ++t) {
       x.t_s.push_back(t);
-      x.kv_usage.push_back(r % 2 ? 0.5 : 0.25);
+      x.kv_usage.push_back((r % 2 ? 0.5 : 0.25) + 0.01 * r);
       x.running.push_back(r);
       x.waiting.push_back(0);
       x.generation_tokens.push_back(100.0 * t);
@@ -193,12 +225,46 @@ TEST(RunDashboard, LinesPerReplicaOrPoolMeansAndTheSloMarked) {
   EXPECT_EQ(few[0].charts[0].series[1].name, "b/0");
   // Throughput is the counter's rate: 100 tokens per second.
   EXPECT_DOUBLE_EQ(few[0].charts[3].series[0].y[5], 100.0);
-  const auto many = run_dashboard(fake_run(10), {});
-  ASSERT_EQ(many[0].charts[0].series.size(), 2u);  // past 8 replicas: pool means
-  EXPECT_EQ(many[0].charts[0].series[1].name, "b (mean of 5 replicas)");
-  EXPECT_DOUBLE_EQ(many[0].charts[0].series[1].y[3], 0.5);
-  // Running requests of pool a: replicas 0, 2, 4, 6, 8, mean 4.
-  EXPECT_DOUBLE_EQ(many[0].charts[1].series[0].y[0], 4.0);
+  // Past 8 replicas: the 6 hottest by mean KV cache usage (every b, then the busiest a), in the
+  // order of the file, and each pool's mean over all its replicas, dashed.
+  DashboardOptions eight;
+  eight.max_lines = 8;
+  const auto many = run_dashboard(fake_run(10), eight);
+  const auto& kv = many[0].charts[0].series;
+  ASSERT_EQ(kv.size(), 8u);
+  std::vector<std::string> names;
+  for (const auto& s : kv) names.push_back(s.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"b/0", "b/1", "b/2", "b/3", "a/4", "b/4",
+                                      "a: mean of its 5 replicas", "b: mean of its 5 replicas"}));
+  EXPECT_TRUE(kv[6].dashed && !kv[0].dashed);
+  EXPECT_NEAR(kv[6].y[3], 0.29, 1e-12);  // a: 0.25 + (0 + 2 + 4 + 6 + 8) / 5 / 100
+  EXPECT_NEAR(kv[7].y[3], 0.55, 1e-12);
+  EXPECT_NE(many[0].note.find("the 6 hottest of 10 replicas"), std::string::npos) << many[0].note;
+  // Running requests of pool a: replicas 0, 2, 4, 6, 8, mean 4; the same replicas on every chart.
+  EXPECT_DOUBLE_EQ(many[0].charts[1].series[6].y[0], 4.0);
+  EXPECT_EQ(many[0].charts[1].series[4].name, "a/4");
+  EXPECT_EQ(many[0].charts[1].series[4].y[0], 8.0);
+  // By default 4 lines at most: the 2 hottest beside the 2 pools' means.
+  const auto fewer = run_dashboard(fake_run(10), {})[0].charts[0].series;
+  ASSERT_EQ(fewer.size(), 4u);
+  EXPECT_EQ(fewer[0].name, "b/3");
+  EXPECT_EQ(fewer[1].name, "b/4");
+  // Past 300 samples a line is drawn as means of consecutive samples, and the title says so.
+  RunData longer = fake_run(2);
+  for (auto& r : longer.replicas) {
+    r.t_s.clear();
+    r.kv_usage.clear();
+    for (int t = 0; t < 900; ++t) r.t_s.push_back(t), r.kv_usage.push_back(t % 3);
+    for (auto* v : {&r.running, &r.waiting, &r.generation_tokens, &r.compute, &r.bandwidth})
+      v->assign(900, 0.0);
+  }
+  const auto binned = run_dashboard(longer, {})[0];
+  ASSERT_EQ(binned.charts[0].series[0].x.size(), 300u);
+  EXPECT_DOUBLE_EQ(binned.charts[0].series[0].x[1], 4.0);  // samples 3, 4, 5
+  EXPECT_DOUBLE_EQ(binned.charts[0].series[0].y[1], 1.0);  // 0, 1, 2
+  EXPECT_NE(binned.note.find("each point the mean of 3 samples (3 s)"), std::string::npos)
+      << binned.note;
   DashboardOptions o;
   o.slo = sim::parse_slo("ttft_p99=50ms");
   const auto latency = run_dashboard(fake_run(2), o)[1];

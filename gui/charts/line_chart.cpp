@@ -29,6 +29,14 @@
 
 namespace kvfleet::charts {
 
+double log_axis_base(double lo, double hi) {
+  // Qt labels a log axis at the powers of its base: base 10 over 32-256 labels one tick (100).
+  // Base 2 when fewer than two powers of ten are in range (then at most about ten powers of 2).
+  if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi)) return 10;
+  const double tens = std::floor(std::log10(hi)) - std::ceil(std::log10(lo)) + 1;
+  return tens >= 2 ? 10 : 2;
+}
+
 namespace {
 
 QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double hi,
@@ -37,9 +45,9 @@ QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double h
   title_font.setPointSize(11);
   if (log) {
     auto* a = new QLogValueAxis;
-    a->setBase(10);
+    a->setBase(log_axis_base(lo, hi));
     a->setLabelFormat("%g");
-    a->setMinorTickCount(8);
+    a->setMinorTickCount(a->base() == 10 ? 8 : 1);
     a->setTitleText(QString::fromStdString(label));
     a->setTitleFont(title_font);
     if (lo > 0 && hi > lo) a->setRange(lo, hi);
@@ -60,7 +68,12 @@ QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double h
 
 QChart* make_line_chart(const LineChartSpec& spec) {
   auto* chart = new QChart;
-  chart->setTitle(QString::fromStdString(spec.title));
+  // A note goes on a second line, smaller and plain (chart titles are rich text).
+  QString title = QString::fromStdString(spec.title);
+  if (!spec.note.empty())
+    title = title.toHtmlEscaped() + "<br><span style=\"font-size:10pt; font-weight:normal\">" +
+            QString::fromStdString(spec.note).toHtmlEscaped() + "</span>";
+  chart->setTitle(title);
   QFont tf;
   tf.setPointSize(13);
   tf.setBold(true);
@@ -302,7 +315,9 @@ std::string render_chart_to_file(QChart* chart, const std::string& path, int wid
   try {
     sim::OutputSet out;
     const std::string tmp = out.add_file("--out", path);
-    if (!paint_scene(scene, tmp, ext == ".png", width, height, chart->title().toStdString()))
+    // The file's title: the chart's first line (a note follows a <br>).
+    const std::string title = chart->title().section("<br>", 0, 0).toStdString();
+    if (!paint_scene(scene, tmp, ext == ".png", width, height, title))
       return "could not draw " + path;
     out.publish();
   } catch (const sim::InputError& e) {

@@ -27,6 +27,7 @@ struct Series {
 
 struct LineChartSpec {
   std::string title;
+  std::string note;              // a line under the title, e.g. what each line averages
   std::string x_label, y_label;  // with units
   std::vector<Series> series;
   std::optional<double> y_limit;  // a horizontal line, e.g. the SLO
@@ -41,6 +42,10 @@ struct LineChartSpec {
   bool log_x = false;
   bool log_y = false;
 };
+
+// The base of a log axis over [lo, hi]: 10 when at least two powers of ten are in range, else 2,
+// so that a log axis over a factor of 4 or more has at least two labelled ticks.
+double log_axis_base(double lo, double hi);
 
 // A new chart for the spec (the caller owns it, or hands it to a QChartView).
 QChart* make_line_chart(const LineChartSpec& spec);

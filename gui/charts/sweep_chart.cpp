@@ -2,20 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "sim/core/error.h"
 #include "sim/metrics/summary.h"
+#include "sim/simulation/scenario.h"
 
 namespace kvfleet::charts {
 
 namespace {
 
-// Units for axis titles from the /summary naming convention.
+// An axis title: the name as the user writes it, with its unit from the declarations (a /summary
+// metric's, or a scenario key's).
 std::string label(const std::string& key) {
-  if (key.size() > 6 && key.substr(key.size() - 6) == "_per_s") return key + " (1/s)";
-  if (key.size() > 2 && key.substr(key.size() - 2) == "_s") return key + " (s)";
-  return key;
+  std::string unit;
+  const std::string metric = sim::canonical_metric(key);
+  for (const auto& m : sim::summary_metrics())
+    if (m.name == metric) unit = m.unit;
+  if (unit.empty()) unit = sim::declared_key(key).unit;
+  return unit.empty() ? key : key + " (" + unit + ")";
 }
 
 }  // namespace
@@ -141,12 +147,16 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
   std::string fixed;
   for (const auto& [k, v] : options.where) fixed += (fixed.empty() ? "" : ", ") + k + " = " + v;
   if (!fixed.empty()) spec.title += " (" + fixed + ")";
+  std::vector<std::string> said;  // what each line averages
   for (const auto& n : names) {
     Series s;
     s.name = series.empty() ? y_name : series + " = " + n;
     std::size_t most = 1;
-    // Replicates (nothing else is averaged) get a band: the 95% interval of their mean.
+    // Replicates (nothing else is averaged) get a band: the 95% interval of their mean from
+    // three replicates on; with two, their range (Student's t with one degree of freedom makes
+    // the interval 12.7 standard errors wide, down through any log axis).
     const bool band = options.mean_over.empty();
+    std::size_t fewest = std::numeric_limits<std::size_t>::max();
     for (const auto& [xv, v] : acc[n]) {
       double sum = 0;
       for (double value : v) sum += value;
@@ -154,24 +164,44 @@ LineChartSpec sweep_chart(const sim::SweepResults& r, const std::string& x, cons
       s.x.push_back(xv);
       s.y.push_back(mean);
       most = std::max(most, v.size());
-      double half = 0;
-      if (v.size() > 1) {
+      fewest = std::min(fewest, v.size());
+      double lo = mean, hi = mean;
+      if (v.size() == 2) {
+        lo = std::min(v[0], v[1]);
+        hi = std::max(v[0], v[1]);
+      } else if (v.size() > 2) {
         double ss = 0;
         for (double value : v) ss += (value - mean) * (value - mean);
         const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
-        half = sim::t95(static_cast<int>(v.size()) - 1) * sd / std::sqrt(double(v.size()));
+        const double half =
+            sim::t95(static_cast<int>(v.size()) - 1) * sd / std::sqrt(double(v.size()));
+        lo = mean - half;
+        hi = mean + half;
       }
-      s.band_lo.push_back(mean - half);
-      s.band_hi.push_back(mean + half);
+      s.band_lo.push_back(lo);
+      s.band_hi.push_back(hi);
     }
     if (!band || most < 2) s.band_lo.clear(), s.band_hi.clear();
     // What each point of the line averages: said, never silent.
     std::string averaged;
     if (!options.mean_over.empty()) averaged = "mean over " + join(options.mean_over);
     if (most > 1 && options.mean_over.empty())
-      averaged = "mean of " + std::to_string(most) + " replicates, 95% CI";
-    if (!averaged.empty()) s.name += " (" + averaged + ")";
+      averaged = "mean of " + std::to_string(most) + " replicates, " +
+                 (fewest > 2  ? "95% CI"
+                  : most == 2 ? "band: their range"
+                              : "band: range of 2, 95% CI of 3 or more");
+    said.push_back(averaged);
     spec.series.push_back(std::move(s));
+  }
+  // Said once under the title when every line averages alike (a legend entry has no room for
+  // it: Qt elides it), else after each line's name.
+  const bool alike = std::all_of(said.begin(), said.end(),
+                                 [&](const std::string& a) { return a == said.front(); });
+  if (alike && !said.empty() && !said.front().empty()) {
+    spec.note = "each line: the " + said.front();
+  } else {
+    for (std::size_t i = 0; i < said.size(); ++i)
+      if (!said[i].empty()) spec.series[i].name += " (" + said[i] + ")";
   }
   return spec;
 }
