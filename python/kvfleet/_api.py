@@ -345,6 +345,9 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Result:
             raise _input_error(p, "replicas.replica", "column missing")
         if len(tables["summary"]) != 1:
             raise _input_error(p, "summary", f"has {len(tables['summary'])} rows, not one")
+        for c in tables["summary"].columns:
+            if tables["summary"][c].dtype.kind not in "iuf":
+                raise _input_error(p, f"summary.{c}", "is not a number")
         parts = []
         if "timeseries" in f:
             group = f["timeseries"]
@@ -607,8 +610,17 @@ def capacity(
     threads: int = 0,
     set: SetsLike = None,
     step_sensitivity: float = 0.02,
-) -> CapacityResult:
+    grid: Optional[Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]] = None,
+    progress: bool = False,
+) -> Union[CapacityResult, pd.DataFrame]:
     """Finds the highest load at which the SLO holds, as ``kvfleet capacity`` does.
+
+    With ``grid`` ({key: [values], ...}, as :func:`sweep`'s axes), the capacity of every
+    combination of values, searched one after the other exactly as a single call would (each
+    with ``set`` and the point's values applied), comes back as a DataFrame: one row per point,
+    the grid's keys as columns (in their own types), then capacity, ci95_low, ci95_high,
+    expected_low, expected_high, slower_steps, faster_steps, runs, limited_by, not_met;
+    ``attrs`` names the axes, the SLO and the varied load key.
 
     Args:
         scenario: path, YAML text, dict or None (built-in default).
@@ -620,7 +632,13 @@ def capacity(
         threads: 0 for all cores.
         set: overrides applied to every run.
         step_sensitivity: also search with every step this fraction slower and faster (0: not).
+        grid: keys and their values: one capacity per combination, as a DataFrame.
+        progress: with a grid, one line per point on stderr.
     """
+    if grid is not None:
+        return _capacity_grid(scenario, grid, progress, slo=slo, load=load, key=key,
+                              replicates=replicates, tolerance=tolerance, threads=threads,
+                              set=set, step_sensitivity=step_sensitivity)
     path, text, name, base_dir = _source(scenario)
     d = _core.capacity(path, text, name, base_dir, slo, load, key or "",
                        _count("replicates", replicates, 1, 1000), float(tolerance),
@@ -635,6 +653,46 @@ def capacity(
                           expected_error=dict(d["expected_error"]),
                           expected_low=d["expected_low"], expected_high=d["expected_high"],
                           not_met=d.get("not_met", ""))
+
+
+def _capacity_grid(scenario: ScenarioLike, grid: Any, progress: bool, set: SetsLike,
+                   **options: Any) -> pd.DataFrame:
+    import itertools
+
+    axes = _axes(grid)
+    if not axes:
+        raise _input_error("grid", "", "names no key: give {key: [values], ...}")
+    for a in axes:
+        if "cases" in a:
+            raise _input_error("grid", a["key"], "takes a list of values, not named cases")
+        if not a["values"]:
+            raise _input_error("grid", a["key"], "has no values")
+        if len({_value(v) for v in a["values"]}) != len(a["values"]):
+            raise _input_error("grid", a["key"], "a value is given twice")
+    base = _sets(set)
+    keys = [a["key"] for a in axes]
+    combos = list(itertools.product(*[a["values"] for a in axes]))
+    rows: List[Dict[str, Any]] = []
+    result: Optional[CapacityResult] = None
+    for i, values in enumerate(combos):
+        point = base + [f"{k}={_value(v)}" for k, v in zip(keys, values)]
+        result = capacity(scenario, set=point, **options)
+        row: Dict[str, Any] = dict(zip(keys, values))
+        row.update(capacity=result.mean, ci95_low=result.ci95_low, ci95_high=result.ci95_high,
+                   expected_low=result.expected_low, expected_high=result.expected_high,
+                   slower_steps=result.slower_steps, faster_steps=result.faster_steps,
+                   runs=result.runs, limited_by=result.limited_by, not_met=result.not_met)
+        rows.append(row)
+        if progress:
+            shown = ", ".join(f"{k}={_value(v)}" for k, v in zip(keys, values))
+            print(f"capacity {i + 1}/{len(combos)}: {shown}: {result.mean:.4g}",
+                  file=sys.stderr, flush=True)
+    df = pd.DataFrame(rows)
+    df.attrs["axes"] = keys
+    df.attrs["key"] = result.key if result else ""
+    df.attrs["slo"] = list(result.slo) if result else []
+    df.attrs["expected_error"] = dict(result.expected_error or {}) if result else {}
+    return df
 
 
 @dataclasses.dataclass

@@ -341,6 +341,30 @@ def test_capacity_matches_the_cli():
         kvfleet.capacity(step_sensitivity=0.9)
 
 
+def test_capacity_over_a_grid_is_a_frame_of_single_searches():
+    grid = {"pools[0].engine.max_num_seqs": [16, 64]}
+    opts = dict(slo="ttft_p99=300ms", replicates=1, set=SHORT, threads=1, step_sensitivity=0)
+    df = kvfleet.capacity(grid=grid, **opts)
+    assert list(df["pools[0].engine.max_num_seqs"]) == [16, 64]
+    assert df["pools[0].engine.max_num_seqs"].dtype.kind == "i"
+    assert df.attrs["axes"] == ["pools[0].engine.max_num_seqs"]
+    assert df.attrs["key"] == "workload.arrival.rate_per_s"
+    for _, row in df.iterrows():
+        one = kvfleet.capacity(set={**SHORT, "pools[0].engine.max_num_seqs":
+                                    int(row["pools[0].engine.max_num_seqs"])}, **{
+            k: v for k, v in opts.items() if k != "set"})
+        assert row["capacity"] == one.mean and row["runs"] == one.runs
+        assert row["ci95_low"] <= row["capacity"] <= row["ci95_high"]
+    # 16 sequences at once serve less than 64 at a TTFT target.
+    assert df["capacity"].iloc[0] < df["capacity"].iloc[1]
+    with pytest.raises(kvfleet.InputError, match="given twice"):
+        kvfleet.capacity(grid={"pools[0].engine.max_num_seqs": [16, 16]}, **opts)
+    with pytest.raises(kvfleet.InputError, match="no values"):
+        kvfleet.capacity(grid={"pools[0].engine.max_num_seqs": []}, **opts)
+    with pytest.raises(kvfleet.InputError, match="no_such"):
+        kvfleet.capacity(grid={"no_such.key": [1]}, **opts)
+
+
 def test_capacity_refuses_a_bad_slo():
     with pytest.raises(kvfleet.InputError, match="ttft_p42"):
         kvfleet.capacity(slo="ttft_p42=1s")
