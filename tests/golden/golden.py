@@ -20,7 +20,10 @@ What "the same results" means (docs/architecture.md, "The golden test"):
   values lying within the tolerance of a cell edge are stored exactly in tolerance.tsv and
   compared on their own. So a column passes for certain when no value moved more than 1e-9
   relative, and fails for certain when one moved more than 2^grid relative;
-- the report must be identical, line for line (reports/<scenario>.txt, readable in a diff).
+- the report must be identical, line for line (reports/<scenario>.txt, readable in a diff);
+- every dataset and column written is declared: listed in docs/outputs.md (generated from the
+  declarations in the code by `kvfleet outputs`) with the unit the file carries, and written with
+  a description (a sweep's axis columns are its axes' keys, its metric columns /summary's).
 
 Files (all written by --update):
   checksums.txt   scenario, dataset, column, type, rows, exact hash, grid, grid hash
@@ -306,6 +309,89 @@ def read_file(path):
 
 
 # ---------------------------------------------------------------------------------------------
+# Declarations: every dataset and column a run or sweep writes is in docs/outputs.md (generated
+# by `kvfleet outputs` from the declarations in the code; docs_test keeps it current), with the
+# unit declared there, and carries a description in the file.
+
+DECLARED, UNDECLARED = {}, []
+SCALAR_DATASETS = {"run": {"scenario", "report"}, "sweep": {"sweep", "scenario"}}
+
+
+def declared_outputs(source):
+    """{"run"|"sweep": {table: {column: unit}}} from docs/outputs.md."""
+    out, kind, table = {}, None, None
+    with open(os.path.join(source, "docs", "outputs.md")) as f:
+        for line in f:
+            if line.startswith("## "):
+                kind = "run" if "kvfleet run" in line else "sweep" if "kvfleet sweep" in line \
+                    else None
+                table = None
+                if kind:
+                    out.setdefault(kind, {})
+            elif kind and line.startswith("### `/"):
+                table = line.split("`")[1][1:]
+                out[kind].setdefault(table, {})
+            elif kind and table and line.startswith("| `"):
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                out[kind][table][cells[0].strip("`")] = cells[2]
+    return out
+
+
+def undeclared(path, declared):
+    """What the file at `path` writes that docs/outputs.md does not declare, in words."""
+    problems = []
+    with h5py.File(path, "r") as f:
+        kind = "sweep" if "points" in f else "run"
+        tables = declared.get(kind, {})
+        axes, metrics = set(), {}
+        if kind == "sweep":
+            import yaml
+            spec = yaml.safe_load(as_text(f["sweep"][()])) or {}
+            axes = {a.get("key", "") for a in spec.get("axes", []) or []}
+            axes |= {a.get("key", "") for a in (spec.get("sample") or {}).get("axes", []) or []}
+            metrics = dict(declared.get("run", {}).get("summary", {}))
+
+        def check_table(ds, name):
+            cols = tables.get(name)
+            if cols is None:
+                problems.append(f"/{ds.name.lstrip('/')}: a table docs/outputs.md does not declare")
+                return
+            units = [as_text(u) for u in ds.attrs.get("units", [])]
+            descs = [as_text(d) for d in ds.attrs.get("descriptions", [])]
+            for i, col in enumerate(ds.dtype.names):
+                where = f"/{ds.name.lstrip('/')}.{col}"
+                unit = units[i] if i < len(units) else None
+                if col in cols:
+                    if unit is not None and unit != cols[col]:
+                        problems.append(f"{where}: unit {unit!r}, declared {cols[col]!r}")
+                elif name == "points" and col in metrics:
+                    if unit is not None and unit != metrics[col]:
+                        problems.append(f"{where}: unit {unit!r}, /summary declares "
+                                        f"{metrics[col]!r}")
+                elif not (name == "points" and col in axes):
+                    problems.append(f"{where}: a column docs/outputs.md does not declare")
+                if i >= len(descs) or not descs[i].strip():
+                    problems.append(f"{where}: written without a description")
+
+        def walk(group):
+            for key in sorted(group):
+                obj = group[key]
+                name = obj.name.lstrip("/")
+                if isinstance(obj, h5py.Group):
+                    if name == "timeseries":
+                        for member in sorted(obj):
+                            check_table(obj[member], "timeseries/<replica>")
+                    else:
+                        walk(obj)
+                elif obj.dtype.names:
+                    check_table(obj, name)
+                elif name not in SCALAR_DATASETS[kind]:
+                    problems.append(f"/{name}: a dataset docs/outputs.md does not declare")
+        walk(f)
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
 # The store
 
 
@@ -520,6 +606,8 @@ def run_scenarios(selected):
                     cmd += ["--set", s]
                 run(cmd)
             cols, report = read_file(out)
+            for problem in undeclared(out, DECLARED):
+                UNDECLARED.append(f"{rel}: {problem}")
             os.remove(out)
             if report is not None:
                 report = normalise_paths(report)
@@ -534,6 +622,8 @@ def run_scenarios(selected):
 
 
 def main():
+    global DECLARED
+    DECLARED = declared_outputs(ARGS.source)
     everything = list(all_scenarios(ARGS.source))
     existing = {rel for rel, _ in everything}
     if ARGS.only:
@@ -545,6 +635,13 @@ def main():
     results, reports, ran, skipped = run_scenarios(selected)
     for s in skipped:
         print(f"golden: skipped {s}")
+
+    if UNDECLARED:
+        print(f"golden: {len(UNDECLARED)} outputs written without a declaration "
+              "(docs/outputs.md, from `kvfleet outputs`):")
+        for u in UNDECLARED[:60]:
+            print("  " + u)
+        return 1
 
     stored = load_store()
     found = classify(stored, results, ran)

@@ -33,7 +33,11 @@ with h5py.File(out, "w") as f:
         rec = np.zeros(n, dt)
         for c, a in arrays.items():
             rec[c] = a
-        f.create_dataset(name, data=rec)
+        ds = f.create_dataset(name, data=rec)
+        # Column attributes as kvfleet writes them: a unit (s for *_s) and a description.
+        ds.attrs["units"] = [c.endswith("_s") and "s" or "" for c in arrays]
+        ds.attrs["descriptions"] = [
+            "" if c in spec.get("undescribed", []) else "made up" for c in arrays]
     if "report" in spec:
         f.create_dataset("report", data=spec["report"].encode())
 '''
@@ -72,12 +76,28 @@ class Sandbox:
         self.store = os.path.join(tmp, "store")
         self.reference = os.path.join(tmp, "reference")
         os.makedirs(os.path.join(self.source, "scenarios"))
+        os.makedirs(os.path.join(self.source, "docs"))
+        self.declare()
         os.makedirs(self.store)
         os.makedirs(self.reference)
         self.kvfleet = os.path.join(tmp, "kvfleet")
         with open(self.kvfleet, "w") as f:
             f.write("#!" + sys.executable + "\n" + FAKE.split("\n", 1)[1])
         os.chmod(self.kvfleet, 0o755)
+
+    def declare(self, units=None):
+        """docs/outputs.md of the sandbox: the columns the fake writes, `units` overriding."""
+        tables = {"requests": ["id", "arrival_s", "gpu_s", "outcome"],
+                  "summary": ["mean_s", "count", "busy_s", "extra"]}
+        units = units or {}
+        with open(os.path.join(self.source, "docs", "outputs.md"), "w") as f:
+            f.write("# Output reference\n\n## Run results (`kvfleet run --out FILE.h5`)\n\n")
+            for t, cols in tables.items():
+                f.write(f"### `/{t}`\n\n| column | type | unit | description |\n|---|---|---|---|\n")
+                for c in cols:
+                    u = units.get(f"{t}.{c}", "s" if c.endswith("_s") else "")
+                    f.write(f"| `{c}` | number | {u} | made up |\n")
+                f.write("\n")
 
     def scenario(self, name, spec, needs_reference=False):
         if needs_reference:
@@ -139,6 +159,33 @@ def main():
         rc, out = s.golden()
         check(rc == 1 and "new columns" in out and "summary.extra" in out
               and "changed values" not in out, "a new column is reported as new, not as changed")
+
+        # Every output declared: a column docs/outputs.md does not list, a table it does not
+        # list, a column written without a description, or with another unit, fails by name.
+        spec = base_spec(1)
+        spec["tables"]["summary"]["secret"] = [1]
+        s.scenario("a.yaml", spec)
+        rc, out = s.golden()
+        check(rc == 1 and "summary.secret: a column docs/outputs.md does not declare" in out,
+              "an undeclared column fails, named")
+        spec = base_spec(1)
+        spec["tables"]["hidden"] = {"x": [1]}
+        s.scenario("a.yaml", spec)
+        rc, out = s.golden()
+        check(rc == 1 and "/hidden: a table docs/outputs.md does not declare" in out,
+              "an undeclared table fails, named")
+        spec = base_spec(1)
+        spec["undescribed"] = ["gpu_s"]
+        s.scenario("a.yaml", spec)
+        rc, out = s.golden()
+        check(rc == 1 and "requests.gpu_s: written without a description" in out,
+              "a column written without a description fails")
+        s.scenario("a.yaml", base_spec(1))
+        s.declare({"requests.gpu_s": "GPU-s"})
+        rc, out = s.golden()
+        check(rc == 1 and "requests.gpu_s: unit 's', declared 'GPU-s'" in out,
+              "a unit other than the declared one fails")
+        s.declare()
 
         # A changed integer.
         spec = base_spec(1)
