@@ -389,6 +389,11 @@ TEST(Capacity, ATimeoutRateTargetCountsTheRequestsTheClientGaveUpOn) {
   s.timed_out = 1;
   EXPECT_TRUE(slo[0].holds(s));
   EXPECT_THROW(parse_slo("timeout_rate=100%"), InputError);
+  // A share in exponent notation is a number like any other (1e-300% was refused).
+  EXPECT_DOUBLE_EQ(parse_slo("timeout_rate=1e-3")[0].fraction, 1e-3);
+  EXPECT_DOUBLE_EQ(parse_slo("reject_rate=1e-300%")[0].fraction, 1e-302);
+  EXPECT_THROW(parse_slo("timeout_rate=1e9%"), InputError);
+  EXPECT_THROW(parse_slo("timeout_rate=nan"), InputError);
   // A target twice, or an empty one, is refused (the last once won silently).
   EXPECT_THROW(parse_slo("ttft_p99=2s,ttft_p99=1s"), InputError);
   EXPECT_THROW(parse_slo("ttft_p99=2s,"), InputError);

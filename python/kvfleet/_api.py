@@ -639,6 +639,7 @@ def capacity(
         return _capacity_grid(scenario, grid, progress, slo=slo, load=load, key=key,
                               replicates=replicates, tolerance=tolerance, threads=threads,
                               set=set, step_sensitivity=step_sensitivity)
+    _load_name(load, key)
     path, text, name, base_dir = _source(scenario)
     d = _core.capacity(path, text, name, base_dir, slo, load, key or "",
                        _count("replicates", replicates, 1, 1000), float(tolerance),
@@ -653,6 +654,12 @@ def capacity(
                           expected_error=dict(d["expected_error"]),
                           expected_low=d["expected_low"], expected_high=d["expected_high"],
                           not_met=d.get("not_met", ""))
+
+
+def _load_name(load: Any, key: Optional[str]) -> None:
+    """The `load` argument of capacity and size, named as Python names it (the CLI's --metric)."""
+    if not key and load not in ("arrival_rate", "users"):
+        raise _input_error("load", repr(load), "is not 'arrival_rate' or 'users' (or give key=)")
 
 
 def _capacity_grid(scenario: ScenarioLike, grid: Any, progress: bool, set: SetsLike,
@@ -756,6 +763,9 @@ def size(
     """How many replicas (and GPUs) of a pool serve `target` within the SLO, and what they
     cost, as ``kvfleet size`` finds it (the same search: the fewest replicas at which every
     target holds with every seed, each count a full simulation of the fleet)."""
+    _load_name(load, key)
+    if pool is not None and (not isinstance(pool, str) or not pool):
+        raise _input_error("pool", repr(pool), "name a pool of the scenario (None: the first)")
     path, text, name, base_dir = _source(scenario)
     d = _core.size(path, text, name, base_dir, slo,
                    _fraction("target", target, 1e-12, 1e12), load, key or "", pool or "",

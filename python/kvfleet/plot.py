@@ -143,20 +143,37 @@ def plot_run(run: Any, top: int = 4, title: Optional[str] = None):
     ts = r.timeseries
     busiest = (ts.groupby("replica", observed=True)["num_requests_running"].mean()
                .sort_values(ascending=False).head(max(1, top)).index)
+    # More than 300 samples per line: each point the mean of `k` consecutive samples (as kvfleet
+    # plot's dashboard draws it); thousands of one-second samples are noise at this size.
+    longest = int(ts.groupby("replica", observed=True).size().max()) if len(ts) else 0
+    k = max(1, -(-longest // 300))
+
+    def binned(t, v):
+        t, v = np.asarray(t, dtype=float), np.asarray(v, dtype=float)
+        if k == 1:
+            return t, v
+        n = len(t) // k * k
+        tail = [] if n == len(t) else [slice(n, len(t))]
+        parts = [slice(i, i + k) for i in range(0, n, k)] + tail
+        return (np.array([np.nanmean(t[p]) for p in parts]),
+                np.array([np.nanmean(v[p]) if np.isfinite(v[p]).any() else np.nan
+                          for p in parts]))
+
     for ax, col in ((axes[1][0], "num_requests_running"), (axes[1][1], "kv_cache_usage_perc")):
         for rep in busiest:
             part = ts[ts["replica"] == rep]
-            ax.plot(part["t_s"], part[col], label=str(rep), linewidth=1)
+            ax.plot(*binned(part["t_s"], part[col]), label=str(rep), linewidth=1)
         replicas = ts["replica"].nunique()
         if replicas > len(busiest):
             mean = ts.groupby("t_s")[col].mean()
-            ax.plot(mean.index, mean.to_numpy(), color="black", linewidth=2,
+            ax.plot(*binned(mean.index, mean.to_numpy()), color="black", linewidth=2,
                     label=f"mean of all {replicas}")
         ax.set_xlabel(_label(ts, "t_s"))
         ax.set_ylabel(_label(ts, col))
         shown = f"the {len(busiest)} busiest of {replicas} replicas" if replicas > len(
             busiest) else f"{replicas} replica{'s' if replicas > 1 else ''}"
-        ax.set_title(f"{col}, {shown}", fontsize=10)
+        every = f"\neach point the mean of {k} samples" if k > 1 else ""
+        ax.set_title(f"{col}, {shown}{every}", fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.grid(True, alpha=0.3)
     fig.suptitle(title or getattr(r, "_source", ""), fontsize=11)

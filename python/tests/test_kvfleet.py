@@ -459,6 +459,15 @@ def test_plots_are_figures_with_units_and_the_replicates_said(tmp_path):
     assert "the 2 busiest of 6 replicas" in fig.axes[2].get_title()
     fig.savefig(tmp_path / "r.png")
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+    # A run of more than 300 samples per replica: each point the mean of consecutive samples.
+    long_run = kvfleet.run(DEFAULT, set={"workload.num_requests": 1500,
+                                         "workload.arrival.rate_per_s": 2})
+    samples = long_run.timeseries.groupby("replica", observed=True).size().max()
+    assert samples > 600
+    fig = kvfleet.plot_run(long_run)
+    k = -(-samples // 300)
+    assert f"each point the mean of {k} samples" in fig.axes[2].get_title()
+    assert len(fig.axes[2].get_lines()[0].get_xdata()) <= 300
 
 
 def test_the_console_script_runs_the_cli(capfd):
@@ -543,6 +552,13 @@ def test_options_of_the_wrong_kind_are_refused_by_name():
         kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10**400)
     with pytest.raises(kvfleet.InputError, match="file not found"):
         kvfleet.sweep("/no/such/sweep.yaml")
+    # The Python argument is named, not the CLI's --metric; an empty pool is not "the first".
+    with pytest.raises(kvfleet.InputError, match="^load: 'foo'"):
+        kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10, load="foo")
+    with pytest.raises(kvfleet.InputError, match="^load: 'foo'"):
+        kvfleet.capacity(DEFAULT, load="foo")
+    with pytest.raises(kvfleet.InputError, match="^pool: ''"):
+        kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10, pool="")
 
 
 def test_damaged_run_files_for_the_dashboard(tmp_path):

@@ -852,7 +852,10 @@ int cmd_size(const std::vector<std::string>& args) {
   opt.target = vm["target"].as<double>();
   opt.load = vm["metric"].as<std::string>();
   if (vm.count("key")) opt.key = vm["key"].as<std::string>();
-  if (vm.count("pool")) opt.pool = vm["pool"].as<std::string>();
+  if (vm.count("pool")) {
+    opt.pool = vm["pool"].as<std::string>();
+    if (opt.pool.empty()) throw InputError("--pool", "", "empty: name a pool of the scenario");
+  }
   if (vm.count("price-per-hour")) {
     opt.price_per_hour = vm["price-per-hour"].as<double>();
     if (!(opt.price_per_hour >= 0) || opt.price_per_hour > 1e6)

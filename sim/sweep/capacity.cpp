@@ -111,7 +111,7 @@ std::vector<Slo> parse_slo(const std::string& text) {
                                           : Slo::Kind::kRejectRate;
       double v = 0;
       const auto r =
-          std::from_chars(lim.data(), lim.data() + lim.size(), v, std::chars_format::fixed);
+          std::from_chars(lim.data(), lim.data() + lim.size(), v, std::chars_format::general);
       const std::string unit(r.ptr, lim.data() + lim.size());
       if (unit == "%") v /= 100;
       const bool in_range = s.kind == Slo::Kind::kGoodput ? v > 0 && v <= 1 : v >= 0 && v < 1;
