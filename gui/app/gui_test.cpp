@@ -8,6 +8,9 @@
 #include <QtCharts/QChartView>
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
+#include <QtCore/QSettings>
+#include <QtCore/QTemporaryDir>
+#include <QtGui/QAction>
 #include <QtGui/QFontMetrics>
 #include <QtGui/QGuiApplication>
 #include <QtTest/QSignalSpy>
@@ -18,12 +21,16 @@
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
+#include <QtWidgets/QToolBar>
+#include <QtWidgets/QWidgetAction>
 #include "sim/metrics/fidelity.h"
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "gui/app/main_window.h"
 #include "gui/app/sizing_view.h"
@@ -69,6 +76,73 @@ bool wait_finished(MainWindow& w, int timeout_ms) {
 class GuiTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  void aStudyIsADocumentSavedWithItsComments() {
+    const QString src = KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml";
+    std::stringstream original;
+    original << std::ifstream(src.toStdString()).rdbuf();
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("chat.yaml");
+    {
+      MainWindow w;
+      QVERIFY(w.openScenario(src));
+      QVERIFY(!w.hasUnsavedChanges() && !w.isWindowModified());
+      QVERIFY(w.setField("pools[0].engine.max_num_seqs", "96"));
+      QVERIFY(w.hasUnsavedChanges() && w.isWindowModified());
+      QVERIFY(w.saveScenario(saved));
+      QVERIFY(w.lastSaveKeptText());
+      QVERIFY(!w.hasUnsavedChanges() && !w.isWindowModified());
+      std::stringstream text;
+      text << std::ifstream(saved.toStdString()).rdbuf();
+      // The file's own text, the one value changed where it stood: every other line as it was.
+      std::string expect = original.str();
+      const std::string from = "engine: {max_num_seqs: 128}";
+      expect.replace(expect.find(from), from.size(), "engine: {max_num_seqs: 96}");
+      QCOMPARE(QString::fromStdString(text.str()), QString::fromStdString(expect));
+      // It loads to the scenario on screen, and the window now edits the saved file.
+      QCOMPARE(sim::load_scenario_file(saved.toStdString(), {}).resolved_yaml,
+               w.scenario().resolved_yaml);
+      QVERIFY(w.windowTitle().contains("chat.yaml"));
+      // Every action has a shortcut.
+      QStringList missing, named;
+      for (QToolBar* tb : w.findChildren<QToolBar*>())
+        for (QAction* a : tb->actions()) {
+          if (a->text().isEmpty() || qobject_cast<QWidgetAction*>(a)) continue;
+          named << a->text();
+          if (a->shortcut().isEmpty()) missing << a->text();
+        }
+      QVERIFY2(named.size() >= 7, qPrintable(named.join(", ")));
+      QVERIFY2(missing.isEmpty(), qPrintable(missing.join(", ")));
+    }
+    // Remembered after a restart: the saved file first, then the one opened.
+    MainWindow again;
+    const QStringList recent = again.recentFiles();
+    QVERIFY(recent.size() >= 2);
+    QCOMPARE(recent[0], QString::fromStdString(std::filesystem::absolute(saved.toStdString())));
+    QCOMPARE(recent[1], QString::fromStdString(std::filesystem::absolute(src.toStdString())));
+  }
+
+  void tablesExportTheirNumbersNotTheirText() {
+    QTableWidget t(2, 3);
+    t.setHorizontalHeaderLabels({"variant", "capacity", "between loads"});
+    const char* text[2][3] = {{"a, b", "at least 300", "—"}, {"c", "45.5", "38 – 75"}};
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 3; ++c) t.setItem(r, c, new QTableWidgetItem(text[r][c]));
+    t.item(0, 1)->setData(kvfleet::gui::kNumberRole, 300.0);
+    t.item(0, 1)->setData(kvfleet::gui::kBoundRole, "at least");
+    t.item(1, 1)->setData(kvfleet::gui::kNumberRole, 45.5);
+    t.item(1, 1)->setData(kvfleet::gui::kBoundRole, "");
+    t.item(1, 2)->setData(kvfleet::gui::kNumberRole, 38.0);
+    t.item(1, 2)->setData(kvfleet::gui::kHighRole, 75.0);
+    QTemporaryDir dir;
+    QVERIFY(kvfleet::gui::export_table_csv(&t, dir.filePath("t.csv")).isEmpty());
+    std::stringstream csv;
+    csv << std::ifstream(dir.filePath("t.csv").toStdString()).rdbuf();
+    QCOMPARE(QString::fromStdString(csv.str()),
+             QString("variant,capacity,capacity (bound),between loads (low),between loads (high)\n"
+                     "\"a, b\",300,at least,,\n"
+                     "c,45.5,,38,75\n"));
+  }
+
   void editsAnyPoolWithEditorsFromTheDeclarations() {
     MainWindow w;
     QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/fleet/pd-disaggregated.yaml"));
@@ -560,6 +634,35 @@ class GuiTest : public QObject {
     QCOMPARE(cap->horizontalHeaderItem(last)->text(), QString("cost model's expected error"));
     const auto e = kvfleet::sim::expected_error("roofline", false);
     QVERIFY(cap->item(0, last)->text().contains(QString("TPOT ±%1%").arg(100 * e.tpot, 0, 'f', 1)));
+    // Exported as numbers: the capacity (with its bound), the range between loads as two
+    // columns, per GPU; text only where the table holds text.
+    {
+      const QString csv_path = QDir::temp().filePath("kvfleet_gui_capacity.csv");
+      w.tabs()->setCurrentIndex(0);
+      QVERIFY(w.exportCurrentTable(csv_path).isEmpty());
+      std::ifstream csv(csv_path.toStdString());
+      std::string header, row;
+      std::getline(csv, header);
+      QVERIFY2(header.find(" (bound)") != std::string::npos, header.c_str());
+      bool exact = false;
+      for (int r = 0; std::getline(csv, row); ++r) {
+        QVERIFY2(row.find(" – ") == std::string::npos, row.c_str());
+        const auto c = w.variantCapacity(static_cast<std::size_t>(r));
+        exact = exact || (c.known && !c.below && !c.beyond);
+        // The variant's name may be quoted and hold commas: the capacity follows its last quote.
+        const std::size_t name_end = row[0] == '"' ? row.find('"', 1) + 1 : row.find(',');
+        const std::size_t at = name_end + 1, next = row.find(',', at);
+        const std::string bound = row.substr(next + 1, row.find(',', next + 1) - next - 1);
+        QVERIFY(c.known);
+        QCOMPARE(std::stod(row.substr(at, next - at)), c.below ? c.hi : c.value);
+        QCOMPARE(QString::fromStdString(bound), QString(c.below    ? "below"
+                                                        : c.beyond ? "at least"
+                                                                   : ""));
+      }
+      if (exact)
+        QVERIFY2(header.find("between loads (low),between loads (high)") != std::string::npos,
+                 header.c_str());
+    }
     // Goodput: full history refuses the longest conversations' turns, a window does not.
     QVERIFY(w.setMetric("Goodput"));
     const auto& g = w.latencySpec();
@@ -715,6 +818,10 @@ int main(int argc, char** argv) {
   // Offscreen unless a real display was asked for (the Xvfb run sets QT_QPA_PLATFORM=xcb).
   if (qgetenv("QT_QPA_PLATFORM") != "xcb") qputenv("QT_QPA_PLATFORM", "offscreen");
   qputenv("KVFLEET_GUI_NO_DIALOGS", "1");
+  // Recent files go to a settings folder of the test's own, not the user's.
+  QTemporaryDir settings;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings.path());
+  QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings.path());
   QApplication app(argc, argv);
   GuiTest t;
   return QTest::qExec(&t, argc, argv);

@@ -8,6 +8,8 @@
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCore/QTimer>
+#include <QtGui/QAction>
+#include <QtGui/QKeySequence>
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
@@ -18,6 +20,7 @@
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QListWidget>
+#include <QtWidgets/QMenu>
 #include <QtWidgets/QMessageBox>
 #include <QtWidgets/QProgressBar>
 #include <QtWidgets/QPushButton>
@@ -28,6 +31,7 @@
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
 #include <QtWidgets/QToolBar>
+#include <QtWidgets/QToolButton>
 #include <QtWidgets/QVBoxLayout>
 
 #include <algorithm>
@@ -88,7 +92,7 @@ std::string doc_key(std::string key) {
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-  setWindowTitle("kvfleet");
+  setWindowTitle("kvfleet — built-in default scenario[*]");
   for (const auto& r : sim::scenario_parameters()) declared_[r.key] = r;
   yaml_ = sim::builtin_default_scenario();
   base_dir_ = ".";
@@ -96,21 +100,44 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, {});
 
   auto* toolbar = addToolBar("Scenario");
-  toolbar->addAction("Open…", this, [this] {
+  // Every action has a keyboard shortcut (shown in its tooltip).
+  auto action = [&](const QString& text, const QKeySequence& keys, auto&& slot) {
+    QAction* a = toolbar->addAction(text, this, slot);
+    a->setShortcut(keys);
+    a->setToolTip(text + " (" + keys.toString(QKeySequence::NativeText) + ")");
+    return a;
+  };
+  action("Open…", QKeySequence::Open, [this] {
+    if (!maybeSave()) return;
     const QString f = QFileDialog::getOpenFileName(this, "Open scenario", scenarioFolder(),
                                                    "Scenarios (*.yaml *.yml)");
     if (!f.isEmpty()) openScenario(f);
   });
-  toolbar->addAction("Save as…", this, [this] {
+  auto* recent = new QToolButton;
+  recent->setText("Recent");
+  recent->setPopupMode(QToolButton::InstantPopup);
+  recent_menu_ = new QMenu(recent);
+  recent->setMenu(recent_menu_);
+  toolbar->addWidget(recent);
+  refreshRecentMenu();
+  action("Save", QKeySequence::Save, [this] {
+    if (std::filesystem::is_regular_file(file_.toStdString())) {
+      saveScenario(file_);
+      return;
+    }
     const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
     if (!f.isEmpty()) saveScenario(f);
   });
-  toolbar->addAction("Pin run", this, [this] { pinRun(); });
-  toolbar->addAction("Open sweep results…", this, [this] {
+  action("Save as…", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), [this] {
+    const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
+    if (!f.isEmpty()) saveScenario(f);
+  });
+  action("Pin run", QKeySequence(Qt::CTRL | Qt::Key_P), [this] { pinRun(); });
+  action("Open sweep results…", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] {
     const QString f = QFileDialog::getOpenFileName(this, "Open sweep results", {}, "HDF5 (*.h5)");
     if (!f.isEmpty()) openSweepFile(f);
   });
-  toolbar->addAction("Export chart…", this, [this] {
+  action("Export chart…", QKeySequence(Qt::CTRL | Qt::Key_E), [this] {
     const QString f =
         QFileDialog::getSaveFileName(this, "Export chart", {}, "Images (*.png *.svg)");
     if (!f.isEmpty()) {
@@ -118,7 +145,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       if (!err.isEmpty()) showError(err);
     }
   });
-  toolbar->addAction("Export table…", this, [this] {
+  action("Export table…", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), [this] {
     const QString f = QFileDialog::getSaveFileName(this, "Export table", {}, "CSV (*.csv)");
     if (!f.isEmpty()) {
       const QString err = exportCurrentTable(f);
@@ -143,7 +170,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   pl->addLayout(slorow);
   auto* runrow = new QHBoxLayout;
   run_ = new QPushButton("Run load sweep");
+  run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  run_->setToolTip("run the load sweep (Ctrl+R)");
   cancel_ = new QPushButton("Cancel");
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancel_->setToolTip("stop the sweep (Esc)");
   cancel_->setEnabled(false);
   runrow->addWidget(run_);
   runrow->addWidget(cancel_);
@@ -527,6 +558,7 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
       return e.first.rfind(key.substr(0, key.size() - 4), 0) == 0;
     });
   edits_[key] = value.toStdString();
+  setWindowModified(true);
   status_->setText(QString::fromStdString(key) + " = " + value);
   if (impl) {
     // The panel shows the new implementation's parameters. Rebuilt after this signal returns:
@@ -580,20 +612,9 @@ bool MainWindow::openScenario(const QString& path) {
   run_->setEnabled(true);
   cancel_->setEnabled(false);
   progress_->setValue(0);
-  setWindowTitle("kvfleet — " + path);
-  return true;
-}
-
-bool MainWindow::saveScenario(const QString& path) {
-  // The loaded file with the fields applied, written in full (resolved) so it reloads exactly.
-  try {
-    sim::write_text_atomically(path.toStdString(),
-                               [&](std::ostream& o) { o << scenario_.resolved_yaml; });
-  } catch (const std::exception& e) {
-    showError(QString::fromStdString(e.what()));
-    return false;
-  }
-  status_->setText("saved " + path);
+  setWindowTitle("kvfleet — " + path + "[*]");
+  setWindowModified(false);
+  rememberFile(path);
   return true;
 }
 
@@ -954,6 +975,19 @@ void MainWindow::updateCapacityTable() {
                              expected};
     for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
       capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
+    }
+    // The numbers behind the text, for a numeric CSV (views.h, export_table_csv).
+    auto item = [&](int col) { return capacity_table_->item(static_cast<int>(r), col); };
+    if (c.known) {
+      item(1)->setData(kBoundRole, c.below ? "below" : c.beyond ? "at least" : "");
+      item(1)->setData(kNumberRole, c.below ? c.hi : c.value);
+      if (!c.below && !c.beyond) {
+        item(2)->setData(kNumberRole, c.lo);
+        item(2)->setData(kHighRole, c.hi);
+      }
+      if (!c.below) item(3)->setData(kNumberRole, c.value / gpus);
+      if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
+        item(4)->setData(kNumberRole, c.cost_per_m_tokens);
     }
   }
   capacity_table_->resizeColumnsToContents();

@@ -2,6 +2,7 @@
 // kvfleet-gui's window: the scenario panel on the left (fields with units and the declarations'
 // descriptions as tooltips), views on the right (latency against load with pinned earlier runs,
 // the memory budget), a load sweep on background threads with progress and cancel.
+#include <QtCore/QStringList>
 #include <QtWidgets/QMainWindow>
 
 #include <map>
@@ -15,6 +16,9 @@
 #include "sim/simulation/scenario.h"
 
 class QChartView;
+class QCloseEvent;
+class QMenu;
+
 class QCheckBox;
 class QTimer;
 class QComboBox;
@@ -48,7 +52,16 @@ class MainWindow : public QMainWindow {
 
   // Loads a scenario file; on error shows the message, keeps the current scenario, returns false.
   bool openScenario(const QString& path);
+  // Writes the scenario with the fields changed since it was opened: the file's own text with
+  // those values edited in place (its comments kept) where that loads to the same scenario,
+  // else the resolved scenario in full. The window then edits the saved file.
   bool saveScenario(const QString& path);
+  // Whether the last save kept the file's text (comments and layout).
+  bool lastSaveKeptText() const { return last_save_kept_; }
+  // Fields changed since the scenario was opened or saved (the title shows "*").
+  bool hasUnsavedChanges() const { return !edits_.empty(); }
+  // The files opened or saved, most recent first (at most 8; kept across sessions in QSettings).
+  QStringList recentFiles() const;
   // Sets a field by key (as the user would); false if no such field or the value is refused.
   bool setField(const std::string& key, const QString& value);
   QString fieldValue(const std::string& key) const;
@@ -105,7 +118,17 @@ class MainWindow : public QMainWindow {
   const sim::Scenario& scenario() const { return scenario_; }
   std::vector<std::string> overrides() const;
 
+ protected:
+  // Asks to save unsaved changes (Save, Discard, Cancel) unless dialogs are off.
+  void closeEvent(QCloseEvent* event) override;
+
  private:
+  // False when the user cancels; true when there is nothing to save, it was saved or discarded.
+  bool maybeSave();
+  void rememberFile(const QString& path);
+  void refreshRecentMenu();
+  QMenu* recent_menu_ = nullptr;
+  bool last_save_kept_ = false;
   void buildPanel();
   // The declaration of a --set key (nullptr when it has none).
   const sim::config::Documenter::Row* declared(const std::string& key) const;

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 
 #include "gui/app/compare.h"
 #include "gui/charts/line_chart.h"
@@ -64,8 +65,36 @@ void fill_picker(QComboBox* c, const std::vector<LoadPoint>& points) {
 
 QString export_table_csv(const QTableWidget* t, const QString& path) {
   sim::Table table;
+  auto any = [&](int c, int role) {
+    for (int r = 0; r < t->rowCount(); ++r)
+      if (t->item(r, c) && t->item(r, c)->data(role).isValid()) return true;
+    return false;
+  };
+  auto numbers = [&](int c, int role) {
+    std::vector<double> v;
+    for (int r = 0; r < t->rowCount(); ++r) {
+      const auto* item = t->item(r, c);
+      const QVariant d = item ? item->data(role) : QVariant();
+      v.push_back(d.isValid() ? d.toDouble() : std::numeric_limits<double>::quiet_NaN());
+    }
+    return v;
+  };
   for (int c = 0; c < t->columnCount(); ++c) {
-    auto& col = table.str(t->horizontalHeaderItem(c)->text().toStdString());
+    const std::string name = t->horizontalHeaderItem(c)->text().toStdString();
+    if (any(c, kNumberRole)) {
+      const bool range = any(c, kHighRole);
+      table.f64(range ? name + " (low)" : name) = numbers(c, kNumberRole);
+      if (range) table.f64(name + " (high)") = numbers(c, kHighRole);
+      if (any(c, kBoundRole)) {
+        auto& bound = table.str(name + " (bound)");
+        for (int r = 0; r < t->rowCount(); ++r) {
+          const auto* item = t->item(r, c);
+          bound.push_back(item ? item->data(kBoundRole).toString().toStdString() : "");
+        }
+      }
+      continue;
+    }
+    auto& col = table.str(name);
     for (int r = 0; r < t->rowCount(); ++r) {
       const auto* item = t->item(r, c);
       col.push_back(item ? item->text().toStdString() : "");

@@ -17,7 +17,17 @@ class QLabel;
 
 namespace kvfleet::gui {
 
-// Writes a table as CSV (header row first); returns an empty string or what went wrong.
+// Cells may carry their numbers for export beside the text shown ("38 – 75", "at least 300"):
+// kNumberRole the value (or a range's low end), kHighRole a range's high end, kBoundRole a word
+// qualifying the value ("at least", "below").
+inline constexpr int kNumberRole = Qt::UserRole;
+inline constexpr int kHighRole = Qt::UserRole + 1;
+inline constexpr int kBoundRole = Qt::UserRole + 2;
+
+// Writes a table as CSV (header row first); returns an empty string or what went wrong. A column
+// whose cells carry numbers (kNumberRole) is written as numbers (empty where a cell has none);
+// with kHighRole as two columns "<header> (low)" and "(high)"; with kBoundRole one more text
+// column "<header> (bound)".
 QString export_table_csv(const QTableWidget* table, const QString& path);
 // Saves what a chart view shows as PNG or SVG (by extension).
 QString export_chart_view(QChartView* view, const QString& path);

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/config/yaml_edit.h"
 #include "sim/core/memory_limit.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/router.h"
@@ -396,6 +397,24 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name,
   src.file = name;
   src.base_dir = base_dir;
   return load(root, src, overrides);
+}
+
+std::string scenario_text_with_sets(const std::string& yaml, const std::string& name,
+                                    const std::string& base_dir,
+                                    const std::vector<std::string>& sets, bool* kept) {
+  const Scenario want = load_scenario_text(yaml, name, base_dir, sets);
+  if (kept) *kept = false;
+  if (const auto edited = config::edit_yaml_text(yaml, sets)) {
+    try {
+      if (load_scenario_text(*edited, name, base_dir, {}).resolved_yaml == want.resolved_yaml) {
+        if (kept) *kept = true;
+        return *edited;
+      }
+    } catch (const InputError&) {
+      // The edit loads to something else (an impl changed in place keeps the old one's keys).
+    }
+  }
+  return want.resolved_yaml;
 }
 
 Scenario ScenarioSource::load(const std::vector<std::string>& overrides) const {

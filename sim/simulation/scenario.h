@@ -142,6 +142,14 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 Scenario load_scenario_text(const std::string& yaml, const std::string& name,
                             const std::string& base_dir, const std::vector<std::string>& overrides);
 
+// The scenario text `yaml` with `sets` applied, as a file to save: the text itself with the
+// changed values edited in place (comments and layout kept, config::edit_yaml_text) when that
+// loads to exactly the scenario `load_scenario_text(yaml, ..., sets)` gives; otherwise the
+// resolved scenario (every key written out, comments lost). `kept` (when given) says which.
+std::string scenario_text_with_sets(const std::string& yaml, const std::string& name,
+                                    const std::string& base_dir,
+                                    const std::vector<std::string>& sets, bool* kept = nullptr);
+
 // Where a scenario comes from: a file (`path`), YAML text (`text`, named `name`, relative paths
 // from `base_dir`), or, both empty, the built-in default. Sweeps and capacity searches load each
 // run's scenario from one (the CLI gives files, the Python package any of the three).
