@@ -86,6 +86,10 @@ class GuiTest : public QObject {
       MainWindow w;
       QVERIFY(w.openScenario(src));
       QVERIFY(!w.hasUnsavedChanges() && !w.isWindowModified());
+      // Leaving a field without changing it is not an edit.
+      QVERIFY(
+          w.setField("pools[0].engine.max_num_seqs", w.fieldValue("pools[0].engine.max_num_seqs")));
+      QVERIFY(!w.hasUnsavedChanges() && !w.isWindowModified());
       QVERIFY(w.setField("pools[0].engine.max_num_seqs", "96"));
       QVERIFY(w.hasUnsavedChanges() && w.isWindowModified());
       QVERIFY(w.saveScenario(saved));
@@ -119,6 +123,17 @@ class GuiTest : public QObject {
     QVERIFY(recent.size() >= 2);
     QCOMPARE(recent[0], QString::fromStdString(std::filesystem::absolute(saved.toStdString())));
     QCOMPARE(recent[1], QString::fromStdString(std::filesystem::absolute(src.toStdString())));
+  }
+
+  void aGpuComparisonsTitleNamesNoGpu() {
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "200"));
+    QVERIFY(w.runCompare("pools[0].gpu", {"H100-SXM", "L40S"}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    QCoreApplication::processEvents();
+    const QString title = QString::fromStdString(w.latencySpec().title);
+    QVERIFY2(!title.contains("H100") && title.contains("Llama-3-8B"), qPrintable(title));
+    QVERIFY2(title.contains("by GPU"), qPrintable(title));
   }
 
   void tablesExportTheirNumbersNotTheirText() {
@@ -663,6 +678,22 @@ class GuiTest : public QObject {
         QVERIFY2(header.find("between loads (low),between loads (high)") != std::string::npos,
                  header.c_str());
     }
+    // "at least" stays "at least" per GPU.
+    for (int r = 0; r < cap->rowCount(); ++r)
+      if (w.variantCapacity(static_cast<std::size_t>(r)).beyond)
+        QVERIFY2(cap->item(r, 3)->text().startsWith("at least"),
+                 qPrintable(cap->item(r, 3)->text()));
+    // The views a comparison does not fill say so, instead of standing empty.
+    QVERIFY2(w.pointsTable()->hint().contains("comparison"), qPrintable(w.pointsTable()->hint()));
+    // A field changed with auto-rerun off: the comparison on screen says it is stale; leaving a
+    // field unchanged is not a change.
+    w.setAutoRerun(false);
+    QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
+    QVERIFY(w.setField("workload.num_sessions", "61"));
+    QVERIFY2(QString::fromStdString(w.latencySpec().title).contains("stale"),
+             w.latencySpec().title.c_str());
+    QVERIFY(w.setField("workload.num_sessions", "60"));
     // Goodput: full history refuses the longest conversations' turns, a window does not.
     QVERIFY(w.setMetric("Goodput"));
     const auto& g = w.latencySpec();

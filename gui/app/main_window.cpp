@@ -309,14 +309,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(run_, &QPushButton::clicked, this, [this] { runSweep(); });
   connect(compare_run_, &QPushButton::clicked, this, [this] {
-    std::string key = compare_key_->currentData().toString().toStdString();
-    if (key.empty() ||
-        compare_key_->currentText() != compare_key_->itemText(compare_key_->currentIndex()))
-      key = compare_key_->currentText().toStdString();  // typed
-    std::vector<std::string> values;
-    for (const auto& v : compare_values_->text().split(',', Qt::SkipEmptyParts)) {
-      if (!v.trimmed().isEmpty()) values.push_back(v.trimmed().toStdString());
-    }
+    const auto [key, values] = compareBox();
     runCompare(key, values);
   });
   connect(metric_, &QComboBox::currentTextChanged, this,
@@ -523,6 +516,8 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   const auto it =
       std::find_if(fields_.begin(), fields_.end(), [&](const Field& f) { return f.key == key; });
   if (it == fields_.end()) return false;
+  // Leaving a field without changing it is not an edit (no rerun, nothing to save).
+  if (fieldValue(key) == value) return true;
   // A new implementation brings its own parameters: variant_overrides drops the old one's.
   const bool impl = is_impl_key(key);
   const std::vector<std::string> o = variant_overrides(overrides(), key, value.toStdString());
@@ -546,8 +541,8 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     return false;
   }
   last_error_.clear();
-  if (!sweep_.points().empty()) {
-    stale_ = true;
+  if (!sweep_.points().empty() || !compare_.variants().empty()) {
+    stale_ = true;  // the curves on screen no longer describe the panel: the title says so
     redrawLatency();
   }
   if (auto_rerun_->isChecked() && (!sweep_.points().empty() || !compare_.variants().empty())) {
@@ -655,6 +650,16 @@ void MainWindow::updateViews() {
   timeline_->setPoints(pts);
   fleet_->setPoints(pts);
   points_table_->setPoints(loadLabel().toStdString(), pts);
+  // Empty views say why: they show the panel's load sweep, which a comparison replaces.
+  const QString hint =
+      !pts.empty() ? QString()
+      : !compare_.variants().empty()
+          ? "This view shows a load sweep of the panel's scenario; the comparison's curves and "
+            "capacities are on Latency vs load. Run load sweep (Ctrl+R) to fill it."
+          : "Nothing has run yet: Run load sweep (Ctrl+R) fills this view.";
+  timeline_->setHint(hint);
+  fleet_->setHint(hint);
+  points_table_->setHint(hint);
 }
 
 void MainWindow::setSlo(double seconds) {
@@ -726,6 +731,18 @@ void MainWindow::setAutoRerun(bool on) {
 
 bool MainWindow::rerunPending() const { return rerun_timer_->isActive(); }
 
+std::pair<std::string, std::vector<std::string>> MainWindow::compareBox() const {
+  std::string key = compare_key_->currentData().toString().toStdString();
+  if (key.empty() ||
+      compare_key_->currentText() != compare_key_->itemText(compare_key_->currentIndex()))
+    key = compare_key_->currentText().toStdString();  // typed
+  std::vector<std::string> values;
+  for (const auto& v : compare_values_->text().split(',', Qt::SkipEmptyParts)) {
+    if (!v.trimmed().isEmpty()) values.push_back(v.trimmed().toStdString());
+  }
+  return {key, values};
+}
+
 void MainWindow::rerunNow() {
   if (sweep_.running() || compare_.running()) {  // stop the old run, then start again
     sweep_.cancel();
@@ -734,7 +751,13 @@ void MainWindow::rerunNow() {
     return;
   }
   if (!compare_.variants().empty() && !compare_key_used_.empty()) {
-    runCompare(compare_key_used_, compare_values_used_);
+    // The comparison the Compare box asks for now (edited since the last run or not); the last
+    // one run when the box holds no comparison.
+    const auto [key, values] = compareBox();
+    if (!key.empty() && values.size() >= 2)
+      runCompare(key, values);
+    else
+      runCompare(compare_key_used_, compare_values_used_);
   } else {
     runSweep();
   }
@@ -852,7 +875,19 @@ void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   for (const auto& f : fields_) {
     if (f.key == compare_.key()) by = f.label;
   }
-  spec->title = m->name.toStdString() + " by " + by + ": " + scenarioTitle();
+  // The title names what the curves differ in, not the panel's value of it (a GPU comparison
+  // does not say "on H100").
+  std::string title = scenarioTitle();
+  if (compare_.key().find(".gpu") != std::string::npos ||
+      compare_.key().find(".model") != std::string::npos) {
+    title = scenario_.config.name;
+    if (compare_.key().find(".gpu") != std::string::npos && !scenario_.pools.empty())
+      title += " — " + scenario_.pools[std::min(pool_, scenario_.pools.size() - 1)].model.name;
+    if (compare_.key().find(".model") != std::string::npos && !scenario_.pools.empty())
+      title += " — on " + scenario_.pools[std::min(pool_, scenario_.pools.size() - 1)].gpu.name;
+  }
+  spec->title = m->name.toStdString() + " by " + by + ": " + title;
+  if (stale_) spec->title += " (stale: rerun to update)";
   spec->y_label = m->axis_label().toStdString();
   spec->log_y = m->latency;
   if (m->latency) {
@@ -943,7 +978,7 @@ void MainWindow::updateCapacityTable() {
         cap = "below " + num(c.hi);
       } else if (c.beyond) {
         cap = "at least " + num(c.value);
-        per_gpu = num(c.value / gpus);
+        per_gpu = "at least " + num(c.value / gpus);
       } else {
         cap = num(c.value);
         between = num(c.lo) + " – " + num(c.hi);
@@ -985,7 +1020,10 @@ void MainWindow::updateCapacityTable() {
         item(2)->setData(kNumberRole, c.lo);
         item(2)->setData(kHighRole, c.hi);
       }
-      if (!c.below) item(3)->setData(kNumberRole, c.value / gpus);
+      if (!c.below) {
+        item(3)->setData(kNumberRole, c.value / gpus);
+        item(3)->setData(kBoundRole, c.beyond ? "at least" : "");
+      }
       if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
         item(4)->setData(kNumberRole, c.cost_per_m_tokens);
     }

@@ -185,6 +185,8 @@ class MainWindow : public QMainWindow {
   std::string compare_key_used_;  // the last comparison asked for, rerun after a change
   std::vector<std::string> compare_values_used_;
   void rerunNow();
+  // The key and values the Compare box holds now.
+  std::pair<std::string, std::vector<std::string>> compareBox() const;
   // Where Open starts: the open scenario's folder, else ./scenarios, else the source tree's.
   QString scenarioFolder() const;
   // The settings of the sweep on screen (what a pin keeps).

@@ -144,11 +144,22 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
   row->addWidget(which_);
   row->addStretch(1);
   l->addLayout(row);
+  hint_ = new QLabel(this);
+  hint_->setWordWrap(true);
+  hint_->setVisible(false);
+  l->addWidget(hint_);
   top_ = chart_view();
   bottom_ = chart_view();
   l->addWidget(top_, 1);
   l->addWidget(bottom_, 1);
   connect(which_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+}
+
+QString RunView::hint() const { return hint_->text(); }
+
+void RunView::setHint(const QString& hint) {
+  hint_->setText(hint);
+  hint_->setVisible(!hint.isEmpty());
 }
 
 void RunView::setPoints(const std::vector<LoadPoint>& points) {
@@ -252,9 +263,20 @@ void FleetView::draw(const LoadPoint* point, QChartView* top, QChartView* bottom
 
 PointsTable::PointsTable(QWidget* parent) : QWidget(parent) {
   auto* l = new QVBoxLayout(this);
+  hint_ = new QLabel(this);
+  hint_->setWordWrap(true);
+  hint_->setVisible(false);
+  l->addWidget(hint_);
   table_ = new QTableWidget(this);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   l->addWidget(table_);
+}
+
+QString PointsTable::hint() const { return hint_->text(); }
+
+void PointsTable::setHint(const QString& hint) {
+  hint_->setText(hint);
+  hint_->setVisible(!hint.isEmpty());
 }
 
 void PointsTable::setPoints(const std::string& load_label, const std::vector<LoadPoint>& points) {

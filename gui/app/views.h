@@ -39,6 +39,9 @@ class RunView : public QWidget {
  public:
   explicit RunView(QWidget* parent = nullptr);
   void setPoints(const std::vector<LoadPoint>& points);
+  // A line above the charts saying why they are empty ("" hides it).
+  void setHint(const QString& hint);
+  QString hint() const;
   QChartView* topView() const { return top_; }
   QChartView* bottomView() const { return bottom_; }
 
@@ -49,6 +52,7 @@ class RunView : public QWidget {
 
  private:
   std::vector<LoadPoint> points_;
+  QLabel* hint_;
   QComboBox* which_;
   QChartView* top_;
   QChartView* bottom_;
@@ -81,9 +85,12 @@ class PointsTable : public QWidget {
   explicit PointsTable(QWidget* parent = nullptr);
   // load_label heads the first column ("Users", "Arrival rate (requests/s)").
   void setPoints(const std::string& load_label, const std::vector<LoadPoint>& points);
+  void setHint(const QString& hint);  // above the table, why it is empty ("" hides it)
+  QString hint() const;
   QTableWidget* table() const { return table_; }
 
  private:
+  QLabel* hint_;
   QTableWidget* table_;
 };
 
