@@ -20,7 +20,7 @@ if [ $# -gt 0 ]; then
 fi
 harnesses=("$@")
 # Executions per harness in CI (each about 45 s on one core of a 2-core machine).
-declare -A ci_runs=([scenario]=40000 [trace]=120000 [profile]=6000 [sweep]=4000 [import]=12000 [runfile]=6000)
+declare -A ci_runs=([scenario]=40000 [trace]=120000 [profile]=6000 [sweep]=4000 [import]=12000 [runfile]=1500)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(scenario trace profile sweep import runfile)
 build=build-fuzz
 
