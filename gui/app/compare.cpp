@@ -130,7 +130,7 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
                        const std::string& what, const std::vector<Spec>& specs,
                        const std::string& load_key, double base_load,
                        const std::vector<double>& factors) {
-  if (running() || specs.size() < 2 || specs.size() > 6) return false;
+  if (running() || specs.empty() || specs.size() > 6) return false;
   reset();
   key_ = what;
   const int cores = sim::usable_cores();

@@ -81,7 +81,8 @@ class CompareRun : public QObject {
     std::string value;  // the compared value (a pinned run: its label)
   };
   // Starts one sweep per variant; false (nothing started) while a comparison runs or when
-  // there are fewer than two or more than six variants. `what` names what differs.
+  // there are none or more than six variants (the window asks for two to six values, and runs
+  // those its scenario accepts). `what` names what differs.
   bool start(const std::string& yaml, const std::string& base_dir, const std::string& what,
              const std::vector<Spec>& specs, const std::string& load_key, double base_load,
              const std::vector<double>& factors);

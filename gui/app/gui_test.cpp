@@ -6,6 +6,7 @@
 #include <QtCharts/QAbstractAxis>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCharts/QLineSeries>
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
 #include <QtCore/QSettings>
@@ -19,6 +20,7 @@
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QLineEdit>
+#include <QtWidgets/QListWidget>
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
 #include <QtWidgets/QToolBar>
@@ -29,6 +31,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -134,6 +137,21 @@ class GuiTest : public QObject {
     const QString title = QString::fromStdString(w.latencySpec().title);
     QVERIFY2(!title.contains("H100") && title.contains("Llama-3-8B"), qPrintable(title));
     QVERIFY2(title.contains("by GPU"), qPrintable(title));
+  }
+
+  void chartsShowTheValuesUnderThePointer() {
+    kvfleet::charts::LineChartSpec spec;
+    spec.x_label = "Users";
+    spec.y_label = "TTFT p99 (s)";
+    spec.series.push_back({"window (turns 4)", {100, 200}, {0.25, 1.5}});
+    std::unique_ptr<QChart> chart(kvfleet::charts::make_line_chart(spec));
+    QLineSeries* line = nullptr;
+    for (auto* s : chart->series())
+      if (s->name() == "window (turns 4)") line = qobject_cast<QLineSeries*>(s);
+    QVERIFY(line);
+    Q_EMIT line->hovered(QPointF(200, 1.5), true);
+    QCOMPARE(chart->property("hover").toString(),
+             QString("window (turns 4)\nUsers: 200\nTTFT p99 (s): 1.5"));
   }
 
   void tablesExportTheirNumbersNotTheirText() {
@@ -408,6 +426,18 @@ class GuiTest : public QObject {
     };
     QCOMPARE(dashed().size(), std::size_t{2});  // one curve per pin, not four
     QCOMPARE(QString::fromStdString(dashed()[0]), QString("pin: max_num_seqs 256 (TTFT p99)"));
+    // A field changed: the pins' names follow, in the list and in the legend alike.
+    w.setAutoRerun(false);
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("max_num_seqs 32"));
+    for (std::size_t i = 0; i < w.pins().size(); ++i) {
+      QCOMPARE(w.pinList()->item(static_cast<int>(i))->text(),
+               QString::fromStdString(w.pinLabel(i)));
+      QCOMPARE(QString::fromStdString(dashed()[i]),
+               QString::fromStdString("pin: " + w.pinLabel(i) + " (TTFT p99)"));
+    }
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "32"));
+    w.setAutoRerun(true);
     if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
       w.resize(1600, 1000);
       w.show();
@@ -590,8 +620,22 @@ class GuiTest : public QObject {
     QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
     QVERIFY(w.setField("workload.num_sessions", "60"));
     QVERIFY(!w.runCompare("workload.context_policy.impl", {"full"}));  // one value: refused
-    QVERIFY(!w.runCompare("workload.context_policy.impl", {"full", "fancy"}));
-    QVERIFY2(w.lastError().contains("fancy"), qPrintable(w.lastError()));
+    // A value the scenario refuses gets its own row, saying why in the panel's words (not the
+    // command line's); the others run. Every value refused: nothing runs, and the error says so.
+    QVERIFY(!w.runCompare("workload.context_policy.impl", {"fancy", "nope"}));
+    QVERIFY2(w.lastError().contains("every value is refused"), qPrintable(w.lastError()));
+    QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "fancy"}));
+    {
+      QTableWidget* refused = w.capacityTable();
+      QCOMPARE(refused->rowCount(), 2);
+      QCOMPARE(refused->item(1, 0)->text(), QString("fancy"));
+      QCOMPARE(refused->item(1, 1)->text(), QString("refused"));
+      QVERIFY2(refused->item(1, 5)->text().contains("fancy") &&
+                   !refused->item(1, 5)->text().contains("--set"),
+               qPrintable(refused->item(1, 5)->text()));
+      w.cancelSweep();
+      QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    }
     QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
     QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
     QCoreApplication::processEvents();

@@ -524,15 +524,7 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   try {
     scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, o);
   } catch (const sim::InputError& e) {
-    // In the panel's words, not the command line's ("--set key=value: ..."): the field's label,
-    // the problem, and the key for the curious.
-    std::string label = e.key();
-    for (const auto& f : fields_) {
-      if (f.key == e.key()) label = f.label;
-    }
-    showError(QString::fromStdString(
-        label + ": " + e.problem() +
-        (label != e.key() && !e.key().empty() ? " (key " + e.key() + ")" : "")));
+    showError(QString::fromStdString(panelWords(e)));
     refreshFields();  // back to the last valid values
     return false;
   } catch (const std::exception& e) {
@@ -543,8 +535,10 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   last_error_.clear();
   if (!sweep_.points().empty() || !compare_.variants().empty()) {
     stale_ = true;  // the curves on screen no longer describe the panel: the title says so
-    redrawLatency();
   }
+  // Pins are named by what differs from the panel: the list and the legend change together.
+  refreshPinList();
+  if (stale_ || !pins_.empty()) redrawLatency();
   if (auto_rerun_->isChecked() && (!sweep_.points().empty() || !compare_.variants().empty())) {
     rerun_timer_->start();  // restarts the pause on every change
   }
@@ -596,6 +590,7 @@ bool MainWindow::openScenario(const QString& path) {
   rerun_timer_->stop();
   sweep_.reset();
   compare_.reset();
+  compare_refused_.clear();
   pins_.clear();
   refreshPinList();
   edits_.clear();
@@ -717,6 +712,7 @@ void MainWindow::runSweep() {
   const std::vector<double> factors = loadFactors();
   rerun_timer_->stop();
   compare_.reset();  // the chart shows this sweep now
+  compare_refused_.clear();
   run_overrides_ = overrides();
   run_resolved_ = scenario_.resolved_yaml;
   progress_->setRange(0, static_cast<int>(factors.size()));
@@ -730,6 +726,18 @@ void MainWindow::setAutoRerun(bool on) {
 }
 
 bool MainWindow::rerunPending() const { return rerun_timer_->isActive(); }
+
+std::string MainWindow::panelWords(const sim::InputError& e) const {
+  // Not the command line's ("--set key=value: ..."): the field's label, the problem, and the key
+  // for the curious.
+  std::string label = e.key();
+  for (const auto& f : fields_) {
+    if (f.key == e.key()) label = f.label;
+  }
+  if (label.empty()) return e.problem();
+  return label + ": " + e.problem() +
+         (label != e.key() && !e.key().empty() ? " (key " + e.key() + ")" : "");
+}
 
 std::pair<std::string, std::vector<std::string>> MainWindow::compareBox() const {
   std::string key = compare_key_->currentData().toString().toStdString();
@@ -813,9 +821,11 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     showError("Compare: the load itself is the chart's x axis; choose another parameter");
     return false;
   }
-  // Every variant must load before anything runs: a refused value is named now, not as a
-  // failed curve later. An implementation's label carries its parameters: "window (turns 4)".
+  // Every variant is loaded before anything runs: a refused value gets a row of its own in the
+  // capacity table, saying why in the panel's words, and the others run. An implementation's
+  // label carries its parameters: "window (turns 4)".
   std::vector<CompareRun::Spec> specs;
+  std::vector<std::pair<std::string, std::string>> refused;
   const bool impl = is_impl_key(key);
   for (const auto& v : values) {
     CompareRun::Spec spec{variant_label(key, v), variant_overrides(overrides(), key, v), v};
@@ -834,26 +844,39 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
         }
         if (!params.empty()) spec.label += " (" + params + ")";
       }
+    } catch (const sim::InputError& e) {
+      refused.emplace_back(spec.label, panelWords(e));
+      continue;
     } catch (const std::exception& e) {
-      showError(QString::fromStdString("Compare: " + key + " = " + v + " is refused: " + e.what()));
-      return false;
+      refused.emplace_back(spec.label, e.what());
+      continue;
     }
     specs.push_back(std::move(spec));
+  }
+  if (specs.empty()) {
+    showError(QString::fromStdString("Compare: every value is refused: " + refused[0].first + ": " +
+                                     refused[0].second));
+    return false;
   }
   rerun_timer_->stop();
   compare_key_used_ = key;
   compare_values_used_ = values;
+  compare_refused_ = refused;
   sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
   compare_.start(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
-  progress_->setRange(0, static_cast<int>(values.size() * loadFactors().size()));
+  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()));
   progress_->setValue(0);
   run_->setEnabled(false);
   compare_run_->setEnabled(false);
   cancel_->setEnabled(true);
-  status_->setText(QString("Comparing %1 values of %2 on background threads…")
-                       .arg(values.size())
-                       .arg(QString::fromStdString(key)));
+  status_->setText(
+      QString("Comparing %1 values of %2 on background threads…%3")
+          .arg(specs.size())
+          .arg(QString::fromStdString(key))
+          .arg(refused.empty()
+                   ? QString()
+                   : QString(" (%1 refused: see the capacity table)").arg(refused.size())));
   last_error_.clear();
   updateViews();
   return true;
@@ -968,7 +991,17 @@ void MainWindow::updateCapacityTable() {
                                "cost model's expected error"};
   capacity_table_->setColumnCount(headers.size());
   capacity_table_->setHorizontalHeaderLabels(headers);
-  capacity_table_->setRowCount(static_cast<int>(compare_.variants().size()));
+  capacity_table_->setRowCount(
+      static_cast<int>(compare_.variants().size() + compare_refused_.size()));
+  // Refused variants: their own rows, after those that ran.
+  for (std::size_t i = 0; i < compare_refused_.size(); ++i) {
+    const int row = static_cast<int>(compare_.variants().size() + i);
+    capacity_table_->setItem(
+        row, 0, new QTableWidgetItem(QString::fromStdString(compare_refused_[i].first)));
+    capacity_table_->setItem(row, 1, new QTableWidgetItem("refused"));
+    capacity_table_->setItem(
+        row, 5, new QTableWidgetItem(QString::fromStdString(compare_refused_[i].second)));
+  }
   for (std::size_t r = 0; r < compare_.variants().size(); ++r) {
     const CapacityEstimate c = variantCapacity(r);
     auto num = [](double x) { return QString::number(x, 'g', 4); };

@@ -101,6 +101,7 @@ class MainWindow : public QMainWindow {
     bool visible = true;
   };
   const std::vector<Pin>& pins() const { return pins_; }
+  QListWidget* pinList() const { return pin_list_; }
   std::string pinLabel(std::size_t i) const;
   bool renamePin(std::size_t i, const QString& name);
   bool setPinVisible(std::size_t i, bool visible);
@@ -187,6 +188,10 @@ class MainWindow : public QMainWindow {
   void rerunNow();
   // The key and values the Compare box holds now.
   std::pair<std::string, std::vector<std::string>> compareBox() const;
+  // An input error in the panel's words: the field's label, the problem, the key.
+  std::string panelWords(const sim::InputError& e) const;
+  // Variants of the comparison the scenario refused: label, why.
+  std::vector<std::pair<std::string, std::string>> compare_refused_;
   // Where Open starts: the open scenario's folder, else ./scenarios, else the source tree's.
   QString scenarioFolder() const;
   // The settings of the sweep on screen (what a pin keeps).

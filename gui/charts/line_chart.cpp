@@ -17,10 +17,12 @@
 #include <QtCharts/QValueAxis>
 #include <QtCore/QBuffer>
 #include <QtCore/QCoreApplication>
+#include <QtGui/QCursor>
 #include <QtGui/QPainter>
 #include <QtGui/QPixmap>
 #include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QGraphicsScene>
+#include <QtWidgets/QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +174,23 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     }
     auto* line = new QLineSeries;
     attach(line, s);
+    // Hover values: the series, x and y under the pointer (and kept as the chart's "hover"
+    // property, which tests read).
+    QObject::connect(line, &QXYSeries::hovered, chart,
+                     [chart, name = QString::fromStdString(s.name), x_label = spec.x_label,
+                      y_label = spec.y_label](const QPointF& p, bool on) {
+                       if (!on) {
+                         QToolTip::hideText();
+                         return;
+                       }
+                       const QString text = QString("%1\n%2: %3\n%4: %5")
+                                                .arg(name, QString::fromStdString(x_label))
+                                                .arg(p.x(), 0, 'g', 4)
+                                                .arg(QString::fromStdString(y_label))
+                                                .arg(p.y(), 0, 'g', 4);
+                       chart->setProperty("hover", text);
+                       QToolTip::showText(QCursor::pos(), text);
+                     });
     QPen pen = line->pen();
     pen.setWidthF(s.muted ? 1.2 : 2.4);
     pen.setColor(c);
