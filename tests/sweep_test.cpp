@@ -347,6 +347,7 @@ TEST(Sizing, TheFewestReplicasThatHoldTheSloAtTheTarget) {
   ASSERT_GE(z.replicas, 2);
   EXPECT_EQ(z.gpus, z.replicas);
   EXPECT_DOUBLE_EQ(z.cost_per_month, z.replicas * 2.5 * 730);
+  EXPECT_EQ(z.price_source, "--price-per-hour");
   EXPECT_GT(z.usd_per_million_output_tokens, 0);
   EXPECT_NE(z.limited_by.find("with " + std::to_string(z.replicas - 1) + " replicas"),
             std::string::npos)
@@ -367,6 +368,22 @@ TEST(Sizing, TheFewestReplicasThatHoldTheSloAtTheTarget) {
     fewer_fails = fewer_fails || !at(z.replicas - 1);
   }
   EXPECT_TRUE(fewer_fails);
+  // Without a price, the GPU preset's sourced list price; a GPU without one has no price.
+  o.price_per_hour = -1;
+  const SizingResult listed = find_replicas(src, slo, o);
+  EXPECT_DOUBLE_EQ(listed.price_per_hour, gpu_list_price("H100-SXM")->usd_per_hour);
+  EXPECT_NE(listed.price_source.find("list price of the H100-SXM preset: RunPod"),
+            std::string::npos)
+      << listed.price_source;
+  EXPECT_EQ(gpu_list_price("MI300X"), nullptr);
+  for (const auto& p : gpu_list_prices()) {
+    EXPECT_GT(p.usd_per_hour, 0) << p.gpu;
+    EXPECT_NE(p.source.find("deploybase.ai/articles/"), std::string::npos) << p.gpu;
+    bool preset = false;
+    for (const auto& g : gpu_presets()) preset = preset || g.name == p.gpu;
+    EXPECT_TRUE(preset) << p.gpu << ": priced but not a GPU preset";
+  }
+  o.price_per_hour = 2.5;
   // A target the pool cannot meet within the maximum says so.
   o.max_replicas = 1;
   const SizingResult none = find_replicas(src, slo, o);

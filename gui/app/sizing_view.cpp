@@ -1,5 +1,7 @@
 #include "gui/app/sizing_view.h"
 
+#include "gui/app/views.h"
+
 #include <QtCore/QMetaObject>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
@@ -67,7 +69,9 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
   form->addRow("Timeouts at most", timeout_);
   form->addRow("Rejections at most", reject_);
   price_ = spin(0, 1e6, 0, 2, " $/GPU-hour",
-                "price of one GPU per hour; 0 = the pool's price_per_hour from the scenario");
+                "price of one GPU per hour; 0 = the pool's price_per_hour from the scenario, else "
+                "the GPU preset's list price (RunPod on-demand, March 2026: its source in each "
+                "cost's tooltip)");
   form->addRow("Price", price_);
   replicates_ = new QSpinBox;
   replicates_->setRange(1, 20);
@@ -279,6 +283,20 @@ void SizingView::fill() {
     cell(3, money(z.cost_per_hour));
     cell(4, money(z.cost_per_month));
     cell(5, money(z.usd_per_million_output_tokens));
+    // Where the price comes from (the panel, the scenario, or the preset's sourced list price).
+    for (int c = 3; c <= 5; ++c) {
+      QTableWidgetItem* item = table_->item(static_cast<int>(i), c);
+      item->setToolTip(item->text() + (z.price_per_hour > 0
+                                           ? QString(" at $%1 per GPU-hour: %2")
+                                                 .arg(z.price_per_hour, 0, 'f', 2)
+                                                 .arg(QString::fromStdString(z.price_source))
+                                           : QString(" (no price: enter one)")));
+    }
+    if (z.price_per_hour > 0) {
+      table_->item(static_cast<int>(i), 3)->setData(kNumberRole, z.cost_per_hour);
+      table_->item(static_cast<int>(i), 4)->setData(kNumberRole, z.cost_per_month);
+      table_->item(static_cast<int>(i), 5)->setData(kNumberRole, z.usd_per_million_output_tokens);
+    }
     cell(6, QString::fromStdString(z.limited_by));
     cell(7, QString::fromStdString(z.expected.describe()));
   }

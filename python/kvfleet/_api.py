@@ -712,7 +712,9 @@ class SizingResult:
         gpus_per_replica, gpus: GPUs of one replica, and of the answer.
         requests_per_s, output_tokens_per_s, duration_s: what that fleet served over the run.
         price_per_hour (per GPU), cost_per_hour, cost_per_month (730 h),
-            usd_per_million_output_tokens: 0 without a price.
+            usd_per_million_output_tokens: 0 without a price. price_source: where the price
+            comes from (the argument, the scenario's pools[].price_per_hour, or the GPU preset's
+            list price and its source).
         limited_by: what fewer replicas miss. not_met: set when no count up to the maximum held.
         runs: simulations run. expected_error: the cost model's expected error, in words.
     """
@@ -729,6 +731,7 @@ class SizingResult:
     output_tokens_per_s: float
     duration_s: float
     price_per_hour: float
+    price_source: str
     cost_per_hour: float
     cost_per_month: float
     usd_per_million_output_tokens: float

@@ -320,6 +320,7 @@ py::dict size(const std::string& path, const std::string& text, const std::strin
   d["output_tokens_per_s"] = z.output_tokens_per_s;
   d["duration_s"] = z.duration_s;
   d["price_per_hour"] = z.price_per_hour;
+  d["price_source"] = z.price_source;
   d["cost_per_hour"] = z.cost_per_hour;
   d["cost_per_month"] = z.cost_per_month;
   d["usd_per_million_output_tokens"] = z.usd_per_million_output_tokens;

@@ -828,8 +828,9 @@ int cmd_size(const std::vector<std::string>& args) {
       "key", po::value<std::string>(), "the scenario key --target sets instead")(
       "pool", po::value<std::string>(), "the pool whose replicas are counted (default: the first)")(
       "price-per-hour", po::value<double>(),
-      "price of one GPU per hour (default: the pool's price_per_hour)")(
-      "max-replicas", po::value<int>()->default_value(1024), "search no further than this")(
+      "price of one GPU per hour (default: the pool's price_per_hour, else the GPU preset's "
+      "list price)")("max-replicas", po::value<int>()->default_value(1024),
+                     "search no further than this")(
       "replicates", po::value<int>()->default_value(3),
       "seeds; the answer is the most replicas any of them needed")(
       "threads,j", po::value<int>()->default_value(0),
@@ -890,10 +891,13 @@ int cmd_size(const std::vector<std::string>& args) {
     std::printf(
         "  cost: $%.2f per hour, $%.0f per month (730 h), $%.3f per million output "
         "tokens (the fleet's cost over the run / the tokens it generated), at $%.2f per "
-        "GPU-hour\n",
-        z.cost_per_hour, z.cost_per_month, z.usd_per_million_output_tokens, z.price_per_hour);
+        "GPU-hour (%s)\n",
+        z.cost_per_hour, z.cost_per_month, z.usd_per_million_output_tokens, z.price_per_hour,
+        z.price_source.c_str());
   else
-    std::printf("  cost: no price (give --price-per-hour or pools[].price_per_hour)\n");
+    std::printf(
+        "  cost: no price (give --price-per-hour or pools[].price_per_hour; this GPU has no list "
+        "price)\n");
   if (!z.limited_by.empty()) std::printf("  what fewer replicas miss: %s\n", z.limited_by.c_str());
   std::printf("  cost model's expected error: %s\n", z.expected.describe().c_str());
   return 0;

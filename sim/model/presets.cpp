@@ -330,4 +330,32 @@ const std::vector<GpuSpec>& gpu_presets() {
   return presets;
 }
 
+const std::vector<GpuListPrice>& gpu_list_prices() {
+  // RunPod's on-demand rates in March 2026 as DeployBase reports them, one provider for every
+  // preset it lists: deploybase.ai/articles/best-gpu-for-llm-training ("RunPod On-Demand, from
+  // RunPod's official API as of March 21, 2026": A100 SXM, H100 SXM, H200, B200, RTX 4090),
+  // deploybase.ai/articles/nvidia-l40s-price (L40S, March 2026) and
+  // deploybase.ai/articles/runpod-gpu-pricing (RTX PRO 6000, March 10, 2026, the column whose
+  // other rates are those above). No source lists an MI300X at RunPod: no default.
+  static const std::vector<GpuListPrice> prices = [] {
+    const std::string runpod = "RunPod on-demand, March 2026 (DeployBase, ";
+    return std::vector<GpuListPrice>{
+        {"A100-80GB", 1.39, runpod + "deploybase.ai/articles/best-gpu-for-llm-training)"},
+        {"H100-SXM", 2.69, runpod + "deploybase.ai/articles/best-gpu-for-llm-training)"},
+        {"H200-SXM", 3.59, runpod + "deploybase.ai/articles/best-gpu-for-llm-training)"},
+        {"B200", 5.98, runpod + "deploybase.ai/articles/best-gpu-for-llm-training)"},
+        {"RTX-4090", 0.34, runpod + "deploybase.ai/articles/best-gpu-for-llm-training)"},
+        {"L40S", 0.79, runpod + "deploybase.ai/articles/nvidia-l40s-price)"},
+        {"RTX-PRO-6000", 0.89, runpod + "deploybase.ai/articles/runpod-gpu-pricing)"},
+    };
+  }();
+  return prices;
+}
+
+const GpuListPrice* gpu_list_price(const std::string& gpu) {
+  for (const auto& p : gpu_list_prices())
+    if (p.gpu == gpu) return &p;
+  return nullptr;
+}
+
 }  // namespace kvfleet::sim

@@ -220,4 +220,17 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
 ModelSpec read_hf_config(const std::string& path, const std::string& name);
 const std::vector<GpuSpec>& gpu_presets();
 
+// What renting one GPU of a preset costs per hour, as a default for sizing (kvfleet size, the
+// GUI's Sizing tab) when neither the scenario (pools[].price_per_hour) nor the user gives a
+// price. Market data, not hardware: one public source for every preset, with its date; prices
+// vary two to four times between providers and tiers, so a real study enters its own.
+struct GpuListPrice {
+  std::string gpu;
+  double usd_per_hour = 0;
+  std::string source;
+};
+const std::vector<GpuListPrice>& gpu_list_prices();
+// The list price of a GPU preset by name; nullptr for a GPU without one (a custom GPU, MI300X).
+const GpuListPrice* gpu_list_price(const std::string& gpu);
+
 }  // namespace kvfleet::sim

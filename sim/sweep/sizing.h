@@ -41,7 +41,10 @@ struct SizingResult {
   // With the answer's replica count (the seed that needed the most): what the fleet served over
   // the run (first arrival to last completion, drain included).
   double output_tokens_per_s = 0, requests_per_s = 0, duration_s = 0;
-  double price_per_hour = 0;                 // per GPU (0: no price known)
+  double price_per_hour = 0;  // per GPU (0: no price known)
+  // Where the price comes from: "--price-per-hour", "pools[].price_per_hour" (the scenario's),
+  // or the GPU preset's list price with its source (gpu_list_price); "" without a price.
+  std::string price_source;
   double cost_per_hour = 0;                  // gpus x price_per_hour
   double cost_per_month = 0;                 // x 730 hours
   double usd_per_million_output_tokens = 0;  // the fleet's cost over the run / tokens generated
