@@ -31,7 +31,8 @@ const CompareMetric* find_compare_metric(const QString& name);
 double percent_of(std::int64_t part, std::int64_t whole);
 // The share of the requests that arrived and were refused: rejected or timed out (%).
 double refused_percent(const sim::Summary& s);
-// The rejected share the capacity table's SLO allows (%).
+// The rejected share the capacity table's SLO allows by default (%; the panel's "Refused at
+// most" changes it).
 inline constexpr double kCapacityMaxRejectPct = 1.0;
 // True for a key that names a component's implementation (workload.context_policy.impl).
 inline bool is_impl_key(const std::string& key) { return key.ends_with(".impl"); }

@@ -139,6 +139,30 @@ class GuiTest : public QObject {
     QVERIFY2(title.contains("by GPU"), qPrintable(title));
   }
 
+  void loadsBeyondTheWorkloadAreNotRunAsIfTheyHeld() {
+    // 60 conversations: 25 to 200 users at the panel's factors. Users beyond 60 would have
+    // nothing to send; those points say so instead of repeating the 60-user run as if it held.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(w.setField("workload.users", "100"));
+    w.runSweep();
+    QVERIFY(wait_finished(w, 120000));
+    int beyond = 0, ran = 0;
+    for (const auto& p : w.sweep().points()) {
+      QVERIFY(p.done);
+      if (p.load > 60) {
+        QVERIFY(!p.ok);
+        QVERIFY2(QString::fromStdString(p.error).contains("beyond the workload"), p.error.c_str());
+        ++beyond;
+      } else {
+        QVERIFY2(p.ok, p.error.c_str());
+        ++ran;
+      }
+    }
+    QVERIFY(beyond > 0 && ran > 0);
+  }
+
   void chartsShowTheValuesUnderThePointer() {
     kvfleet::charts::LineChartSpec spec;
     spec.x_label = "Users";
@@ -326,17 +350,21 @@ class GuiTest : public QObject {
     QVERIFY(w.setField("workload.context_policy.impl", "full"));
     QCoreApplication::processEvents();
     QVERIFY(w.setField("workload.num_sessions", "60"));
+    // At most 60 users (2 x 30): more would have no conversation to hold (a load beyond the
+    // workload, refused since this test once ran 300 users on 60 conversations).
+    QVERIFY(w.setField("workload.users", "30"));
     w.runSweep();
     QVERIFY(wait_finished(w, 120000));
     QTableWidget* t = w.pointsTable()->table();
     const int refused = column(t, "refused turns (context)");
     const int rejected = column(t, "rejected");
     QVERIFY(refused >= 0 && rejected >= 0 && column(t, "goodput (%)") >= 0);
-    QCOMPARE(t->item(3, 0)->text(), QString("150"));  // factor 1: the scenario's own load
+    QCOMPARE(t->item(3, 0)->text(), QString("30"));  // factor 1: the scenario's own load
     const std::string out =
         run_cli(std::string("run ") + KVFLEET_SOURCE_DIR +
                 "/scenarios/conversations/context-policies.yaml --set "
-                "workload.context_policy.impl=full --set workload.num_sessions=60");
+                "workload.context_policy.impl=full --set workload.num_sessions=60 --set "
+                "workload.users=30");
     std::smatch m;
     QVERIFY2(std::regex_search(out, m, std::regex(R"((\d+) rejected\b)")), out.c_str());
     QCOMPARE(t->item(3, rejected)->text(), QString::fromStdString(m[1]));
@@ -348,7 +376,7 @@ class GuiTest : public QObject {
     // On the chart too: the loads with refused requests are marked, and the scenario's load.
     QCOMPARE(w.latencySpec().markers.size(), std::size_t{1});
     QCOMPARE(w.latencySpec().markers[0].x.size(), std::size_t{8});  // 2.8% refused at every load
-    QCOMPARE(*w.latencySpec().x_mark, 150.0);
+    QCOMPARE(*w.latencySpec().x_mark, 30.0);
     QCOMPARE(QString::fromStdString(w.latencySpec().x_label), QString("Users"));
     if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
       w.resize(1400, 860);
@@ -503,6 +531,7 @@ class GuiTest : public QObject {
     QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
     w.setAutoRerun(false);
     QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(w.setField("workload.users", "30"));  // 2 x 30 users: within its 60 conversations
     // First a load sweep (every view full), then a comparison (the latency tab's longest title
     // and the capacity table).
     for (const bool compare : {false, true}) {
@@ -619,6 +648,7 @@ class GuiTest : public QObject {
     MainWindow w;
     QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
     QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(w.setField("workload.users", "30"));  // 2 x 30 users: within its 60 conversations
     QVERIFY(!w.runCompare("workload.context_policy.impl", {"full"}));  // one value: refused
     // A value the scenario refuses gets its own row, saying why in the panel's words (not the
     // command line's); the others run. Every value refused: nothing runs, and the error says so.
@@ -722,6 +752,18 @@ class GuiTest : public QObject {
         QVERIFY2(header.find("between loads (low),between loads (high)") != std::string::npos,
                  header.c_str());
     }
+    // The refused share the capacity allows is the panel's: full history, limited by its
+    // rejections at 1%, holds to a higher load when 30% may be refused.
+    {
+      const auto strict = w.variantCapacity(0);
+      QCOMPARE(QString::fromStdString(strict.limited_by), QString("rejections"));
+      w.setMaxRefused(30);
+      const auto loose = w.variantCapacity(0);
+      QVERIFY2(!loose.below && loose.value > strict.hi, qPrintable(QString::number(loose.value)));
+      QVERIFY(cap->horizontalHeaderItem(1)->text().contains("rejected ≤ 30%"));
+      w.setMaxRefused(1);
+      QCOMPARE(w.variantCapacity(0).below, strict.below);
+    }
     // "at least" stays "at least" per GPU.
     for (int r = 0; r < cap->rowCount(); ++r)
       if (w.variantCapacity(static_cast<std::size_t>(r)).beyond)
@@ -738,6 +780,7 @@ class GuiTest : public QObject {
     QVERIFY2(QString::fromStdString(w.latencySpec().title).contains("stale"),
              w.latencySpec().title.c_str());
     QVERIFY(w.setField("workload.num_sessions", "60"));
+    QVERIFY(w.setField("workload.users", "30"));  // 2 x 30 users: within its 60 conversations
     // Goodput: full history refuses the longest conversations' turns, a window does not.
     QVERIFY(w.setMetric("Goodput"));
     const auto& g = w.latencySpec();
@@ -758,7 +801,7 @@ class GuiTest : public QObject {
     QCOMPARE(w.fieldValue("workload.context_policy.turns"), QString("8"));
     QVERIFY(w.setField("workload.context_policy.turns", "6"));
     QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
-    QVERIFY(w.setField("workload.num_sessions", "150"));
+    QVERIFY(w.setField("workload.num_sessions", "200"));  // 2 x 100 users at most
     w.runSweep();
     QVERIFY(wait_finished(w, 120000));
     const auto pts = w.sweep().points();
@@ -773,7 +816,7 @@ class GuiTest : public QObject {
         run_cli(std::string("run ") + KVFLEET_SOURCE_DIR +
                 "/scenarios/conversations/chat-100-users.yaml --set "
                 "workload.context_policy.impl=window --set workload.context_policy.turns=6 --set "
-                "pools[0].engine.max_num_seqs=64 --set workload.num_sessions=150");
+                "pools[0].engine.max_num_seqs=64 --set workload.num_sessions=200");
     std::smatch m;
     const std::regex row(
         R"(E2E \(end-to-end\)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+)\s+(\S+) (\S+))");

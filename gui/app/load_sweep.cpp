@@ -1,5 +1,9 @@
 #include "gui/app/load_sweep.h"
 
+#include <yaml-cpp/yaml.h>
+
+#include <stdexcept>
+
 #include <QtCore/QMetaObject>
 
 #include "sim/config/params.h"
@@ -52,6 +56,17 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
             std::vector<std::string> o = overrides;
             o.push_back(key_ + "=" + sim::config::format_double(p.load));
             const sim::Scenario sc = sim::load_scenario_text(yaml, "<gui>", base_dir, o);
+            // A load the workload cannot offer is not run as if it could: closed-loop users
+            // beyond its conversations have nothing to send, so every such point would be the
+            // same run, marked as if it held more users.
+            const YAML::Node& w = sc.config.workload.params;
+            if (key_ == "workload.users" && w["num_sessions"] && w["users"] &&
+                w["users"].as<double>() > w["num_sessions"].as<double>())
+              throw std::runtime_error(
+                  "load beyond the workload: " + w["users"].as<std::string>() + " users but only " +
+                  w["num_sessions"].as<std::string>() +
+                  " conversations (num_sessions), so the extra users would have nothing to send; "
+                  "raise num_sessions or lower the load");
             sim::Simulation s(sc);
             s.set_cancel(cancel.get());
             sim::RunResult r = s.run();

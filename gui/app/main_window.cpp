@@ -167,6 +167,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   slo_->setSuffix(" s");
   slo_->setToolTip("the latency target drawn on the latency chart");
   slorow->addRow("SLO line", slo_);
+  reject_ = new QDoubleSpinBox;
+  reject_->setRange(0, 99);
+  reject_->setDecimals(2);
+  reject_->setValue(reject_pct_);
+  reject_->setSuffix(" %");
+  reject_->setToolTip(
+      "the share of requests the capacity table allows to be rejected or to time out");
+  slorow->addRow("Refused at most", reject_);
   pl->addLayout(slorow);
   auto* runrow = new QHBoxLayout;
   run_ = new QPushButton("Run load sweep");
@@ -333,6 +341,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(&sweep_, &LoadSweep::pointDone, this, [this](int) { updateViews(); });
   connect(slo_, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
           [this](double v) { setSlo(v); });
+  connect(reject_, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
+          [this](double v) { setMaxRefused(v); });
   connect(&sweep_, &LoadSweep::progress, this,
           [this](int done, int) { progress_->setValue(done); });
   connect(&sweep_, &LoadSweep::finished, this, [this](bool cancelled) {
@@ -663,6 +673,12 @@ void MainWindow::setSlo(double seconds) {
   redrawLatency();
 }
 
+void MainWindow::setMaxRefused(double percent) {
+  reject_pct_ = percent;
+  if (reject_->value() != percent) reject_->setValue(percent);
+  redrawLatency();
+}
+
 bool MainWindow::openSweepFile(const QString& path) {
   try {
     sweep_file_->open(path);
@@ -962,7 +978,7 @@ const CompareMetric& MainWindow::latencyMetric() const {
 
 CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
   return estimate_capacity(compare_.variants().at(i).sweep->points(), latencyMetric(), slo_s_,
-                           kCapacityMaxRejectPct);
+                           reject_pct_);
 }
 
 void MainWindow::updateCapacityTable() {
@@ -979,16 +995,14 @@ void MainWindow::updateCapacityTable() {
   for (const auto& pc : scenario_.config.pools)
     gpus += static_cast<double>(pc.replicas) * pc.data_parallel * pc.gpus_per_replica();
   gpus = std::max(gpus, 1.0);
-  const QStringList headers = {"variant",
-                               QString("capacity at %1 ≤ %2 s, rejected ≤ %3%")
-                                   .arg(lat.name)
-                                   .arg(slo_s_)
-                                   .arg(kCapacityMaxRejectPct),
-                               "between loads",
-                               users ? "users per GPU" : "requests/s per GPU",
-                               "$ per million output tokens",
-                               "limited by",
-                               "cost model's expected error"};
+  const QStringList headers = {
+      "variant",
+      QString("capacity at %1 ≤ %2 s, rejected ≤ %3%").arg(lat.name).arg(slo_s_).arg(reject_pct_),
+      "between loads",
+      users ? "users per GPU" : "requests/s per GPU",
+      "$ per million output tokens",
+      "limited by",
+      "cost model's expected error"};
   capacity_table_->setColumnCount(headers.size());
   capacity_table_->setHorizontalHeaderLabels(headers);
   capacity_table_->setRowCount(

@@ -76,6 +76,8 @@ class MainWindow : public QMainWindow {
   QString exportCurrentChart(const QString& path);
   QString exportCurrentTable(const QString& path);
   void setSlo(double seconds);
+  // The share of requests (%) a capacity may leave rejected or timed out (1% unless set).
+  void setMaxRefused(double percent);
   // Compare mode: `key` takes each of `values` (2 to 6), one load sweep each, one curve family
   // each in the latency chart; false with a message when the values or the key are refused.
   bool runCompare(const std::string& key, const std::vector<std::string>& values);
@@ -200,6 +202,8 @@ class MainWindow : public QMainWindow {
   QListWidget* pin_list_ = nullptr;
   void refreshPinList();
   double slo_s_ = 2.0;
+  double reject_pct_ = kCapacityMaxRejectPct;
+  QDoubleSpinBox* reject_ = nullptr;
   QString last_error_;
   // A field changed since the curves were computed: they no longer describe the panel.
   bool stale_ = false;
