@@ -163,6 +163,30 @@ class GuiTest : public QObject {
     QVERIFY(beyond > 0 && ran > 0);
   }
 
+  void progressMovesWithinAPoint() {
+    // A long point: the bar moves with the share of its requests sent, and the status names the
+    // simulated time each running point has reached.
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "400000"));
+    w.runSweep();
+    bool within = false;
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+          for (const auto& p : w.sweep().points())
+            within = within || (p.started && !p.done && p.requests_so_far > 0);
+          return within;
+        },
+        60000));
+    const double f = w.sweep().doneFraction();
+    int done = 0;
+    for (const auto& p : w.sweep().points()) done += p.done ? 1 : 0;
+    QVERIFY2(f > done && f < done + 2, qPrintable(QString::number(f)));
+    QVERIFY2(w.sweep().describeProgress().contains("s simulated"),
+             qPrintable(w.sweep().describeProgress()));
+    w.cancelSweep();
+    QVERIFY(wait_finished(w, 120000));
+  }
+
   void chartsShowTheValuesUnderThePointer() {
     kvfleet::charts::LineChartSpec spec;
     spec.x_label = "Users";

@@ -2,9 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <QtCore/QMetaObject>
+#include <QtCore/QStringList>
 
 #include "sim/config/params.h"
 #include "sim/simulation/scenario.h"
@@ -69,6 +71,24 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
                   "raise num_sessions or lower the load");
             sim::Simulation s(sc);
             s.set_cancel(cancel.get());
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              points_[i].started = true;
+              try {
+                if (w["num_requests"] && w["num_requests"].IsScalar())
+                  points_[i].requests_total =
+                      static_cast<std::size_t>(std::max(0.0, w["num_requests"].as<double>()));
+              } catch (const YAML::Exception&) {
+                // Not a number the workload takes as a count: progress by points only.
+              }
+            }
+            s.on_progress([this, i](sim::SimTime now, std::size_t requests) {
+              std::lock_guard<std::mutex> lock(mu_);
+              if (i < points_.size()) {
+                points_[i].simulated_s = sim::to_seconds(now);
+                points_[i].requests_so_far = requests;
+              }
+            });
             sim::RunResult r = s.run();
             if (r.cancelled) return;
             p.summary = sim::summarize(r);
@@ -92,6 +112,39 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
     Q_EMIT finished(cancel->cancelled());
   });
   return true;
+}
+
+double LoadSweep::doneFraction() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  double done = 0;
+  for (const auto& p : points_) {
+    if (p.done) {
+      done += 1;
+    } else if (p.started && p.requests_total > 0) {
+      done += std::min(
+          0.99, static_cast<double>(p.requests_so_far) / static_cast<double>(p.requests_total));
+    }
+  }
+  return done;
+}
+
+QString LoadSweep::describeProgress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int done = 0;
+  QStringList running;
+  for (const auto& p : points_) {
+    if (p.done) {
+      ++done;
+    } else if (p.started) {
+      running << QString("load %1 at %2 s simulated (%3 requests)")
+                     .arg(p.load, 0, 'g', 4)
+                     .arg(p.simulated_s, 0, 'f', 0)
+                     .arg(p.requests_so_far);
+    }
+  }
+  QString s = QString("%1 of %2 loads done").arg(done).arg(points_.size());
+  if (!running.isEmpty()) s += "; running: " + running.join(", ");
+  return s;
 }
 
 void LoadSweep::cancel() {

@@ -21,6 +21,12 @@ namespace kvfleet::gui {
 struct LoadPoint {
   double load = 0;
   bool done = false;
+  // While it runs: the simulated time it has reached and the requests sent so far (updated at
+  // every time-series sample), and the requests its workload will send (0: not known ahead, as
+  // for closed-loop conversations).
+  bool started = false;
+  double simulated_s = 0;
+  std::size_t requests_so_far = 0, requests_total = 0;
   bool ok = false;
   std::string error;
   sim::Summary summary;
@@ -47,6 +53,11 @@ class LoadSweep : public QObject {
   // loads for the window's sweeps).
   std::vector<LoadPoint> points() const;
   const std::string& key() const { return key_; }
+  // The points done, plus each running point's share done (its requests sent over its
+  // workload's total when that is known, else 0): a progress that moves within a point.
+  double doneFraction() const;
+  // "2 of 8 loads done; running: 150 users at 412 s simulated (3,100 requests), ..."
+  QString describeProgress() const;
 
  Q_SIGNALS:
   void pointDone(int index);

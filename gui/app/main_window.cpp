@@ -188,7 +188,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   runrow->addWidget(cancel_);
   pl->addLayout(runrow);
   progress_ = new QProgressBar;
-  progress_->setRange(0, static_cast<int>(kFactors.size()));
+  progress_->setRange(0, static_cast<int>(kFactors.size()) * kProgressSteps);
   progress_->setValue(0);
   pl->addWidget(progress_);
   // Compare mode: one key, two to six values, one curve family each.
@@ -326,7 +326,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     int done = 0;
     for (const auto& v : compare_.variants())
       for (const auto& p : v.sweep->points()) done += p.done ? 1 : 0;
-    progress_->setValue(done);
+    progress_->setValue(done * kProgressSteps);
     redrawLatency();
   });
   connect(&compare_, &CompareRun::finished, this, [this] {
@@ -337,6 +337,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     status_->setText("Comparison done");
   });
   connect(cancel_, &QPushButton::clicked, this, [this] { cancelSweep(); });
+  // Progress within a point: the share of its requests sent (when its workload says how many)
+  // moves the bar, and the status names each running point's simulated time.
+  auto* poll = new QTimer(this);
+  poll->setInterval(300);
+  connect(poll, &QTimer::timeout, this, [this] { showProgress(); });
+  poll->start();
   connect(context_len_, qOverload<int>(&QSpinBox::valueChanged), this, [this] { redrawMemory(); });
   connect(&sweep_, &LoadSweep::pointDone, this, [this](int) { updateViews(); });
   connect(slo_, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
@@ -344,7 +350,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(reject_, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
           [this](double v) { setMaxRefused(v); });
   connect(&sweep_, &LoadSweep::progress, this,
-          [this](int done, int) { progress_->setValue(done); });
+          [this](int done, int) { progress_->setValue(done * kProgressSteps); });
   connect(&sweep_, &LoadSweep::finished, this, [this](bool cancelled) {
     run_->setEnabled(true);
     cancel_->setEnabled(false);
@@ -673,6 +679,22 @@ void MainWindow::setSlo(double seconds) {
   redrawLatency();
 }
 
+void MainWindow::showProgress() {
+  if (sweep_.running()) {
+    progress_->setValue(static_cast<int>(sweep_.doneFraction() * kProgressSteps));
+    status_->setText("Load sweep: " + sweep_.describeProgress());
+  } else if (compare_.running()) {
+    double done = 0;
+    QStringList parts;
+    for (const auto& v : compare_.variants()) {
+      done += v.sweep->doneFraction();
+      parts << QString::fromStdString(v.label) + ": " + v.sweep->describeProgress();
+    }
+    progress_->setValue(static_cast<int>(done * kProgressSteps));
+    status_->setText("Comparison: " + parts.join(" | "));
+  }
+}
+
 void MainWindow::setMaxRefused(double percent) {
   reject_pct_ = percent;
   if (reject_->value() != percent) reject_->setValue(percent);
@@ -731,7 +753,7 @@ void MainWindow::runSweep() {
   compare_refused_.clear();
   run_overrides_ = overrides();
   run_resolved_ = scenario_.resolved_yaml;
-  progress_->setRange(0, static_cast<int>(factors.size()));
+  progress_->setRange(0, static_cast<int>(factors.size()) * kProgressSteps);
   sweep_.start(yaml_, base_dir_, overrides(), key, baseLoad(), factors);
   redrawLatency();
 }
@@ -881,7 +903,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
   compare_.start(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
-  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()));
+  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()) * kProgressSteps);
   progress_->setValue(0);
   run_->setEnabled(false);
   compare_run_->setEnabled(false);
@@ -1179,7 +1201,7 @@ bool MainWindow::comparePins() {
   run_->setEnabled(false);
   compare_run_->setEnabled(false);
   cancel_->setEnabled(true);
-  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()));
+  progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()) * kProgressSteps);
   progress_->setValue(0);
   status_->setText("Comparing the pinned runs with the current settings…");
   updateViews();

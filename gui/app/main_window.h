@@ -78,6 +78,9 @@ class MainWindow : public QMainWindow {
   void setSlo(double seconds);
   // The share of requests (%) a capacity may leave rejected or timed out (1% unless set).
   void setMaxRefused(double percent);
+  // The progress bar and status while runs are in flight (polled every 0.3 s).
+  void showProgress();
+  static constexpr int kProgressSteps = 100;  // bar steps per load point
   // Compare mode: `key` takes each of `values` (2 to 6), one load sweep each, one curve family
   // each in the latency chart; false with a message when the values or the key are refused.
   bool runCompare(const std::string& key, const std::vector<std::string>& values);
