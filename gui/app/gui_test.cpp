@@ -297,6 +297,49 @@ class GuiTest : public QObject {
       w.tabs()->setCurrentWidget(z);
       w.show();
       QTest::qWait(300);
+      QVERIFY(w.grab().save(QDir(shots).filePath("gui_sizing_requests.png")));
+    }
+  }
+
+  void theArchitectsQuestionInOneScreen() {
+    // How many H100 vs L40S for 2,000 concurrent chat users at TTFT p99 <= 2 s, TPOT p99 <=
+    // 50 ms, <= 1% timeouts, and what does each cost per month? (chat-100-users.yaml with 4,000
+    // conversations, 3 seeds, the presets' list prices.) Each row equals kvfleet size.
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/chat-100-users.yaml"));
+    QVERIFY(w.setField("workload.num_sessions", "4000"));
+    SizingView* z = w.sizingView();
+    z->setTarget(2000, "users");
+    // Rejections at most 5%: with full history the longest conversations outgrow the context
+    // (about 2% of turns at any fleet size), which no number of GPUs changes.
+    z->setSlo(2.0, 0.05, 1.0, 5.0);
+    z->setReplicates(3);
+    z->setPrice(0);  // the scenario's price, else the GPU preset's list price
+    z->setVariants("pools[0].gpu", "H100-SXM, L40S");
+    QSignalSpy done(z, &SizingView::finished);
+    QVERIFY(z->size());
+    QVERIFY(done.wait(600000));
+    QCOMPARE(static_cast<int>(z->rows().size()), 2);
+    for (std::size_t i = 0; i < z->rows().size(); ++i) {
+      const auto& r = z->rows()[i].result;
+      QVERIFY2(z->rows()[i].error.empty() && r.not_met.empty(),
+               (z->rows()[i].error + r.not_met).c_str());
+      QVERIFY2(r.price_source.find("list price") != std::string::npos, r.price_source.c_str());
+      const std::string cmd = z->cliCommand(i);
+      const std::string out = run_cli(cmd.substr(std::string("kvfleet ").size()));
+      char want[160];
+      std::snprintf(want, sizeof want, "replicas needed: %d (", r.replicas);
+      QVERIFY2(out.find(want) != std::string::npos, (cmd + "\n" + out).c_str());
+      std::snprintf(want, sizeof want, "$%.0f per month", r.cost_per_month);
+      QVERIFY2(out.find(want) != std::string::npos, (cmd + "\n" + out).c_str());
+      std::printf("architect: %s: %d replicas, $%.0f per month (%s)\n", z->rows()[i].label.c_str(),
+                  r.replicas, r.cost_per_month, r.limited_by.c_str());
+    }
+    if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+      w.resize(1400, 860);
+      w.tabs()->setCurrentWidget(z);
+      w.show();
+      QTest::qWait(300);
       QVERIFY(w.grab().save(QDir(shots).filePath("gui_sizing.png")));
     }
   }

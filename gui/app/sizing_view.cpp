@@ -2,6 +2,8 @@
 
 #include "gui/app/views.h"
 
+#include <filesystem>
+
 #include <QtCore/QMetaObject>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
@@ -154,10 +156,14 @@ std::string SizingView::sloText() const {
 }
 
 std::string SizingView::cliCommand(std::size_t i) const {
-  std::string c = "kvfleet size --slo " + sloText() + " --target " +
-                  sim::config::format_double(target_->value()) + " --metric " +
-                  (metric_->currentIndex() == 1 ? "users" : "arrival_rate") + " --replicates " +
-                  std::to_string(replicates_->value());
+  // The scenario file the window edits (the built-in default needs none); the panel's edits
+  // follow as --set lines.
+  const sim::ScenarioSource src = source_();
+  std::string c = "kvfleet size";
+  if (std::filesystem::is_regular_file(src.name)) c += " '" + src.name + "'";
+  c += " --slo " + sloText() + " --target " + sim::config::format_double(target_->value()) +
+       " --metric " + (metric_->currentIndex() == 1 ? "users" : "arrival_rate") + " --replicates " +
+       std::to_string(replicates_->value());
   if (price_->value() > 0) c += " --price-per-hour " + sim::config::format_double(price_->value());
   if (i < rows_.size())
     for (const auto& o : rows_[i].overrides) c += " --set '" + o + "'";
