@@ -61,6 +61,10 @@ bool MainWindow::maybeSave() {
       QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
   if (answer == QMessageBox::Cancel) return false;
   if (answer == QMessageBox::Discard) return true;
+  return save();
+}
+
+bool MainWindow::save() {
   QString target = file_;
   if (!std::filesystem::is_regular_file(file_.toStdString()))
     target = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");

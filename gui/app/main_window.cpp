@@ -95,14 +95,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   recent->setMenu(recent_menu_);
   toolbar->addWidget(recent);
   refreshRecentMenu();
-  action("Save", QKeySequence::Save, [this] {
-    if (std::filesystem::is_regular_file(file_.toStdString())) {
-      saveScenario(file_);
-      return;
-    }
-    const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
-    if (!f.isEmpty()) saveScenario(f);
-  });
+  action("Save", QKeySequence::Save, [this] { save(); });
   action("Save as…", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), [this] {
     const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
     if (!f.isEmpty()) saveScenario(f);

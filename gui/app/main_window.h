@@ -131,6 +131,8 @@ class MainWindow : public QMainWindow {
  private:
   // False when the user cancels; true when there is nothing to save, it was saved or discarded.
   bool maybeSave();
+  // Saves to the file the window edits, or asks where when it edits none (the built-in default).
+  bool save();
   void rememberFile(const QString& path);
   void refreshRecentMenu();
   QMenu* recent_menu_ = nullptr;

@@ -43,16 +43,16 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
                          std::to_string(pi) + "].autoscale.enabled=false)");
   res.pool = pool.name;
   res.gpus_per_replica = pool.gpus_per_replica() * pool.data_parallel;
-  res.price_per_hour = opt.price_per_hour >= 0 ? opt.price_per_hour : pool.price_per_hour;
-  res.price_source = opt.price_per_hour >= 0   ? "--price-per-hour"
-                     : pool.price_per_hour > 0 ? "pools[" + std::to_string(pi) + "].price_per_hour"
-                                               : "";
-  if (opt.price_per_hour < 0 && !(pool.price_per_hour > 0)) {
-    // Neither given: the GPU preset's list price, said as such.
-    if (const GpuListPrice* list = gpu_list_price(base.pools[pi].gpu.name)) {
-      res.price_per_hour = list->usd_per_hour;
-      res.price_source = "list price of the " + list->gpu + " preset: " + list->source;
-    }
+  // The price: the option, else the scenario's, else the GPU preset's list price, said as such.
+  if (opt.price_per_hour >= 0) {
+    res.price_per_hour = opt.price_per_hour;
+    res.price_source = "--price-per-hour";
+  } else if (pool.price_per_hour > 0) {
+    res.price_per_hour = pool.price_per_hour;
+    res.price_source = "pools[" + std::to_string(pi) + "].price_per_hour";
+  } else if (const GpuListPrice* list = gpu_list_price(base.pools[pi].gpu.name)) {
+    res.price_per_hour = list->usd_per_hour;
+    res.price_source = "list price of the " + list->gpu + " preset: " + list->source;
   }
   if (!(res.price_per_hour > 0)) res.price_source.clear();
   res.expected = expected_error(pool.cost_model.impl, base.pools[pi].model.moe());
