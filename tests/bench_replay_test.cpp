@@ -127,6 +127,30 @@ TEST_F(Cli, BenchmarkResultsNeedTheGpuAndTheRunFolderOptionsStayApart) {
   EXPECT_THAT(none.text, HasSubstr("--tp"));
 }
 
+TEST_F(Cli, TheFittedCostModelReplaysWithOrWithoutTheGpusOwnFit) {
+  const std::string run = "replay " + kData + "/inference-perf-shared-prefix --gpu H100-SXM -q";
+  const auto roofline = kvfleet(run);
+  const auto fitted = kvfleet(run + " --cost-model fitted");
+  const auto left = kvfleet(run + " --cost-model fitted --leave-out H100-SXM");
+  ASSERT_EQ(fitted.status, 0) << fitted.text;
+  ASSERT_EQ(left.status, 0) << left.text;
+  EXPECT_THAT(fitted.text, HasSubstr("Mean absolute error"));
+  // Three cost models, three answers (the H100's own linear-layer fit, the others' median).
+  EXPECT_NE(roofline.text, fitted.text);
+  EXPECT_NE(fitted.text, left.text);
+  // Refused by name, before any work: another cost model, a fit that does not exist, a fit left
+  // out of the roofline, a profile and a cost model together.
+  for (const auto& [args, words] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {" --cost-model linear", {"--cost-model", "linear"}},
+           {" --cost-model fitted --leave-out H200", {"leave_out", "H200", "A100-80GB"}},
+           {" --leave-out H100-SXM", {"--leave-out", "--cost-model fitted"}},
+           {" --cost-model fitted --profile x.h5", {"--cost-model", "not both"}}}) {
+    const auto o = kvfleet(run + args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    for (const auto& w : words) EXPECT_THAT(o.text, HasSubstr(w)) << args;
+  }
+}
+
 struct Damage {
   const char* name;
   const char* file;  // in the copied inference-perf folder, or "detailed.json"

@@ -121,6 +121,8 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   bo.profile = profile;
   bo.model = model;
   bo.gpu = gpu;
+  if (vm.count("cost-model")) bo.cost_model = vm["cost-model"].as<std::string>();
+  if (vm.count("leave-out")) bo.leave_out = vm["leave-out"].as<std::vector<std::string>>();
   if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
   if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
   if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
@@ -220,8 +222,13 @@ int cmd_replay(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")(
       "profile,p", po::value(&profile),
       "price steps with this calibration profile (kvfleet-calibrate run or import); default: "
-      "the roofline")("model", po::value(&model),
-                      "model preset (default: the one matching the run's model name)")(
+      "the roofline")("cost-model", po::value<std::string>(),
+                      "without a profile: roofline (default) or fitted (per-operation "
+                      "efficiencies fitted to the public GPU profiles)")(
+      "leave-out", po::value<std::vector<std::string>>()->multitoken(),
+      "with --cost-model fitted: public fits not used, by GPU name (validation without the "
+      "run's own GPU)")("model", po::value(&model),
+                        "model preset (default: the one matching the run's model name)")(
       "model-config", po::value<std::string>(),
       "benchmark results: the model's Hugging Face config.json instead of a preset")(
       "gpu", po::value(&gpu),
@@ -254,6 +261,9 @@ int cmd_replay(const std::vector<std::string>& args) {
               << opts;
     return 0;
   }
+  if (vm.count("profile") && vm.count("cost-model"))
+    throw InputError("--cost-model", "",
+                     "a profile prices the steps: give --profile or --cost-model, not both");
   if (vm.count("profile") && profile.empty())
     throw InputError("--profile", "",
                      "is empty: name a profile file, or leave the option out "
@@ -282,6 +292,12 @@ int cmd_replay(const std::vector<std::string>& args) {
           throw InputError(option, "",
                            out + " is also an input of this replay: write it elsewhere");
   }
+  const std::string cost_model =
+      vm.count("cost-model") ? vm["cost-model"].as<std::string>() : std::string();
+  const std::vector<std::string> leave_out = vm.count("leave-out")
+                                                 ? vm["leave-out"].as<std::vector<std::string>>()
+                                                 : std::vector<std::string>();
+  replay_cost_model_yaml(cost_model, leave_out);  // refuses another name before any work
   if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
   {
     std::error_code ec;
@@ -299,7 +315,7 @@ int cmd_replay(const std::vector<std::string>& args) {
                        "applies to benchmark results (an inference-perf folder or a vllm bench "
                        "serve JSON); " +
                            run + " is a run folder, whose files record it");
-  ReplayOptions ro{run, profile, model, gpu};
+  ReplayOptions ro{run, profile, model, gpu, cost_model, leave_out};
   const ReplayPlan plan = plan_replay(ro);
   OutputSet outputs;
   std::string out_h5, out_yaml;

@@ -269,9 +269,18 @@ double ProfileCostModel::padded(double tokens) const {
 ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx)
     : ProfileCostModel(cfg, ctx, read_profile(cfg.path)) {}
 
-ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& p)
+std::unique_ptr<ProfileCostModel> ProfileCostModel::with_formulas(const Config& cfg,
+                                                                  const CostContext& ctx,
+                                                                  const Profile& curves,
+                                                                  Formulas f) {
+  return std::unique_ptr<ProfileCostModel>(new ProfileCostModel(cfg, ctx, curves, std::move(f)));
+}
+
+ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& p,
+                                   Formulas f)
     : cfg_(cfg),
       attention_(p.attention),
+      formulas_(std::move(f)),
       layers_(ctx.stage_layers()),
       tp_(ctx.tensor_parallel),
       allreduce_bytes_per_token_(2.0 * ctx.model.hidden_size),
@@ -286,13 +295,13 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
   const ModelSpec& m = ctx.model;
   check_profile_model(p, m, cfg.path);
   if (m.moe()) {
-    if (p.moe.empty()) {
+    if (p.moe.empty() && !formulas_.moe) {
       throw InputError(cfg.path, "moe",
                        "the pool's model " + m.name +
                            " is a mixture of experts but the profile has no MoE layer "
                            "measurements (import a bundle with moe.csv)");
     }
-    moe_ = MoeGrid(p.moe);
+    if (!formulas_.moe) moe_ = MoeGrid(p.moe);
     moe_layers_ = static_cast<double>(m.moe_layers()) * layers_ / m.num_layers;
     num_experts_ = m.num_experts;
     experts_per_token_ = m.experts_per_token;
@@ -302,8 +311,9 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
     data_parallel_ = ctx.data_parallel;
   }
   if (!p.skew.empty()) skew_ = SkewTable(p.skew, skew_alpha_default(p, cfg.path));
-  static const std::set<std::string> kGemm = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj",
-                                              "lm_head"};
+  static const std::set<std::string> kGemm = {"qkv_proj",        "o_proj",  "gate_up_proj",
+                                              "down_proj",       "lm_head", "shared_gate_up_proj",
+                                              "shared_down_proj"};
   for (const auto& c : p.curves) {
     if (c.op == "all_reduce") {
       all_reduce_ = PiecewiseLinear(c.x, c.time_s);
@@ -315,8 +325,22 @@ ProfileCostModel::ProfileCostModel(const Config& cfg, const CostContext& ctx, co
   }
 }
 
+void ProfileCostModel::attention_at(double chunk, double prefix, double n, double kv, double* ps,
+                                    double* ds) const {
+  if (formulas_.attention) {
+    *ps = *ds = 0;
+    formulas_.attention(chunk, prefix, n, kv, ps, ds);
+  } else {
+    attention_.at(chunk, prefix, n, kv, ps, ds);
+  }
+}
+
+double ProfileCostModel::moe_at(double tokens, double experts) const {
+  return formulas_.moe ? formulas_.moe(tokens, experts) : moe_.at(tokens, experts);
+}
+
 double ProfileCostModel::moe_expert_s(const Batch& b) const {
-  if (moe_.empty()) return 0;
+  if (!has_moe()) return 0;
   const double pad = padded(static_cast<double>(b.padded_tokens()));
   if (pad <= 0) return 0;
   // Every rank's MoE layers route the whole group's (padded) tokens.
@@ -326,11 +350,11 @@ double ProfileCostModel::moe_expert_s(const Batch& b) const {
     // Whole experts on each GPU: the busiest GPU's pairs, as the tokens that would make them in
     // the profiled (one-GPU) layer, over its activated experts.
     const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, expert_gpus_);
-    t = moe_.at(l.pairs / experts_per_token_, l.experts);
+    t = moe_at(l.pairs / experts_per_token_, l.experts);
   } else {
     // Each expert sliced over the GPUs: every GPU computes every pair with its slice.
     const MoeLoad l = moe_busiest_gpu(routed, num_experts_, experts_per_token_, 1);
-    t = moe_.at(routed, l.experts) / expert_gpus_;
+    t = moe_at(routed, l.experts) / expert_gpus_;
   }
   return t * moe_layers_;
 }
@@ -360,7 +384,7 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
   // The profile's decode context is the KV a decode reads besides its new token.
   const double kv = n > 0 ? std::max(0.0, static_cast<double>(b.decode_context_tokens) / n - 1) : 0;
   double ps = 0, ds = 0;
-  attention_.at(chunk, prefix, n, kv, &ps, &ds);
+  attention_at(chunk, prefix, n, kv, &ps, &ds);
   if (!skew_.empty() && n >= 2 && b.decode_contexts.size() == static_cast<std::size_t>(n)) {
     // Uneven decode contexts, priced as the profile's skew fit measured them: between all at the
     // mean and all at the longest, by the fit's alpha for the batch's shape (its decodes, skew
@@ -387,7 +411,7 @@ StepCost ProfileCostModel::cost(const Batch& b) const {
     }
     c.comm_s = 2.0 * layers_ * per;  // after attention and after the MLP
   }
-  if (!moe_.empty()) {
+  if (has_moe()) {
     c.gemm_s += moe_expert_s(b);
     c.comm_s += moe_layers_ *
                 moe_dispatch_combine_s(pad, data_parallel_, hidden_bytes_, link_bw_, link_lat_);

@@ -17,6 +17,8 @@
 // decode sequences count at their mean context, corrected for uneven contexts by the profile's skew
 // fit where it has one (SkewTable).
 #include <array>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -111,14 +113,40 @@ class AttentionGrid {
   bool mixed_ = false;
 };
 
+// How a step is composed beyond its operations, shared by the cost models that compose a profile
+// (`profile`, `fitted`): fixed overheads and CUDA-graph padding.
+struct StepComposition {
+  double step_overhead_s = 0;
+  double per_seq_overhead_s = 0;
+  bool pad_to_cuda_graph_sizes = false;
+  std::vector<double> cuda_graph_sizes;
+
+  template <class V>
+  void visit(V& v) {
+    v.param("step_overhead_s", step_overhead_s,
+            {.unit = "s",
+             .desc = "fixed time per step beyond its operations' GPU time (scheduling, launch)",
+             .min = 0});
+    v.param("per_seq_overhead_s", per_seq_overhead_s,
+            {.unit = "s", .desc = "extra time per sequence in the step", .min = 0});
+    v.param("pad_to_cuda_graph_sizes", pad_to_cuda_graph_sizes,
+            {.desc = "time token-wise operations at the step's token count rounded up to vLLM's "
+                     "CUDA-graph capture sizes (1, 2, 4, 8, then multiples of 8 to 256 and of "
+                     "16 to 512), as an engine with CUDA graphs runs them"});
+    v.param("cuda_graph_sizes", cuda_graph_sizes,
+            {.unit = "tokens",
+             .desc = "the engine's CUDA-graph capture sizes (vLLM "
+                     "compilation_config.cudagraph_capture_sizes); when given, token-wise "
+                     "operations are timed at the smallest size that holds the step's tokens "
+                     "(none above the largest) instead of the built-in rule",
+             .min = 1});
+  }
+};
+
 class ProfileCostModel final : public CostModel {
  public:
-  struct Config {
+  struct Config : StepComposition {
     std::string path;
-    double step_overhead_s = 0;
-    double per_seq_overhead_s = 0;
-    bool pad_to_cuda_graph_sizes = false;
-    std::vector<double> cuda_graph_sizes;
 
     template <class V>
     void visit(V& v) {
@@ -126,29 +154,27 @@ class ProfileCostModel final : public CostModel {
               {.desc = "calibration profile (HDF5) from kvfleet-calibrate or its import command",
                .path = true,
                .required = true});
-      v.param("step_overhead_s", step_overhead_s,
-              {.unit = "s",
-               .desc = "fixed time per step beyond the profiled GPU work (scheduling, launch)",
-               .min = 0});
-      v.param("per_seq_overhead_s", per_seq_overhead_s,
-              {.unit = "s", .desc = "extra time per sequence in the step", .min = 0});
-      v.param("pad_to_cuda_graph_sizes", pad_to_cuda_graph_sizes,
-              {.desc = "time token-wise operations at the step's token count rounded up to vLLM's "
-                       "CUDA-graph capture sizes (1, 2, 4, 8, then multiples of 8 to 256 and of "
-                       "16 to 512), as an engine with CUDA graphs runs them"});
-      v.param("cuda_graph_sizes", cuda_graph_sizes,
-              {.unit = "tokens",
-               .desc = "the engine's CUDA-graph capture sizes (vLLM "
-                       "compilation_config.cudagraph_capture_sizes); when given, token-wise "
-                       "operations are timed at the smallest size that holds the step's tokens "
-                       "(none above the largest) instead of the built-in rule",
-               .min = 1});
+      StepComposition::visit(v);
     }
     void check(config::Reader& r) const;
   };
 
   ProfileCostModel(const Config& cfg, const CostContext& ctx);
   StepCost cost(const Batch& batch) const override;
+
+  // Closed forms in place of the measured grids (the `fitted` cost model): attention of one layer
+  // for a prefill chunk over its prefix and n decodes of kv cached tokens each (prefill and
+  // decode seconds), and one MoE layer on one GPU for `tokens` tokens activating `experts`.
+  struct Formulas {
+    std::function<void(double chunk, double prefix, double n, double kv, double* prefill_s,
+                       double* decode_s)>
+        attention;
+    std::function<double(double tokens, double experts)> moe;
+  };
+  // The profile's curves (no attention grid or MoE table needed) composed with the formulas, by
+  // the same composition as a measured profile. `where` names the source in errors.
+  static std::unique_ptr<ProfileCostModel> with_formulas(const Config& cfg, const CostContext& ctx,
+                                                         const Profile& curves, Formulas f);
   bool wants_decode_contexts() const override { return !skew_.empty(); }
   // The MoE layers' expert time of a step (part of its gemm_s), 0 for a dense model.
   double moe_expert_s(const Batch& batch) const;
@@ -159,7 +185,11 @@ class ProfileCostModel final : public CostModel {
   double padded(double tokens) const;
 
  private:
-  ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& profile);
+  ProfileCostModel(const Config& cfg, const CostContext& ctx, const Profile& profile,
+                   Formulas f = {});
+  void attention_at(double chunk, double prefix, double n, double kv, double* ps, double* ds) const;
+  double moe_at(double tokens, double experts) const;
+  bool has_moe() const { return moe_layers_ > 0; }
   struct Op {
     PiecewiseLinear curve;
     double times_per_step;  // count × layers (layer scope) or count (step scope)
@@ -171,6 +201,7 @@ class ProfileCostModel final : public CostModel {
   AttentionGrid attention_;
   PiecewiseLinear all_reduce_;  // seconds for one all-reduce of x bytes, if profiled
   MoeGrid moe_;
+  Formulas formulas_;
   SkewTable skew_;
   double moe_layers_ = 0;  // MoE layers on this stage
   int num_experts_ = 0, experts_per_token_ = 0;

@@ -1,5 +1,6 @@
 #include "sim/cost/roofline.h"
 
+#include "sim/cost/fitted.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/profile_cost.h"
 
@@ -87,6 +88,10 @@ const CostModelRegistry& cost_model_registry() {
     r.add<ProfileCostModel>("profile",
                             "Step time from a calibration profile (kvfleet-calibrate): measured "
                             "per-operation curves and an attention grid.");
+    r.add<FittedCostModel>("fitted",
+                           "Roofline with per-operation efficiencies fitted to every public GPU "
+                           "profile (the GPU's own fit, else the median of the others'), composed "
+                           "as a profile is.");
     return r;
   }();
   return reg;

@@ -254,7 +254,7 @@ YAML::Node base_scenario(const BenchOptions& o, const std::string& name,
     pool["cost_model"]["impl"] = "profile";
     pool["cost_model"]["path"] = fs::absolute(o.profile).lexically_normal().string();
   } else {
-    pool["cost_model"]["impl"] = "roofline";
+    pool["cost_model"] = YAML::Load(replay_cost_model_yaml(o.cost_model, o.leave_out));
   }
   if (o.tensor_parallel > 0) pool["tensor_parallel"] = o.tensor_parallel;
   sc["pools"].push_back(pool);

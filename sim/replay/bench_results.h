@@ -59,6 +59,8 @@ struct BenchOptions {
   std::string gpu;           // a GPU preset (required: results do not record the GPU)
   std::string engine_args;   // vLLM engine arguments: JSON/YAML mapping or a `vllm serve` line
   int tensor_parallel = 0;   // 0 = from the engine arguments (else 1)
+  std::string cost_model;    // without a profile: roofline ("") or fitted
+  std::vector<std::string> leave_out;  // public fits the fitted cost model leaves out
 };
 
 // What `path` holds: "inference-perf", "vllm bench serve", or "" when neither.

@@ -148,6 +148,21 @@ namespace {
 ReplayPlan build_plan(const ReplayOptions& o);
 }  // namespace
 
+std::string replay_cost_model_yaml(const std::string& impl,
+                                   const std::vector<std::string>& leave_out) {
+  if (!impl.empty() && impl != "roofline" && impl != "fitted")
+    throw InputError("--cost-model", "",
+                     "'" + impl + "' is not roofline or fitted (a measured profile: --profile)");
+  if (!leave_out.empty() && impl != "fitted")
+    throw InputError("--leave-out", "", "applies to --cost-model fitted");
+  YAML::Node n;
+  n["impl"] = impl.empty() ? "roofline" : impl;
+  for (const auto& g : leave_out) n["leave_out"].push_back(g);
+  YAML::Emitter em;
+  em << YAML::Flow << n;
+  return em.c_str();
+}
+
 const ModelSpec* match_model_preset(const std::string& text) {
   return match(model_presets(), text);
 }
@@ -361,9 +376,13 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   if (gpu_blocks > 0) eng["num_gpu_blocks_override"] = gpu_blocks;
   if (kv_dtype != "auto") eng["kv_cache_dtype"] = kv_dtype;
   pool["engine"] = eng;
-  if (!o.profile.empty()) {
-    pool["cost_model"]["impl"] = "profile";
-    pool["cost_model"]["path"] = fs::absolute(o.profile).lexically_normal().string();
+  if (o.profile.empty())
+    pool["cost_model"] = YAML::Load(replay_cost_model_yaml(o.cost_model, o.leave_out));
+  if (!o.profile.empty() || o.cost_model == "fitted") {
+    if (!o.profile.empty()) {
+      pool["cost_model"]["impl"] = "profile";
+      pool["cost_model"]["path"] = fs::absolute(o.profile).lexically_normal().string();
+    }
     if (!eager) {
       if (!capture.empty()) {
         YAML::Node sizes(YAML::NodeType::Sequence);
@@ -373,8 +392,6 @@ ReplayPlan build_plan(const ReplayOptions& o) {
         pool["cost_model"]["pad_to_cuda_graph_sizes"] = true;
       }
     }
-  } else {
-    pool["cost_model"]["impl"] = "roofline";
   }
   sc["pools"].push_back(pool);
   sc["simulation"]["timeseries_interval_s"] = 1.0;
@@ -402,7 +419,7 @@ ReplayPlan build_plan(const ReplayOptions& o) {
                   link_lat * 1e6);
     note(std::string(buf) + " (config.json link_bw, link_latency)");
   }
-  if (!o.profile.empty())
+  if (!o.profile.empty() || o.cost_model == "fitted")
     note(std::string("CUDA graphs: ") +
          (eager ? "off (enforce_eager)"
           : !capture.empty()

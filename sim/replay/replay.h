@@ -16,6 +16,10 @@ struct ReplayOptions {
   std::string profile;  // a kvfleet profile (HDF5) for the `profile` cost model; "" = roofline
   std::string model;    // a model preset; "" = the one matching meta.json's model
   std::string gpu;      // a GPU preset; "" = the one matching the run's hardware
+  // Without a profile: roofline (default) or fitted (cost/fitted.h), with these public fits left
+  // out (validation without the run's own GPU).
+  std::string cost_model;
+  std::vector<std::string> leave_out;
 };
 
 // The scenario (YAML) and, line by line, where each setting came from.
@@ -27,6 +31,11 @@ struct ReplayPlan {
 // the longest such name winning; nullptr when none does.
 struct ModelSpec;
 const ModelSpec* match_model_preset(const std::string& text);
+
+// The cost_model mapping of a replay without a profile, as YAML text: roofline (`impl` ""), or
+// fitted with `leave_out`. Throws InputError naming --cost-model for another name.
+std::string replay_cost_model_yaml(const std::string& impl,
+                                   const std::vector<std::string>& leave_out);
 
 // Throws InputError naming the file and key that is missing or unusable.
 ReplayPlan plan_replay(const ReplayOptions& opts);

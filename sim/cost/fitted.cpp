@@ -1,0 +1,274 @@
+#include "sim/cost/fitted.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/config/params.h"
+#include "sim/core/error.h"
+
+namespace kvfleet::sim {
+
+const std::vector<GpuFit>& public_fits() {
+  // Each entry names the kinds fitted on its GPU; the others stay absent (FitParams::has false).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+  static const std::vector<GpuFit> fits = {
+#include "sim/cost/public_fits.inc"
+  };
+#pragma GCC diagnostic pop
+  return fits;
+}
+
+namespace {
+
+using Member = FitParams GpuFit::*;
+
+const std::map<std::string, Member>& kinds() {
+  static const std::map<std::string, Member> m = {{"gemm", &GpuFit::gemm},
+                                                  {"attention_decode", &GpuFit::attention_decode},
+                                                  {"attention_prefill", &GpuFit::attention_prefill},
+                                                  {"attention_mixed", &GpuFit::attention_mixed},
+                                                  {"norm", &GpuFit::norm},
+                                                  {"rotary", &GpuFit::rotary},
+                                                  {"act", &GpuFit::act},
+                                                  {"embedding", &GpuFit::embedding},
+                                                  {"qk_norm", &GpuFit::qk_norm},
+                                                  {"sampler", &GpuFit::sampler}};
+  return m;
+}
+
+bool left_out(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Kinds a fit may lack on every GPU left: the stand-in priced by the same per-token form.
+const char* stand_in(const std::string& kind) {
+  if (kind == "act" || kind == "qk_norm") return "norm";
+  return nullptr;
+}
+
+}  // namespace
+
+FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
+                  const std::vector<std::string>& leave_out, std::string* from) {
+  const Member mem = kinds().at(kind);
+  if (use_own && !left_out(leave_out, gpu)) {
+    for (const GpuFit& f : public_fits()) {
+      if (gpu == f.name && (f.*mem).has) {
+        if (from) *from = f.name;
+        return f.*mem;
+      }
+    }
+  }
+  std::vector<const GpuFit*> others;
+  for (const GpuFit& f : public_fits())
+    if ((f.*mem).has && !left_out(leave_out, f.name) && gpu != f.name) others.push_back(&f);
+  FitParams out;
+  if (others.empty()) {
+    if (const char* s = stand_in(kind)) {
+      out = fit_for(s, gpu, use_own, leave_out, from);
+      if (from) *from = std::string("the norm fit (") + *from + ")";
+    } else if (from) {
+      *from = "none";
+    }
+    return out;
+  }
+  out.has = true;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<double> v;
+    for (const GpuFit* f : others) v.push_back((f->*mem).p[i]);
+    out.p[i] = median(v);
+  }
+  if (from) {
+    std::string s = others.size() == 1 ? std::string(others[0]->name) : "median of ";
+    if (others.size() > 1) {
+      for (std::size_t i = 0; i < others.size(); ++i)
+        s += (i ? ", " : "") + std::string(others[i]->name);
+    }
+    *from = s;
+  }
+  return out;
+}
+
+void FittedCostModel::Config::check(config::Reader& r) const {
+  for (const std::string& name : leave_out) {
+    const bool known = std::any_of(public_fits().begin(), public_fits().end(),
+                                   [&](const GpuFit& f) { return name == f.name; });
+    if (!known) {
+      std::string names;
+      for (const GpuFit& f : public_fits())
+        names += (names.empty() ? "" : ", ") + std::string(f.name);
+      r.fail_key("leave_out", "no public fit is named '" + name + "' (there are: " + names + ")");
+    }
+  }
+  for (const char* kind : {"gemm", "attention_decode", "attention_prefill", "norm", "rotary",
+                           "embedding", "sampler"}) {
+    if (!fit_for(kind, "", false, leave_out).has)
+      r.fail_key("leave_out", std::string("it leaves no fit of ") + kind + " to price it with");
+  }
+}
+
+namespace {
+
+// A curve of the fitted form t0 + max(a (x + h), b0 + b1 x), exact under linear interpolation:
+// its points are 1, the kink, and two far points (extrapolated linearly beyond).
+ProfileCurve max_of_lines(std::string op, std::string scope, std::string axis, double count,
+                          double t0, double a, double h, double b0, double b1) {
+  constexpr double kFar = 1 << 20;
+  auto t = [&](double x) { return t0 + std::max(a * (x + h), b0 + b1 * x); };
+  std::vector<double> xs = {1};
+  if (a != b1) {
+    const double kink = (b0 - a * h) / (a - b1);
+    if (kink > 1 && kink < kFar) xs.push_back(kink);
+  }
+  xs.push_back(kFar);
+  xs.push_back(2 * kFar);
+  ProfileCurve c{std::move(op), std::move(scope), std::move(axis), count, xs, {}, {}};
+  for (double x : xs) {
+    c.time_s.push_back(t(x));
+    c.spread_s.push_back(0);
+  }
+  return c;
+}
+
+}  // namespace
+
+FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
+  const ModelSpec& m = ctx.model;
+  const GpuSpec& gpu = ctx.gpu;
+  const bool own = cfg.fit == "auto";
+  const double tp = ctx.tensor_parallel;
+  const double P = ctx.gemm_peak_flops > 0 ? ctx.gemm_peak_flops : gpu.bf16_flops;
+  const double P16 = gpu.bf16_flops;
+  const double B = gpu.memory_bandwidth_Bps;
+  const double wb = ctx.weight_elem_bytes;
+  std::map<std::string, FitParams> fit;
+  std::map<std::string, std::string> from;
+  for (const auto& [kind, mem] : kinds()) {
+    (void)mem;
+    fit[kind] = fit_for(kind, gpu.name, own, cfg.leave_out, &from[kind]);
+  }
+  // Mixed batches: the GPU's own measurement of them, or (none, or by choice) the sum of the
+  // prefill and decode fits; FlashAttention-2's mixed kernels on the two GPUs measured are not
+  // evidence about another GPU's backend.
+  const bool sum_mixed = cfg.mixed_attention == "sum" ||
+                         (cfg.mixed_attention == "auto" && from["attention_mixed"] != gpu.name) ||
+                         !fit["attention_mixed"].has;
+  if (sum_mixed) {
+    fit["attention_mixed"] = FitParams{};
+    from["attention_mixed"] = "the sum of the prefill and decode fits";
+  }
+  for (const auto& [kind, src] : from)
+    if (kind != "qk_norm" || m.architecture.rfind("qwen3", 0) == 0)
+      provenance_ += (provenance_.empty() ? "" : "; ") + kind + ": " + src;
+  for (const char* k : {"gemm", "attention_decode", "attention_prefill", "norm", "rotary", "act",
+                        "embedding", "sampler"}) {
+    if (!fit[k].has)
+      throw InputError("", "cost_model.leave_out", std::string("no fit of ") + k + " is left");
+  }
+  const double* g = fit["gemm"].p;
+  const double ec = g[0], mh = g[1], em = g[2], t0 = g[3];
+
+  Profile p;
+  p.set("tensor_parallel", std::to_string(ctx.tensor_parallel));
+  set_model_facts(p, m);
+  // One linear layer of n outputs and k inputs, `count` times per layer (or per step).
+  auto gemm = [&](const std::string& op, const std::string& scope, const std::string& axis,
+                  double count, double n, double k, double peak, double wbytes) {
+    if (count <= 0 || n <= 0 || k <= 0) return;
+    p.curves.push_back(max_of_lines(op, scope, axis, count, t0, 2 * n * k / (peak * ec), mh,
+                                    n * k * wbytes / (B * em), 2 * (n + k) / (B * em)));
+  };
+  // A per-token kernel over `width` elements.
+  auto kernel = [&](const std::string& kind, const std::string& op, const std::string& scope,
+                    double count, double width) {
+    const double* q = fit[kind].p;
+    if (count <= 0) return;
+    p.curves.push_back(
+        max_of_lines(op, scope, "tokens", count, q[0], 0, 0, 0, q[1] * width * 2 / B));
+  };
+  const double H = m.hidden_size, heads = m.num_attention_heads / tp, hd = m.head_dim;
+  const double kvh = std::max(1.0, m.num_kv_heads / tp);
+  const double layers = m.num_layers;
+  const double moe_share = m.moe() ? m.moe_layers() / layers : 0;
+  if (m.attention == "mla") {
+    // Latent attention: the queries' projection and the compressed KV's, approximately.
+    gemm("qkv_proj", "layer", "tokens", 1, heads * hd + m.kv_lora_rank + m.qk_rope_head_dim, H, P,
+         wb);
+  } else {
+    gemm("qkv_proj", "layer", "tokens", 1, (heads + 2 * kvh) * hd, H, P, wb);
+  }
+  gemm("o_proj", "layer", "tokens", 1, H, heads * hd, P, wb);
+  const double I = m.intermediate_size / tp;
+  gemm("gate_up_proj", "layer", "tokens", 1 - moe_share, 2 * I, H, P, wb);
+  gemm("down_proj", "layer", "tokens", 1 - moe_share, H, I, P, wb);
+  if (m.moe() && m.num_shared_experts > 0) {
+    const double Is = static_cast<double>(m.moe_intermediate_size) * m.num_shared_experts / tp;
+    gemm("shared_gate_up_proj", "layer", "tokens", moe_share, 2 * Is, H, P, wb);
+    gemm("shared_down_proj", "layer", "tokens", moe_share, H, Is, P, wb);
+  }
+  gemm("lm_head", "step", "sequences", 1, m.vocab_size / tp, H, P16, 2);
+  kernel("norm", "layernorm", "layer", 2, H);
+  kernel("norm", "final_layernorm", "step", 1, H);
+  kernel("rotary", "rotary_emb", "layer", 1, (heads + kvh) * hd);
+  kernel("act", "act_fn", "layer", 1 - moe_share, I);
+  kernel("embedding", "embedding", "step", 1, H);
+  if (m.architecture.rfind("qwen3", 0) == 0)
+    kernel("qk_norm", "qk_norm", "layer", 1, (heads + kvh) * hd);
+  {
+    const double* q = fit["sampler"].p;
+    p.curves.push_back(max_of_lines("sampler", "step", "sequences", 1, q[0], 0, 0, 0,
+                                    q[1] * (m.vocab_size / tp) * 4 / B));
+  }
+
+  ProfileCostModel::Formulas f;
+  const double kv_elem = ctx.kv_elem_bytes;
+  const double kvb = m.attention == "mla" ? (m.kv_lora_rank + m.qk_rope_head_dim) * kv_elem
+                                          : 2 * kvh * hd * kv_elem;
+  const double fpp = m.attention == "mla" ? 2 * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim)
+                                          : 4 * heads * hd;
+  const FitParams ad = fit["attention_decode"], ap = fit["attention_prefill"],
+                  am = fit["attention_mixed"];
+  f.attention = [=](double chunk, double prefix, double n, double kv, double* ps, double* ds) {
+    if (chunk <= 0 && n <= 0) return;
+    // One fit for the whole batch (decode only, prefill only, or mixed where measured), or the
+    // prefill fit for the chunk and the decode fit for the decodes, one launch time.
+    const bool both = chunk > 0 && n > 0;
+    const double* qp = both && am.has ? am.p : ap.p;
+    const double* qd = both && am.has ? am.p : ad.p;
+    if (chunk > 0) {
+      const double pairs = chunk * prefix + 0.5 * chunk * (chunk + 1);
+      *ps = qp[0] + std::max(fpp * pairs / (P16 * qp[3]), (prefix + chunk) * kvb / (B * qp[4]));
+    }
+    if (n > 0) *ds = (chunk > 0 ? 0 : qd[0]) + n * qd[1] + n * kv * kvb / (B * qd[2]);
+  };
+  if (m.moe()) {
+    const double E = m.num_experts, k = m.experts_per_token, Ie = m.moe_intermediate_size;
+    const FitParams act = fit["act"];  // a copy: the lambda outlives this constructor
+    f.moe = [=](double tokens, double experts) {
+      if (tokens <= 0) return 0.0;
+      const double x = std::max(1.0, experts), pairs = tokens * k, me = pairs / x;
+      const double slow = (me + mh) / me;  // the falloff at the tokens each expert sees
+      auto fused = [&](double n, double kk) {
+        return t0 + std::max(2 * pairs * n * kk * slow / (P * ec),
+                             (x * n * kk * wb + pairs * (n + kk) * 2) / (B * em));
+      };
+      const double router = t0 + std::max(2 * E * H * (tokens + mh) / (P16 * ec),
+                                          (E * H * 2 + tokens * (E + H) * 2) / (B * em));
+      return router + fused(2 * Ie, H) + fused(H, Ie) + act.p[0] + act.p[1] * pairs * Ie * 2 / B;
+    };
+  }
+  ProfileCostModel::Config pc;
+  static_cast<StepComposition&>(pc) = cfg.composition;
+  pc.path = "cost_model (fitted)";
+  inner_ = ProfileCostModel::with_formulas(pc, ctx, p, std::move(f));
+}
+
+}  // namespace kvfleet::sim

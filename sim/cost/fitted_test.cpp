@@ -1,0 +1,172 @@
+// The `fitted` cost model: which fit each kind of operation takes (own, median, left out), the
+// fitted forms composed as a profile is (a large prefill at the fitted compute rate, a single
+// decode at the launch times and weight reads), and its configuration's errors.
+#include "sim/cost/fitted.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sim/core/error.h"
+#include "sim/testing/run.h"
+
+namespace kvfleet::sim {
+namespace {
+
+const ModelSpec& model(const std::string& name) {
+  for (const auto& m : model_presets())
+    if (m.name == name) return m;
+  throw std::runtime_error("no model preset " + name);
+}
+const GpuSpec& gpu(const std::string& name) {
+  for (const auto& g : gpu_presets())
+    if (g.name == name) return g;
+  throw std::runtime_error("no GPU preset " + name);
+}
+
+StepCost price(const std::string& m, const std::string& g, const Batch& b,
+               FittedCostModel::Config cfg = {}, int tp = 1) {
+  CostContext ctx{model(m), gpu(g), tp, 2, 2};
+  return FittedCostModel(cfg, ctx).cost(b);
+}
+
+Batch decode(int n, std::int64_t context_each) {
+  Batch b;
+  b.num_seqs = b.num_decode_seqs = b.num_sampled = n;
+  b.decode_context_tokens = n * context_each;
+  return b;
+}
+
+Batch prefill(std::int64_t tokens) {
+  Batch b;
+  b.num_seqs = b.num_sampled = 1;
+  b.num_prefill_tokens = tokens;
+  b.prefill_context_tokens = tokens;
+  b.prefill_attention_pairs = 0.5 * tokens * (tokens + 1.0);
+  return b;
+}
+
+TEST(Fitted, EveryPublicFitHasANameASourceAndItsLinearLayers) {
+  ASSERT_GE(public_fits().size(), 4u);
+  for (const GpuFit& f : public_fits()) {
+    EXPECT_STRNE(f.name, "");
+    EXPECT_STRNE(f.source, "");
+    EXPECT_TRUE(f.gemm.has) << f.name;
+    EXPECT_GT(f.gemm.p[0], 0.3) << f.name;  // compute efficiency
+    EXPECT_LT(f.gemm.p[0], 1.2) << f.name;
+    EXPECT_GT(f.gemm.p[2], 0.3) << f.name;  // memory efficiency
+  }
+}
+
+TEST(Fitted, OwnFitWhereThereIsOneElseTheMedianOfTheOthers) {
+  std::string from;
+  const FitParams own = fit_for("gemm", "H100-SXM", true, {}, &from);
+  EXPECT_EQ(from, "H100-SXM");
+  const FitParams med = fit_for("gemm", "H100-SXM", false, {}, &from);
+  EXPECT_NE(from.find("median of "), std::string::npos) << from;
+  EXPECT_EQ(from.find("H100-SXM"), std::string::npos) << from;  // its own is not in its median
+  EXPECT_NE(own.p[0], med.p[0]);
+  // A GPU without a fit takes the median of every fit.
+  fit_for("gemm", "L40S", true, {}, &from);
+  EXPECT_NE(from.find("H100-SXM"), std::string::npos) << from;
+  // Left out, its own fit is not used, and neither in the median.
+  const FitParams out = fit_for("gemm", "H100-SXM", true, {"H100-SXM"}, &from);
+  EXPECT_EQ(out.p[0], med.p[0]);
+  EXPECT_EQ(from.find("H100-SXM"), std::string::npos) << from;
+  // A kind fitted on no GPU left takes the stand-in named for it.
+  std::vector<std::string> all;
+  for (const GpuFit& f : public_fits()) all.push_back(f.name);
+  all.erase(std::remove(all.begin(), all.end(), std::string("RTX-PRO-6000")), all.end());
+  if (fit_for("act", "X", true, all).has) {
+    fit_for("act", "X", true, all, &from);
+    EXPECT_NE(from.find("norm"), std::string::npos) << from;
+  }
+}
+
+TEST(Fitted, APrefillOfManyTokensRunsAtTheFittedComputeRate) {
+  // Llama-3.1-8B on an H100: 8,192 prompt tokens are compute bound; the linear layers take
+  // 2 x 6.98e9 parameters x 8,192 tokens at the H100's 989 TFLOP/s x its fitted efficiency.
+  const StepCost c = price("Llama-3.1-8B", "H100-SXM", prefill(8192));
+  const FitParams g = fit_for("gemm", "H100-SXM", true, {});
+  const double linear = 2.0 * 6.98e9 * 8192 / (989.4e12 * g.p[0]);
+  EXPECT_NEAR(c.gemm_s / linear, 1.0, 0.05) << c.gemm_s << " against " << linear;
+  EXPECT_GT(c.prefill_attn_s, 0);
+  EXPECT_EQ(c.decode_attn_s, 0);
+}
+
+TEST(Fitted, ADecodeStepReadsTheWeightsAtTheFittedBandwidth) {
+  // One decode of Llama-3.1-8B on an RTX 4090: ~15 GB of linear weights at 1,008 GB/s x em,
+  // plus a launch time per GEMM.
+  const StepCost c = price("Llama-3.1-8B", "RTX-4090", decode(1, 1000));
+  const FitParams g = fit_for("gemm", "RTX-4090", true, {});
+  const double weights = 2.0 * (6.98e9 + 0.525e9) / (1008e9 * g.p[2]);
+  const double launches = (4 * 32 + 1) * g.p[3];
+  EXPECT_NEAR(c.gemm_s / (weights + launches), 1.0, 0.05);
+  EXPECT_GT(c.decode_attn_s, 0);
+  EXPECT_GT(c.overhead_s, 0);  // norms, rotary, activation, sampler
+}
+
+TEST(Fitted, TimeGrowsWithTokensAndContext) {
+  double last = 0;
+  for (int n : {1, 8, 64, 256}) {
+    const double t = price("Llama-3.1-8B", "A100-80GB", decode(n, 2000)).total_s();
+    EXPECT_GT(t, last) << n;
+    last = t;
+  }
+  EXPECT_GT(price("Llama-3.1-8B", "A100-80GB", decode(64, 8000)).decode_attn_s,
+            price("Llama-3.1-8B", "A100-80GB", decode(64, 2000)).decode_attn_s);
+}
+
+TEST(Fitted, MedianModeIsTheOwnGpuLeftOut) {
+  FittedCostModel::Config median, left;
+  median.fit = "median";
+  left.leave_out = {"RTX-4090"};
+  for (const Batch& b : {decode(32, 3000), prefill(2048)}) {
+    EXPECT_DOUBLE_EQ(price("Llama-3.1-8B", "RTX-4090", b, median).total_s(),
+                     price("Llama-3.1-8B", "RTX-4090", b, left).total_s());
+    EXPECT_NE(price("Llama-3.1-8B", "RTX-4090", b).total_s(),
+              price("Llama-3.1-8B", "RTX-4090", b, left).total_s());
+  }
+}
+
+TEST(Fitted, MixtureOfExpertsPricesTheActivatedExperts) {
+  // Qwen3-30B-A3B: a decode of 1 sequence activates 8 experts, one of 256 nearly all 128.
+  const StepCost one = price("Qwen3-30B-A3B", "RTX-PRO-6000", decode(1, 1000));
+  const StepCost many = price("Qwen3-30B-A3B", "RTX-PRO-6000", decode(256, 1000));
+  EXPECT_GT(many.gemm_s, 4 * one.gemm_s);
+  EXPECT_LT(many.gemm_s, 30 * one.gemm_s);
+}
+
+TEST(Fitted, ScenarioErrorsNameTheKey) {
+  const std::string base =
+      "name: t\nworkload:\n  impl: synthetic\n  num_requests: 10\n"
+      "  arrival: {impl: poisson, rate_per_s: 1}\n"
+      "  input_tokens: {impl: fixed, value: 100}\n  output_tokens: {impl: fixed, value: 10}\n"
+      "pools:\n  - name: p\n    gpu: H100-SXM\n    model: Llama-3.1-8B\n"
+      "    cost_model:\n      impl: fitted\n";
+  try {
+    load_scenario_text(base + "      leave_out: [H200]\n", "s.yaml", ".", {});
+    FAIL() << "an unknown fit was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("leave_out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("H200"), std::string::npos) << e.what();
+  }
+  try {
+    load_scenario_text(base + "      fit: best\n", "s.yaml", ".", {});
+    FAIL() << "an unknown fit mode was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fit"), std::string::npos) << e.what();
+  }
+  std::string every;
+  for (const GpuFit& f : public_fits()) every += std::string(every.empty() ? "" : ", ") + f.name;
+  try {
+    load_scenario_text(base + "      leave_out: [" + every + "]\n", "s.yaml", ".", {});
+    FAIL() << "leaving every fit out was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no fit of"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(load_scenario_text(base, "s.yaml", ".", {}));
+}
+
+}  // namespace
+}  // namespace kvfleet::sim
