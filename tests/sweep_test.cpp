@@ -332,6 +332,37 @@ TEST(Capacity, ARejectRateTargetLowersTheCapacityOfAScenarioThatRefusesTurns) {
   EXPECT_LT(strict.mean, latency.mean);
 }
 
+// Closed-loop users beyond the workload's conversations have nothing to send: the search stops at
+// num_sessions and says so (it reported millions of users, every load past 60 passing as 60).
+TEST(Capacity, UsersStopAtTheWorkloadsConversations) {
+  CapacityOptions o;
+  o.load = "users";
+  o.replicates = 1;
+  o.sets = {"workload.num_sessions=60", "workload.users=20"};
+  double highest = 0;
+  o.on_run = [&](std::int64_t, double x, bool) { highest = std::max(highest, x); };
+  const std::string path = KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml";
+  const CapacityResult c = find_capacity(path, parse_slo("ttft_p99=1000s"), o);
+  EXPECT_EQ(c.mean, 60);
+  EXPECT_EQ(highest, 60);
+  EXPECT_NE(c.limited_by.find("workload.num_sessions"), std::string::npos) << c.limited_by;
+  EXPECT_NE(c.limited_by.find("60 conversations"), std::string::npos) << c.limited_by;
+  // Sizing for more users than conversations is refused by name.
+  SizingOptions z;
+  z.load = "users";
+  z.target = 200;
+  z.sets = o.sets;
+  try {
+    ScenarioSource src;
+    src.path = path;
+    find_replicas(src, parse_slo("ttft_p99=1000s"), z);
+    FAIL() << "200 users on 60 conversations were sized";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--target"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("num_sessions"), std::string::npos) << e.what();
+  }
+}
+
 // Sizing: the replicas found hold the SLO at the target load with every seed, and one fewer
 // misses it with the seed that needed the most; the cost follows from the GPUs and the price.
 TEST(Sizing, TheFewestReplicasThatHoldTheSloAtTheTarget) {

@@ -217,6 +217,14 @@ std::string load_key(const Scenario& base, const std::string& load, const std::s
   return k;
 }
 
+double load_cap(const Scenario& base, const std::string& key) {
+  if (key != "workload.users") return INFINITY;
+  const YAML::Node wl = YAML::Load(base.resolved_yaml)["workload"];
+  if (!wl["num_sessions"] || !wl["num_sessions"].IsScalar()) return INFINITY;
+  const double n = wl["num_sessions"].as<double>(0);
+  return n >= 1 ? n : INFINITY;
+}
+
 SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>& sets,
                    const std::vector<Slo>& slo, const CancelToken* cancel) {
   SloCheck c;
@@ -252,6 +260,13 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
   const bool integer = opt.load == "users" || declared_key(res.key).integer;
   if (!(res.start > 0)) res.start = 1;
+  // Closed-loop users beyond the workload's conversations have nothing to send: every load past
+  // num_sessions is the load at num_sessions, and would pass for a higher capacity.
+  const double cap = load_cap(base, res.key);
+  const std::string cap_why =
+      "workload.num_sessions: the workload holds " + config::format_double(cap) +
+      " conversations, so more users than that would have nothing to send (raise num_sessions "
+      "to search further)";
   {
     YAML::Emitter e;
     e << wl;
@@ -292,11 +307,16 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
   auto search = [&](int r) {
     auto round = [&](double x) { return integer ? std::max(1.0, std::round(x)) : x; };
     double lo = 0, hi = 0;
-    double x = round(res.start);
+    double x = std::min(round(res.start), cap);
     if (holds(r, x)) {
       lo = x;
       for (int i = 0; i < 30; ++i) {
-        const double y = round(lo * 2);
+        const double y = std::min(round(lo * 2), cap);
+        if (y <= lo) {  // at the cap, and the SLO still holds
+          std::lock_guard<std::mutex> lock(mu);
+          if (res.limited_by.empty()) res.limited_by = cap_why;
+          return lo;
+        }
         bool ok;
         try {
           ok = holds(r, y);

@@ -100,6 +100,10 @@ struct SloCheck {
   std::string failed;
   std::shared_ptr<const Summary> summary;
 };
+// The highest value of the load key that means more load: the workload's num_sessions for
+// closed-loop users (more users than conversations have nothing to send), else infinity.
+double load_cap(const Scenario& base, const std::string& key);
+
 SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>& sets,
                    const std::vector<Slo>& slo, const CancelToken* cancel = nullptr);
 

@@ -60,6 +60,13 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
   if (res.load_key == replicas_key || res.load_key == "seed")
     throw InputError("--key", res.load_key,
                      "is what the search itself sets: give the key of the load to serve");
+  if (const double cap = load_cap(base, res.load_key); opt.target > cap)
+    throw InputError("--target", "",
+                     config::format_double(opt.target) + " users exceed the workload's " +
+                         config::format_double(cap) +
+                         " conversations (workload.num_sessions): the extra users would have "
+                         "nothing to send, so fewer replicas would seem to hold them; raise "
+                         "num_sessions (--set workload.num_sessions=...)");
   {
     // The target must be a load the scenario takes (in its key's range): refused here, by the
     // key, rather than reported as a replica count that could not be built.
