@@ -101,7 +101,7 @@ void MainWindow::refreshRecentMenu() {
   for (int i = 0; i < files.size(); ++i) {
     const QString f = files[i];
     QAction* a = recent_menu_->addAction(QString("&%1 %2").arg(i + 1).arg(f), this, [this, f] {
-      if (maybeSave()) openScenario(f);
+      if (maybeSave()) openAndRun(f);
     });
     a->setEnabled(std::filesystem::is_regular_file(f.toStdString()));
   }

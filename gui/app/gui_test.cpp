@@ -19,6 +19,7 @@
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QListWidget>
 #include <QtWidgets/QTabWidget>
@@ -407,6 +408,47 @@ class GuiTest : public QObject {
     QCoreApplication::processEvents();
     QCOMPARE(w.fieldValue("workload.context_policy.impl"), QString("window"));
     QCOMPARE(w.fieldValue("workload.context_policy.keep_turns"), QString(""));
+  }
+
+  void openRunsTheFileAndNumbersOutOfRangeAreRefusedAloud() {
+    MainWindow w;
+    // Open (and Recent) run the file's sweep, as the window does at start; with "Rerun after a
+    // change" off (heavy scenarios) they do not.
+    w.setAutoRerun(false);
+    QVERIFY(w.openAndRun(KVFLEET_SOURCE_DIR "/scenarios/default.yaml"));
+    QVERIFY(!w.sweep().running());
+    QCOMPARE(w.pointsTable()->table()->rowCount(), 0);
+    w.setAutoRerun(true);
+    QVERIFY(w.openAndRun(KVFLEET_SOURCE_DIR "/scenarios/default.yaml"));
+    QVERIFY(wait_finished(w, 120000));
+    QVERIFY(w.pointsTable()->table()->rowCount() > 0);
+    // "-3" typed as the SLO is refused by name and the SLO stays (it became 3 s: the "-" was
+    // dropped without a word).
+    auto* slo = w.findChild<QDoubleSpinBox*>("slo");
+    QVERIFY(slo);
+    w.show();
+    slo->setFocus();
+    slo->selectAll();
+    QTest::keyClicks(slo, "-3");
+    QTest::keyClick(slo, Qt::Key_Return);
+    QCOMPARE(slo->value(), 2.0);
+    QVERIFY2(w.lastError().contains("SLO line: -3 refused"), qPrintable(w.lastError()));
+    // A value in range is taken.
+    slo->selectAll();
+    QTest::keyClicks(slo, "3");
+    QTest::keyClick(slo, Qt::Key_Return);
+    QCOMPARE(slo->value(), 3.0);
+    // The sizing panel's fields refuse the same way, on its status line.
+    auto* ttft = w.sizingView()->findChild<QDoubleSpinBox*>("TTFT p99 at most");
+    QVERIFY(ttft);
+    w.tabs()->setCurrentWidget(w.sizingView());
+    ttft->setFocus();
+    ttft->selectAll();
+    QTest::keyClicks(ttft, "-5");
+    QTest::keyClick(ttft, Qt::Key_Return);
+    QCOMPARE(ttft->value(), 2000.0);
+    QVERIFY2(w.sizingView()->status().contains("TTFT p99 at most: -5 refused"),
+             qPrintable(w.sizingView()->status()));
   }
 
   void refusedWorkIsShownStaleCurvesSaySoAndOpenClearsTheViews() {

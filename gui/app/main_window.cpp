@@ -1,5 +1,7 @@
 #include "gui/app/main_window.h"
 
+#include "gui/app/number_field.h"
+
 #include "gui/app/sizing_view.h"
 #include "gui/app/yaml_lookup.h"
 
@@ -86,7 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!maybeSave()) return;
     const QString f = QFileDialog::getOpenFileName(this, "Open scenario", scenarioFolder(),
                                                    "Scenarios (*.yaml *.yml)");
-    if (!f.isEmpty()) openScenario(f);
+    if (!f.isEmpty()) openAndRun(f);
   });
   auto* recent = new QToolButton;
   recent->setText("Recent");
@@ -128,20 +130,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   form_ = new QFormLayout(box);
   pl->addWidget(box);
   auto* slorow = new QFormLayout;
-  slo_ = new QDoubleSpinBox;
-  slo_->setRange(0.001, 3600);
-  slo_->setDecimals(3);
-  slo_->setValue(slo_s_);
-  slo_->setSuffix(" s");
-  slo_->setToolTip("the latency target drawn on the latency chart");
+  auto* slo = new NumberField("SLO line", 0.001, 3600, slo_s_, 3, " s",
+                              "the latency target drawn on the latency chart");
+  slo->setObjectName("slo");
+  slo->on_refused = [this](const QString& m) { showError(m); };
+  slo_ = slo;
   slorow->addRow("SLO line", slo_);
-  reject_ = new QDoubleSpinBox;
-  reject_->setRange(0, 99);
-  reject_->setDecimals(2);
-  reject_->setValue(reject_pct_);
-  reject_->setSuffix(" %");
-  reject_->setToolTip(
+  auto* reject = new NumberField(
+      "Refused at most", 0, 99, reject_pct_, 2, " %",
       "the share of requests the capacity table allows to be rejected or to time out");
+  reject->setObjectName("refused");
+  reject->on_refused = [this](const QString& m) { showError(m); };
+  reject_ = reject;
   slorow->addRow("Refused at most", reject_);
   pl->addLayout(slorow);
   auto* runrow = new QHBoxLayout;
@@ -589,6 +589,12 @@ bool MainWindow::openScenario(const QString& path) {
   setWindowTitle("kvfleet — " + path + "[*]");
   setWindowModified(false);
   rememberFile(path);
+  return true;
+}
+
+bool MainWindow::openAndRun(const QString& path) {
+  if (!openScenario(path)) return false;
+  if (auto_rerun_->isChecked()) runSweep();
   return true;
 }
 

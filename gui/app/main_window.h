@@ -52,6 +52,9 @@ class MainWindow : public QMainWindow {
 
   // Loads a scenario file; on error shows the message, keeps the current scenario, returns false.
   bool openScenario(const QString& path);
+  // What Open and Recent do: opens the file and, unless "Rerun after a change" is off (heavy
+  // scenarios), runs its load sweep, as the window does at start.
+  bool openAndRun(const QString& path);
   // Writes the scenario with the fields changed since it was opened: the file's own text with
   // those values edited in place (its comments kept) where that loads to the same scenario,
   // else the resolved scenario in full. The window then edits the saved file.

@@ -1,5 +1,7 @@
 #include "gui/app/sizing_view.h"
 
+#include "gui/app/number_field.h"
+
 #include "gui/app/views.h"
 
 #include <filesystem>
@@ -29,17 +31,6 @@ namespace {
 
 struct Stopped {};
 
-QDoubleSpinBox* spin(double lo, double hi, double value, int decimals, const QString& suffix,
-                     const QString& tip) {
-  auto* s = new QDoubleSpinBox;
-  s->setRange(lo, hi);
-  s->setDecimals(decimals);
-  s->setValue(value);
-  s->setSuffix(suffix);
-  s->setToolTip(tip);
-  return s;
-}
-
 QString money(double v) {
   return v > 0 ? "$" + QString::number(v, 'f', v < 10 ? 3 : v < 1000 ? 2 : 0) : "—";
 }
@@ -51,7 +42,15 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
     : QWidget(parent), source_(std::move(source)), overrides_(std::move(overrides)) {
   auto* form = new QFormLayout;
   auto* load_row = new QHBoxLayout;
-  target_ = spin(0.001, 1e7, 100, 3, "", "the load the fleet must serve");
+  // Each number field refuses what it cannot hold on the status line, by name.
+  auto spin = [this](const QString& label, double lo, double hi, double value, int decimals,
+                     const QString& suffix, const QString& tip) {
+    auto* f = new NumberField(label, lo, hi, value, decimals, suffix, tip);
+    f->setObjectName(label);
+    f->on_refused = [this](const QString& m) { status_->setText(m); };
+    return f;
+  };
+  target_ = spin("Target load", 0.001, 1e7, 100, 3, "", "the load the fleet must serve");
   metric_ = new QComboBox;
   metric_->addItems({"requests/s", "users"});
   metric_->setToolTip(
@@ -60,17 +59,20 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
   load_row->addWidget(target_);
   load_row->addWidget(metric_);
   form->addRow("Target load", load_row);
-  ttft_ = spin(0, 1e6, 2000, 0, " ms", "time to first token, 99th percentile; 0 = no target");
-  tpot_ = spin(0, 1e6, 100, 0, " ms", "time per output token, 99th percentile; 0 = no target");
-  timeout_ = spin(0, 99.9, 1, 2, " %",
+  ttft_ = spin("TTFT p99 at most", 0, 1e6, 2000, 0, " ms",
+               "time to first token, 99th percentile; 0 = no target");
+  tpot_ = spin("TPOT p99 at most", 0, 1e6, 100, 0, " ms",
+               "time per output token, 99th percentile; 0 = no target");
+  timeout_ = spin("Timeouts at most", 0, 99.9, 1, 2, " %",
                   "requests the client may give up on (client.timeout_s), as a share of those "
                   "that arrived");
-  reject_ = spin(0, 99.9, 1, 2, " %", "requests the fleet may refuse, as a share");
+  reject_ =
+      spin("Rejections at most", 0, 99.9, 1, 2, " %", "requests the fleet may refuse, as a share");
   form->addRow("TTFT p99 at most", ttft_);
   form->addRow("TPOT p99 at most", tpot_);
   form->addRow("Timeouts at most", timeout_);
   form->addRow("Rejections at most", reject_);
-  price_ = spin(0, 1e6, 0, 2, " $/GPU-hour",
+  price_ = spin("Price", 0, 1e6, 0, 2, " $/GPU-hour",
                 "price of one GPU per hour; 0 = the pool's price_per_hour from the scenario, else "
                 "the GPU preset's list price (RunPod on-demand, March 2026: its source in each "
                 "cost's tooltip)");
