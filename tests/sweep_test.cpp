@@ -441,6 +441,16 @@ TEST(Capacity, ATimeoutRateTargetCountsTheRequestsTheClientGaveUpOn) {
   EXPECT_DOUBLE_EQ(parse_slo("timeout_rate=1e-3")[0].fraction, 1e-3);
   EXPECT_DOUBLE_EQ(parse_slo("reject_rate=1e-300%")[0].fraction, 1e-302);
   EXPECT_THROW(parse_slo("timeout_rate=1e9%"), InputError);
+  // refused_rate: rejected and timed out together (the GUI's "Refused at most").
+  const auto refused = parse_slo("refused_rate=1%");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].describe(), "refused_rate <= 1%");
+  s.timed_out = 1;
+  s.rejected = 1;
+  EXPECT_FALSE(refused[0].holds(s));
+  EXPECT_EQ(refused[0].measured(s), "2%");
+  s.rejected = 0;
+  EXPECT_TRUE(refused[0].holds(s));
   EXPECT_THROW(parse_slo("timeout_rate=nan"), InputError);
   // A target twice, or an empty one, is refused (the last once won silently).
   EXPECT_THROW(parse_slo("ttft_p99=2s,ttft_p99=1s"), InputError);

@@ -139,6 +139,7 @@ bool CompareRun::start(const std::string& yaml, const std::string& base_dir,
     Variant var;
     var.value = sp.value;
     var.label = sp.label;
+    var.overrides = sp.overrides;
     var.sweep = std::make_unique<LoadSweep>();
     connect(var.sweep.get(), &LoadSweep::pointDone, this, [this](int) { Q_EMIT changed(); });
     connect(var.sweep.get(), &LoadSweep::finished, this, [this](bool) {

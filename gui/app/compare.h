@@ -49,6 +49,10 @@ struct CapacityEstimate {
   double value = 0, lo = 0, hi = 0;
   std::string limited_by;        // "latency", "rejections" or ""
   double cost_per_m_tokens = 0;  // at the last point that meets the SLO (NaN when none)
+  // The window's table: `value` is kvfleet capacity's bisection (MainWindow::variantCapacity),
+  // not read off the grid; `searched` says why there is none ("none: ...", "search failed: ...").
+  bool bisected = false;
+  std::string searched;
 };
 CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
                                    const CompareMetric& latency, double slo_s,
@@ -70,6 +74,7 @@ class CompareRun : public QObject {
  public:
   struct Variant {
     std::string value, label;
+    std::vector<std::string> overrides;  // what it runs with (--set lines)
     std::unique_ptr<LoadSweep> sweep;
   };
   explicit CompareRun(QObject* parent = nullptr) : QObject(parent) {}

@@ -110,6 +110,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   compare_refused_ = refused;
   sweep_.reset();  // the chart shows the comparison now (pins stay)
   stale_ = false;
+  bisect_->clear();
   compare_.start(yaml_, base_dir_, key, specs, load, baseLoad(), loadFactors());
   progress_->setRange(0, static_cast<int>(specs.size() * loadFactors().size()) * kProgressSteps);
   progress_->setValue(0);
@@ -206,9 +207,53 @@ const CompareMetric& MainWindow::latencyMetric() const {
   return chosen && chosen->latency ? *chosen : *find_compare_metric("TTFT p99");
 }
 
+std::string MainWindow::capacitySlo() const {
+  // The compared latency as --slo names it: "TTFT p99" -> ttft_p99, "Queue time p50" -> queue_p50.
+  std::string name = latencyMetric().name.toLower().toStdString();
+  if (name.rfind("queue time", 0) == 0) name = "queue" + name.substr(10);
+  std::replace(name.begin(), name.end(), ' ', '_');
+  return name + "=" + sim::config::format_double(slo_s_) +
+         "s,refused_rate=" + sim::config::format_double(reject_pct_) + "%";
+}
+
+void MainWindow::refreshBisection() {
+  if (compare_.variants().empty() || compare_.running() || sweep_.running()) return;
+  if (bisect_->slo() == capacitySlo() && bisect_->key() == loadKey()) return;
+  std::vector<std::vector<std::string>> sets;
+  for (const auto& v : compare_.variants()) sets.push_back(v.overrides);
+  bisect_->start(scenarioSource(), std::move(sets), capacitySlo(), loadKey());
+}
+
+const CapacitySearch::Answer* MainWindow::variantBisected(std::size_t i) const {
+  if (bisect_->slo() != capacitySlo() || i >= bisect_->answers().size()) return nullptr;
+  const auto& a = bisect_->answers()[i];
+  return a.done ? &a : nullptr;
+}
+
 CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
-  return estimate_capacity(compare_.variants().at(i).sweep->points(), latencyMetric(), slo_s_,
-                           reject_pct_);
+  CapacityEstimate c = estimate_capacity(compare_.variants().at(i).sweep->points(), latencyMetric(),
+                                         slo_s_, reject_pct_);
+  // The bisection's answer, once it has one for this SLO: kvfleet capacity's own number. Until
+  // then the estimate read between the grid's points.
+  const CapacitySearch::Answer* b = variantBisected(i);
+  if (!b) return c;
+  if (!b->error.empty()) {
+    c.searched = "search failed: " + b->error;
+    return c;
+  }
+  const sim::CapacityResult& z = b->result;
+  c.known = c.bisected = true;
+  if (!z.not_met.empty()) {
+    c.below = true;
+    c.beyond = false;
+    c.searched = "none: " + z.not_met;
+  } else {
+    c.below = false;
+    c.beyond = !z.limited_by.empty();
+    c.value = z.mean;
+    if (c.beyond) c.limited_by = z.limited_by;
+  }
+  return c;
 }
 
 void MainWindow::updateCapacityTable() {
@@ -247,20 +292,27 @@ void MainWindow::updateCapacityTable() {
         row, 5, new QTableWidgetItem(QString::fromStdString(compare_refused_[i].second)));
   }
   for (std::size_t r = 0; r < compare_.variants().size(); ++r) {
-    const CapacityEstimate c = variantCapacity(r);
+    CapacityEstimate c = variantCapacity(r);
     auto num = [](double x) { return QString::number(x, 'g', 4); };
     QString cap = "—", between = "—", per_gpu = "—", cost = "—";
+    const QString searched = QString::fromStdString(c.searched);
+    QString tip;
+    if (c.bisected)
+      tip = QString::fromStdString(bisect_->command(
+          r, file_.isEmpty() ? std::string("scenarios/default.yaml") : file_.toStdString()));
     if (c.known) {
       if (c.below) {
-        cap = "below " + num(c.hi);
+        cap = searched.isEmpty() ? "below " + num(c.hi) : searched;
       } else if (c.beyond) {
         cap = "at least " + num(c.value);
         per_gpu = "at least " + num(c.value / gpus);
       } else {
-        cap = num(c.value);
+        cap = c.bisected ? num(c.value)
+                         : "≈ " + num(c.value) + (bisect_->running() ? " (bisecting…)" : "");
         between = num(c.lo) + " – " + num(c.hi);
         per_gpu = num(c.value / gpus);
       }
+      if (!c.bisected && c.beyond && bisect_->running()) cap += " (bisecting…)";
       if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
         cost = num(c.cost_per_m_tokens);
     }
@@ -278,16 +330,18 @@ void MainWindow::updateCapacityTable() {
                            .arg(e.runs)
                      : QString("no validated runs (%1)").arg(QString::fromStdString(e.cost_model));
     }
-    const QString cells[] = {QString::fromStdString(compare_.variants()[r].label),
-                             cap,
-                             between,
-                             per_gpu,
-                             cost,
-                             QString::fromStdString(c.limited_by),
-                             expected};
+    const QString cells[] = {
+        QString::fromStdString(compare_.variants()[r].label),
+        cap,
+        between,
+        per_gpu,
+        cost,
+        !c.below && !searched.isEmpty() ? searched : QString::fromStdString(c.limited_by),
+        expected};
     for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
       capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
     }
+    if (!tip.isEmpty()) capacity_table_->item(static_cast<int>(r), 1)->setToolTip(tip);
     // The numbers behind the text, for a numeric CSV (views.h, export_table_csv).
     auto item = [&](int col) { return capacity_table_->item(static_cast<int>(r), col); };
     if (c.known) {

@@ -717,18 +717,27 @@ class GuiTest : public QObject {
         QTest::qWait(300);
         QVERIFY(w.grab().save(QString(shots) + "/gui_worked_seqs" + seqs + ".png"));
       }
+      // The table's capacities come from kvfleet capacity's own search, run after the sweeps.
+      QVERIFY(QTest::qWaitFor([&] { return !w.capacitySearch().running(); }, 300000));
+      QCoreApplication::processEvents();
+      QCOMPARE(QString::fromStdString(w.capacitySlo()), QString("ttft_p99=2s,refused_rate=1%"));
       for (std::size_t v = 0; v < 3; ++v) {
         const std::string policy = w.compare().variants()[v].value;
         const std::string out =
             run_cli(std::string("capacity ") + KVFLEET_SOURCE_DIR +
                     "/scenarios/conversations/context-policies.yaml --metric users --slo "
-                    "ttft_p99=2s,reject_rate=1% --replicates 1 --tolerance 0.02 --set "
+                    "ttft_p99=2s,refused_rate=1% --replicates 1 --step-sensitivity 0 --set "
                     "workload.context_policy.impl=" +
                     policy + " --set pools[0].engine.max_num_seqs=" + seqs);
         std::smatch m;
         QVERIFY2(std::regex_search(out, m, std::regex(R"(workload\.users = (\S+) )")), out.c_str());
         const double cli = std::stod(m[1]);
         const auto c = w.variantCapacity(v);
+        QVERIFY(c.bisected);
+        // The same number as the command line: not read off the load grid.
+        if (cli > 0)
+          QCOMPARE(w.capacityTable()->item(static_cast<int>(v), 1)->text(),
+                   QString::fromStdString(m[1].str()));
         const std::string what = policy + ", max_num_seqs " + seqs + ": kvfleet capacity " +
                                  m[1].str() + ", compare table lo " + std::to_string(c.lo) +
                                  " hi " + std::to_string(c.hi);
@@ -738,7 +747,7 @@ class GuiTest : public QObject {
           QVERIFY2(!c.below && !c.beyond, what.c_str());
           QVERIFY2(c.lo <= cli && cli < c.hi, what.c_str());
         }
-        std::printf("worked example: %s; interpolated %.4g\n", what.c_str(), c.value);
+        std::printf("worked example: %s; bisected %.4g\n", what.c_str(), c.value);
         if (!c.below && !c.beyond) {  // the crossing is marked on the chart at the capacity
           bool marked = false;
           for (const auto& mk : w.latencySpec().markers) {

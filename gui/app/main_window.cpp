@@ -267,15 +267,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   sweep_file_ = new SweepFileView;
   tabs->addTab(sweep_file_, "Sweep file");
   // The sizing answer: kvfleet size's search on the scenario as the panel has it.
-  sizing_ = new SizingView(
-      [this] {
-        sim::ScenarioSource s;
-        s.text = yaml_;
-        s.name = file_.isEmpty() ? std::string("<built-in default.yaml>") : file_.toStdString();
-        s.base_dir = base_dir_;
-        return s;
-      },
-      [this] { return overrides(); });
+  sizing_ = new SizingView([this] { return scenarioSource(); }, [this] { return overrides(); });
   tabs->addTab(sizing_, "Sizing");
   split->addWidget(tabs);
   split->setStretchFactor(1, 1);
@@ -288,8 +280,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     const auto [key, values] = compareBox();
     runCompare(key, values);
   });
-  connect(metric_, &QComboBox::currentTextChanged, this,
-          [this](const QString&) { redrawLatency(); });
+  connect(metric_, &QComboBox::currentTextChanged, this, [this](const QString&) {
+    redrawLatency();
+    refreshBisection();
+  });
   connect(&compare_, &CompareRun::changed, this, [this] {
     int done = 0;
     for (const auto& v : compare_.variants())
@@ -302,7 +296,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     run_->setEnabled(true);
     cancel_->setEnabled(false);
     redrawLatency();
-    status_->setText("Comparison done");
+    status_->setText("Comparison done; capacities by bisection (kvfleet capacity's search)...");
+    refreshBisection();
+  });
+  bisect_ = new CapacitySearch(this);
+  connect(bisect_, &CapacitySearch::changed, this, [this] { redrawLatency(); });
+  connect(bisect_, &CapacitySearch::finished, this, [this] {
+    redrawLatency();
+    if (!compare_.running() && !sweep_.running())
+      status_->setText(
+          "Comparison done; capacities by kvfleet capacity's search (each row's "
+          "command line in its tooltip)");
   });
   connect(cancel_, &QPushButton::clicked, this, [this] { cancelSweep(); });
   // Progress within a point: the share of its requests sent (when its workload says how many)
@@ -574,6 +578,7 @@ bool MainWindow::openScenario(const QString& path) {
   rerun_timer_->stop();
   sweep_.reset();
   compare_.reset();
+  bisect_->clear();
   compare_refused_.clear();
   pins_.clear();
   refreshPinList();
@@ -651,6 +656,15 @@ void MainWindow::setSlo(double seconds) {
   slo_s_ = seconds;
   if (slo_->value() != seconds) slo_->setValue(seconds);
   redrawLatency();
+  refreshBisection();
+}
+
+sim::ScenarioSource MainWindow::scenarioSource() const {
+  sim::ScenarioSource s;
+  s.text = yaml_;
+  s.name = file_.isEmpty() ? std::string("<built-in default.yaml>") : file_.toStdString();
+  s.base_dir = base_dir_;
+  return s;
 }
 
 void MainWindow::showProgress() {
@@ -673,6 +687,7 @@ void MainWindow::setMaxRefused(double percent) {
   reject_pct_ = percent;
   if (reject_->value() != percent) reject_->setValue(percent);
   redrawLatency();
+  refreshBisection();
 }
 
 bool MainWindow::openSweepFile(const QString& path) {
@@ -724,6 +739,7 @@ void MainWindow::runSweep() {
   const std::vector<double> factors = loadFactors();
   rerun_timer_->stop();
   compare_.reset();  // the chart shows this sweep now
+  bisect_->clear();
   compare_refused_.clear();
   run_overrides_ = overrides();
   run_resolved_ = scenario_.resolved_yaml;

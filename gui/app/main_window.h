@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/app/capacity_search.h"
 #include "gui/app/compare.h"
 #include "gui/app/load_sweep.h"
 #include "gui/app/views.h"
@@ -94,6 +95,12 @@ class MainWindow : public QMainWindow {
   // Variant i's capacity as the table shows it (the compared latency, the SLO line, ≤ 1%
   // rejected).
   CapacityEstimate variantCapacity(std::size_t i) const;
+  // Variant i's capacity by kvfleet capacity's search (bisection, the SLO line and the refused
+  // share as `capacitySlo()`), once it is done for the SLO on screen; nullptr before.
+  const CapacitySearch::Answer* variantBisected(std::size_t i) const;
+  CapacitySearch& capacitySearch() { return *bisect_; }
+  // The compare table's SLO as kvfleet capacity --slo takes it: "ttft_p99=2s,refused_rate=1%".
+  std::string capacitySlo() const;
   // Rerun after a change: a changed field reruns the sweep (or the comparison) after a short
   // pause; off for heavy scenarios.
   void setAutoRerun(bool on);
@@ -184,6 +191,11 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_ = nullptr;
   LoadSweep sweep_;
   CompareRun compare_;
+  CapacitySearch* bisect_ = nullptr;
+  // Starts the compare table's bisection for the finished comparison, unless it is done or
+  // running for the SLO on screen.
+  void refreshBisection();
+  sim::ScenarioSource scenarioSource() const;
   QComboBox* compare_key_ = nullptr;
   QLineEdit* compare_values_ = nullptr;
   QPushButton* compare_run_ = nullptr;

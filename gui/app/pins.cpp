@@ -142,6 +142,7 @@ bool MainWindow::comparePins() {
   }
   if (sweep_.running() || compare_.running()) return false;
   sweep_.reset();
+  bisect_->clear();
   compare_.start(yaml_, base_dir_, "pinned runs", specs, loadKey(), baseLoad(), loadFactors());
   run_->setEnabled(false);
   compare_run_->setEnabled(false);

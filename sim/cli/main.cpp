@@ -837,7 +837,7 @@ int cmd_size(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")(
       "slo", po::value<std::string>(),
       "targets: latencies (ttft_p99=2s,tpot_p99=50ms) and shares of the requests "
-      "(timeout_rate=1%, reject_rate=1%, goodput=99%) (required)")(
+      "(timeout_rate=1%, reject_rate=1%, refused_rate=1%, goodput=99%) (required)")(
       "target", po::value<double>(), "the load to serve, in the units of --metric (required)")(
       "metric", po::value<std::string>()->default_value("arrival_rate"),
       "what --target is: arrival_rate (requests/s) or users")(

@@ -32,6 +32,11 @@ std::string Slo::measured(const Summary& s) const {
       std::snprintf(buf, sizeof buf, "%.3g%%",
                     100 * (offered > 0 ? static_cast<double>(s.timed_out) / offered : 0.0));
       return buf;
+    case Kind::kRefusedRate:
+      std::snprintf(
+          buf, sizeof buf, "%.3g%%",
+          100 * (offered > 0 ? static_cast<double>(s.rejected + s.timed_out) / offered : 0.0));
+      return buf;
     case Kind::kGoodput:
       std::snprintf(buf, sizeof buf, "%.3g%%",
                     100 * (offered > 0 ? static_cast<double>(s.ok) / offered : 0.0));
@@ -58,6 +63,9 @@ bool Slo::holds(const Summary& s) const {
       return (offered > 0 ? static_cast<double>(s.rejected) / offered : 0.0) <= fraction;
     case Kind::kTimeoutRate:
       return (offered > 0 ? static_cast<double>(s.timed_out) / offered : 0.0) <= fraction;
+    case Kind::kRefusedRate:
+      return (offered > 0 ? static_cast<double>(s.rejected + s.timed_out) / offered : 0.0) <=
+             fraction;
     case Kind::kGoodput:
       return offered > 0 && static_cast<double>(s.ok) / offered >= fraction;
     case Kind::kLatency:
@@ -73,6 +81,7 @@ std::string Slo::describe() const {
   switch (kind) {
     case Kind::kRejectRate:
     case Kind::kTimeoutRate:
+    case Kind::kRefusedRate:
       return name + " <= " + config::format_double(fraction * 100) + "%";
     case Kind::kGoodput:
       return name + " >= " + config::format_double(fraction * 100) + "%";
@@ -105,9 +114,11 @@ std::vector<Slo> parse_slo(const std::string& text) {
     if (!named.insert(s.name).second)
       throw InputError("--slo", s.name, "is given twice (one limit per target)");
     const std::string lim = part.substr(eq + 1);
-    if (s.name == "reject_rate" || s.name == "goodput" || s.name == "timeout_rate") {
+    if (s.name == "reject_rate" || s.name == "goodput" || s.name == "timeout_rate" ||
+        s.name == "refused_rate") {
       s.kind = s.name == "goodput"        ? Slo::Kind::kGoodput
                : s.name == "timeout_rate" ? Slo::Kind::kTimeoutRate
+               : s.name == "refused_rate" ? Slo::Kind::kRefusedRate
                                           : Slo::Kind::kRejectRate;
       double v = 0;
       const auto r =
@@ -130,9 +141,10 @@ std::vector<Slo> parse_slo(const std::string& text) {
     }
     const std::string metric = canonical_metric(s.name);  // ttft_p99 or its one name
     if (std::find(known.begin(), known.end(), metric) == known.end()) {
-      throw InputError("--slo", s.name,
-                       "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
-                       "or _max, e.g. ttft_p99) or share (reject_rate, timeout_rate, goodput)");
+      throw InputError(
+          "--slo", s.name,
+          "unknown latency (use ttft, tpot, e2e or queue with _mean, _p50, _p90, _p99 "
+          "or _max, e.g. ttft_p99) or share (reject_rate, timeout_rate, refused_rate, goodput)");
     }
     s.metric = metric;
     // A decimal number (no hex, inf or nan) and its unit.

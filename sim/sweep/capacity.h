@@ -20,9 +20,10 @@ class CancelToken;
 
 // One target of an SLO: a latency at most limit_s, or a share of the requests that arrived:
 // reject_rate (rejected: by the engine, the gateway, or the application for a context
-// overflow) at most `fraction`, goodput (completed) at least `fraction`.
+// overflow), timeout_rate (the client gave up) or refused_rate (either; the GUI's "Refused at
+// most") at most `fraction`, goodput (completed) at least `fraction`.
 struct Slo {
-  enum class Kind { kLatency, kRejectRate, kGoodput, kTimeoutRate };
+  enum class Kind { kLatency, kRejectRate, kGoodput, kTimeoutRate, kRefusedRate };
   Kind kind = Kind::kLatency;
   std::string name;     // as written: ttft_p99
   std::string metric;   // /summary name: time_to_first_token_p99_s ("" for the shares)
@@ -39,9 +40,9 @@ struct Slo {
 
 // "ttft_p99=2s,tpot_p99=100ms,reject_rate=1%": latencies named ttft, tpot, e2e, queue with
 // _mean, _p50, _p90, _p99, _max (or any /summary name ending in _s) with a unit s, ms or us;
-// reject_rate, timeout_rate (requests the client gave up on, client.timeout_s) and goodput with a
-// percentage (1%) or a fraction (0.01). Throws InputError naming
-// the part that is wrong.
+// reject_rate, timeout_rate (requests the client gave up on, client.timeout_s), refused_rate
+// (rejected or timed out) and goodput with a percentage (1%) or a fraction (0.01). Throws
+// InputError naming the part that is wrong.
 std::vector<Slo> parse_slo(const std::string& text);
 
 struct CapacityOptions {
