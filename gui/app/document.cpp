@@ -3,8 +3,10 @@
 #include <QtCore/QSettings>
 #include <QtGui/QAction>
 #include <QtGui/QCloseEvent>
+#include <QtWidgets/QComboBox>
 #include <QtWidgets/QFileDialog>
 #include <QtWidgets/QLabel>
+#include <QtWidgets/QLineEdit>
 #include <QtWidgets/QMenu>
 #include <QtWidgets/QMessageBox>
 
@@ -33,6 +35,10 @@ bool MainWindow::saveScenario(const QString& path) {
   std::string text;
   try {
     text = sim::scenario_text_with_sets(yaml_, file_.toStdString(), base_dir_, sets, &kept);
+    // The SLO, comparison and pins, as comments: added when they say something, replaced when
+    // the file has a block.
+    const bool had = without_study(text) != text;
+    if (had || !is_default(study())) text = with_study(text, study());
     sim::write_text_atomically(path.toStdString(), [&](std::ostream& o) { o << text; });
   } catch (const std::exception& e) {
     showError(QString::fromStdString(e.what()));
@@ -52,6 +58,53 @@ bool MainWindow::saveScenario(const QString& path) {
                    (kept ? " (its comments and layout kept)"
                          : " (written in full: the changes could not be made in its own text)"));
   return true;
+}
+
+Study MainWindow::study() const {
+  Study s;
+  s.slo_s = slo_s_;
+  s.refused_pct = reject_pct_;
+  s.metric = metric_->currentText().toStdString();
+  const auto [key, values] = compareBox();
+  if (!key.empty() && !values.empty()) {
+    s.compare_key = key;
+    s.compare_values = values;
+  }
+  for (const auto& p : pins_) s.pins.push_back({p.name, p.visible, p.overrides});
+  return s;
+}
+
+void MainWindow::setCompareBox(const std::string& key, const std::vector<std::string>& values) {
+  const int at = compare_key_->findData(QString::fromStdString(key));
+  if (at >= 0) {
+    compare_key_->setCurrentIndex(at);
+  } else {
+    compare_key_->setEditText(QString::fromStdString(key));
+  }
+  QStringList list;
+  for (const auto& v : values) list << QString::fromStdString(v);
+  compare_values_->setText(list.join(", "));
+}
+
+void MainWindow::applyStudy(const Study& s) {
+  setSlo(s.slo_s);
+  setMaxRefused(s.refused_pct);
+  if (metric_->findText(QString::fromStdString(s.metric)) >= 0)
+    metric_->setCurrentText(QString::fromStdString(s.metric));
+  study_has_compare_ = !s.compare_key.empty() && s.compare_values.size() >= 2;
+  if (!s.compare_key.empty()) setCompareBox(s.compare_key, s.compare_values);
+  QStringList refused;
+  for (const auto& p : s.pins) {
+    try {
+      const sim::Scenario sc =
+          sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, p.overrides);
+      pins_.push_back({p.name, sc.resolved_yaml, p.overrides, {}, p.visible});
+    } catch (const std::exception& e) {
+      refused << QString::fromStdString(e.what());
+    }
+  }
+  refreshPinList();
+  if (!refused.isEmpty()) showError("a pin of the saved study is refused: " + refused.join("; "));
 }
 
 bool MainWindow::maybeSave() {

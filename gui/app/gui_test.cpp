@@ -129,6 +129,81 @@ class GuiTest : public QObject {
     QCOMPARE(recent[1], QString::fromStdString(std::filesystem::absolute(src.toStdString())));
   }
 
+  void aStudyKeepsItsSloComparisonAndPins() {
+    // Save writes the SLO line, refused share, compared quantity, Compare box and pins into the
+    // scenario file (a block of comments: kvfleet loads the same scenario), and Open restores
+    // them and runs the saved comparison.
+    const QString src = KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml";
+    std::stringstream original;
+    original << std::ifstream(src.toStdString()).rdbuf();
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("study.yaml");
+    const std::vector<std::string> values = {"full", "window"};
+    std::vector<std::string> pinned;
+    {
+      MainWindow w;
+      QVERIFY(w.openScenario(src));
+      w.setAutoRerun(false);
+      QVERIFY(w.setField("workload.num_sessions", "60"));
+      QVERIFY(w.setField("workload.users", "30"));
+      w.runSweep();
+      QVERIFY(wait_finished(w, 120000));
+      w.pinRun();
+      QVERIFY(w.renamePin(0, "thirty users"));
+      pinned = w.pins()[0].overrides;
+      w.setSlo(1.5);
+      w.setMaxRefused(3);
+      QVERIFY(w.setMetric("TTFT p90"));
+      w.setCompareBox("workload.context_policy.impl", values);
+      QVERIFY(w.saveScenario(saved));
+      // The file's own lines are all there, in order; the study is a block of comments after.
+      std::stringstream text;
+      text << std::ifstream(saved.toStdString()).rdbuf();
+      QVERIFY(text.str().find("# --- kvfleet-gui study") != std::string::npos);
+      QCOMPARE(sim::load_scenario_file(saved.toStdString(), {}).resolved_yaml,
+               w.scenario().resolved_yaml);
+      QCOMPARE(kvfleet::gui::without_study(text.str()).substr(0, 200),
+               original.str().substr(0, 200));
+    }
+    MainWindow w;
+    QVERIFY(w.openAndRun(saved));
+    QCOMPARE(w.latencySpec().y_limit.value_or(0), 1.5);
+    QCOMPARE(w.study().refused_pct, 3.0);
+    QCOMPARE(w.study().metric, std::string("TTFT p90"));
+    QCOMPARE(w.study().compare_key, std::string("workload.context_policy.impl"));
+    QVERIFY(w.study().compare_values == values);
+    QCOMPARE(w.pins().size(), std::size_t{1});
+    QCOMPARE(w.pins()[0].name, std::string("thirty users"));
+    QVERIFY(w.pins()[0].overrides == pinned);
+    QVERIFY(w.pinList()->item(0)->text().contains("not run"));
+    // Opening ran the saved comparison.
+    QCOMPARE(w.compare().variants().size(), std::size_t{2});
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    // A damaged study block leaves the scenario open and says so.
+    {
+      std::stringstream text;
+      text << std::ifstream(saved.toStdString()).rdbuf();
+      std::string t = text.str();
+      t.replace(t.find("# slo_s:"), 8, "# slo_s: [oops,");  // still comments; not YAML
+      std::ofstream(saved.toStdString()) << t;
+    }
+    MainWindow again;
+    QVERIFY(again.openScenario(saved));
+    QVERIFY2(again.lastError().contains("study"), qPrintable(again.lastError()));
+    // A value out of the field's range is refused by name (a negative SLO drew no line).
+    {
+      std::stringstream text;
+      text << std::ifstream(saved.toStdString()).rdbuf();
+      std::string t = text.str();
+      t.replace(t.find("# slo_s: [oops,"), 15, "# slo_s: -3 #");
+      std::ofstream(saved.toStdString()) << t;
+    }
+    MainWindow third;
+    QVERIFY(third.openScenario(saved));
+    QVERIFY2(third.lastError().contains("slo_s"), qPrintable(third.lastError()));
+    QCOMPARE(third.study().slo_s, 2.0);
+  }
+
   void aGpuComparisonsTitleNamesNoGpu() {
     MainWindow w;
     QVERIFY(w.setField("workload.num_requests", "200"));

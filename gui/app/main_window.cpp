@@ -231,7 +231,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     const auto i = static_cast<std::size_t>(pin_list_->row(item));
     if (i >= pins_.size()) return;
     const bool visible = item->checkState() == Qt::Checked;
-    const std::string text = item->text().toStdString();
+    std::string text = item->text().toStdString();
+    const std::string unrun = kUnrunPin;
+    if (text.size() > unrun.size() &&
+        text.compare(text.size() - unrun.size(), unrun.size(), unrun) == 0)
+      text.resize(text.size() - unrun.size());
     if (text != pinLabel(i)) pins_[i].name = text;
     pins_[i].visible = visible;
     QMetaObject::invokeMethod(
@@ -594,12 +598,28 @@ bool MainWindow::openScenario(const QString& path) {
   setWindowTitle("kvfleet — " + path + "[*]");
   setWindowModified(false);
   rememberFile(path);
+  // The study saved with the file: its SLO, comparison and pins.
+  study_has_compare_ = false;
+  try {
+    bool found = false;
+    const Study st = read_study(yaml_, &found);
+    if (found) applyStudy(st);
+  } catch (const std::exception& e) {
+    showError(path + ": " + QString::fromStdString(e.what()) +
+              " (the scenario is open; the "
+              "study is not)");
+  }
   return true;
 }
 
 bool MainWindow::openAndRun(const QString& path) {
   if (!openScenario(path)) return false;
-  if (auto_rerun_->isChecked()) runSweep();
+  if (!auto_rerun_->isChecked()) return true;
+  if (study_has_compare_) {
+    const auto [key, values] = compareBox();  // the saved study's comparison
+    if (runCompare(key, values)) return true;
+  }
+  runSweep();
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include "gui/app/capacity_search.h"
 #include "gui/app/compare.h"
 #include "gui/app/load_sweep.h"
+#include "gui/app/study.h"
 #include "gui/app/views.h"
 #include "gui/charts/line_chart.h"
 #include "sim/simulation/scenario.h"
@@ -39,6 +40,9 @@ namespace kvfleet::gui {
 
 class SizingView;
 
+// What the pin list says after a pin reopened from a saved study, which has no curve yet.
+inline constexpr const char* kUnrunPin = " (not run: Compare pins)";
+
 // One editable scenario key.
 struct Field {
   std::string key;    // as for --set: pools[0].engine.max_num_seqs
@@ -56,6 +60,11 @@ class MainWindow : public QMainWindow {
   // What Open and Recent do: opens the file and, unless "Rerun after a change" is off (heavy
   // scenarios), runs its load sweep, as the window does at start.
   bool openAndRun(const QString& path);
+  // The study as Save writes it into the scenario file (gui/app/study.h): the SLO line, refused
+  // share, compared quantity, the Compare box and the pins' settings.
+  Study study() const;
+  // Fills the Compare box (the key, the values) as the user would type them.
+  void setCompareBox(const std::string& key, const std::vector<std::string>& values);
   // Writes the scenario with the fields changed since it was opened: the file's own text with
   // those values edited in place (its comments kept) where that loads to the same scenario,
   // else the resolved scenario in full. The window then edits the saved file.
@@ -221,6 +230,10 @@ class MainWindow : public QMainWindow {
   std::string run_resolved_;
   QListWidget* pin_list_ = nullptr;
   void refreshPinList();
+  // Sets the window to a study read from a scenario file (pins keep their settings; their curves
+  // come from Compare pins).
+  void applyStudy(const Study& s);
+  bool study_has_compare_ = false;  // the opened file's study names a comparison
   double slo_s_ = 2.0;
   double reject_pct_ = kCapacityMaxRejectPct;
   QDoubleSpinBox* reject_ = nullptr;

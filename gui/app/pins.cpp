@@ -159,7 +159,9 @@ void MainWindow::refreshPinList() {
   pin_list_->blockSignals(true);
   pin_list_->clear();
   for (std::size_t i = 0; i < pins_.size(); ++i) {
-    auto* item = new QListWidgetItem(QString::fromStdString(pinLabel(i)));
+    // A pin reopened from a saved study keeps its settings; Compare pins draws its curve.
+    auto* item = new QListWidgetItem(QString::fromStdString(pinLabel(i)) +
+                                     (pins_[i].points.empty() ? QString(kUnrunPin) : QString()));
     item->setFlags(item->flags() | Qt::ItemIsEditable | Qt::ItemIsUserCheckable);
     item->setCheckState(pins_[i].visible ? Qt::Checked : Qt::Unchecked);
     item->setToolTip("double-click to rename; untick to hide");
