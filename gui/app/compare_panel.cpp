@@ -302,7 +302,7 @@ void MainWindow::updateCapacityTable() {
           r, file_.isEmpty() ? std::string("scenarios/default.yaml") : file_.toStdString()));
     if (c.known) {
       if (c.below) {
-        cap = searched.isEmpty() ? "below " + num(c.hi) : searched;
+        cap = searched.isEmpty() ? "below " + num(c.hi) : c.bisected ? "none" : searched;
       } else if (c.beyond) {
         cap = "at least " + num(c.value);
         per_gpu = "at least " + num(c.value / gpus);

@@ -365,6 +365,16 @@ class GuiTest : public QObject {
       const std::string out = run_cli(cmd.substr(std::string("kvfleet ").size()));
       const std::string want = "replicas needed: " + std::to_string(row.result.replicas) + " (";
       QVERIFY2(out.find(want) != std::string::npos, (cmd + "\n" + out).c_str());
+      // What the fleet serves at the answer, in requests/s and tokens/s, as the CLI prints it.
+      std::smatch m;
+      QVERIFY2(
+          std::regex_search(out, m, std::regex(R"(: (\S+) requests/s, (\S+) output tokens/s)")),
+          out.c_str());
+      QVERIFY(std::fabs(std::stod(m[1]) / row.result.requests_per_s - 1) < 1e-3);
+      QVERIFY(std::fabs(std::stod(m[2]) / row.result.output_tokens_per_s - 1) < 1e-3);
+      QVERIFY(z->table()->item(static_cast<int>(i), 3)->text().contains("requests/s"));
+      QCOMPARE(z->table()->item(static_cast<int>(i), 3)->data(kvfleet::gui::kNumberRole).toDouble(),
+               row.result.requests_per_s);
     }
     // An L40S costs nothing here unless priced: both rows are priced at $2.50 per GPU-hour.
     QVERIFY(z->table()->item(0, 4)->text().startsWith("$"));
@@ -785,6 +795,9 @@ class GuiTest : public QObject {
       QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
       QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
       QCoreApplication::processEvents();
+      // The table's capacities come from kvfleet capacity's own search, run after the sweeps.
+      QVERIFY(QTest::qWaitFor([&] { return !w.capacitySearch().running(); }, 300000));
+      QCoreApplication::processEvents();
       if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
         w.resize(1600, 1000);
         w.show();
@@ -792,9 +805,6 @@ class GuiTest : public QObject {
         QTest::qWait(300);
         QVERIFY(w.grab().save(QString(shots) + "/gui_worked_seqs" + seqs + ".png"));
       }
-      // The table's capacities come from kvfleet capacity's own search, run after the sweeps.
-      QVERIFY(QTest::qWaitFor([&] { return !w.capacitySearch().running(); }, 300000));
-      QCoreApplication::processEvents();
       QCOMPARE(QString::fromStdString(w.capacitySlo()), QString("ttft_p99=2s,refused_rate=1%"));
       for (std::size_t v = 0; v < 3; ++v) {
         const std::string policy = w.compare().variants()[v].value;

@@ -2,6 +2,8 @@
 
 #include "gui/app/number_field.h"
 
+#include <QtCore/QLocale>
+
 #include "gui/app/views.h"
 
 #include <filesystem>
@@ -105,8 +107,8 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
   status_ = new QLabel("Set a target load and an SLO, then Size.");
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  table_ = new QTableWidget(0, 8);
-  table_->setHorizontalHeaderLabels({"Variant", "Replicas", "GPUs", "Cost per hour",
+  table_ = new QTableWidget(0, 9);
+  table_->setHorizontalHeaderLabels({"Variant", "Replicas", "GPUs", "Serves", "Cost per hour",
                                      "Cost per month", "Per million output tokens",
                                      "What fewer replicas miss", "Model's expected error"});
   table_->horizontalHeader()->setStretchLastSection(true);
@@ -270,29 +272,38 @@ void SizingView::fill() {
                      QString::fromStdString(cliCommand(i)));
     if (!r.error.empty()) {
       cell(1, "refused");
-      for (int c = 2; c < 6; ++c) cell(c, "—");
-      cell(6, QString::fromStdString(r.error));
-      cell(7, "");
+      for (int c = 2; c < 7; ++c) cell(c, "—");
+      cell(7, QString::fromStdString(r.error));
+      cell(8, "");
       continue;
     }
     if (!done) {
-      for (int c = 1; c < 8; ++c) cell(c, c == 1 ? "…" : "");
+      for (int c = 1; c < 9; ++c) cell(c, c == 1 ? "…" : "");
       continue;
     }
     if (!z.not_met.empty()) {
       cell(1, "not met");
-      for (int c = 2; c < 6; ++c) cell(c, "—");
-      cell(6, QString::fromStdString(z.not_met));
-      cell(7, QString::fromStdString(z.expected.describe()));
+      for (int c = 2; c < 7; ++c) cell(c, "—");
+      cell(7, QString::fromStdString(z.not_met));
+      cell(8, QString::fromStdString(z.expected.describe()));
       continue;
     }
     cell(1, QString::number(z.replicas));
     cell(2, QString::number(z.gpus));
-    cell(3, money(z.cost_per_hour));
-    cell(4, money(z.cost_per_month));
-    cell(5, money(z.usd_per_million_output_tokens));
+    // What the fleet served at the answer, whatever the load's unit: users become requests/s
+    // and tokens/s here (the run's own throughput, drain included), as kvfleet size prints it.
+    auto rate = [](double x) {
+      return x >= 1000 ? QLocale().toString(x, 'f', 0) : QString::number(x, 'g', 4);
+    };
+    cell(3, QString("%1 requests/s, %2 output tokens/s")
+                .arg(rate(z.requests_per_s))
+                .arg(rate(z.output_tokens_per_s)));
+    table_->item(static_cast<int>(i), 3)->setData(kNumberRole, z.requests_per_s);
+    cell(4, money(z.cost_per_hour));
+    cell(5, money(z.cost_per_month));
+    cell(6, money(z.usd_per_million_output_tokens));
     // Where the price comes from (the panel, the scenario, or the preset's sourced list price).
-    for (int c = 3; c <= 5; ++c) {
+    for (int c = 4; c <= 6; ++c) {
       QTableWidgetItem* item = table_->item(static_cast<int>(i), c);
       item->setToolTip(item->text() + (z.price_per_hour > 0
                                            ? QString(" at $%1 per GPU-hour: %2")
@@ -301,12 +312,12 @@ void SizingView::fill() {
                                            : QString(" (no price: enter one)")));
     }
     if (z.price_per_hour > 0) {
-      table_->item(static_cast<int>(i), 3)->setData(kNumberRole, z.cost_per_hour);
-      table_->item(static_cast<int>(i), 4)->setData(kNumberRole, z.cost_per_month);
-      table_->item(static_cast<int>(i), 5)->setData(kNumberRole, z.usd_per_million_output_tokens);
+      table_->item(static_cast<int>(i), 4)->setData(kNumberRole, z.cost_per_hour);
+      table_->item(static_cast<int>(i), 5)->setData(kNumberRole, z.cost_per_month);
+      table_->item(static_cast<int>(i), 6)->setData(kNumberRole, z.usd_per_million_output_tokens);
     }
-    cell(6, QString::fromStdString(z.limited_by));
-    cell(7, QString::fromStdString(z.expected.describe()));
+    cell(7, QString::fromStdString(z.limited_by));
+    cell(8, QString::fromStdString(z.expected.describe()));
   }
   table_->resizeColumnsToContents();
 }
