@@ -132,6 +132,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
 bool MainWindow::setMetric(const QString& name) {
   const int i = metric_->findText(name);
   if (i < 0) return false;
+  if (i != metric_->currentIndex()) studyChanged();
   metric_->setCurrentIndex(i);
   redrawLatency();
   return true;

@@ -50,6 +50,7 @@ bool MainWindow::saveScenario(const QString& path) {
   file_ = path;
   base_dir_ = dir.empty() ? "." : dir;
   edits_.clear();
+  study_changed_ = false;
   last_save_kept_ = kept;
   setWindowTitle("kvfleet — " + path + "[*]");
   setWindowModified(false);

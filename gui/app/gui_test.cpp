@@ -155,6 +155,15 @@ class GuiTest : public QObject {
       w.setMaxRefused(3);
       QVERIFY(w.setMetric("TTFT p90"));
       w.setCompareBox("workload.context_policy.impl", values);
+      // The study's changes are unsaved changes (the title's "*", the prompt on close).
+      QVERIFY(w.hasUnsavedChanges() && w.isWindowModified());
+      QVERIFY(w.saveScenario(saved));
+      QVERIFY(!w.hasUnsavedChanges() && !w.isWindowModified());
+      w.setSlo(1.5);  // the same value: no change
+      QVERIFY(!w.hasUnsavedChanges());
+      QVERIFY(w.setPinVisible(0, false));
+      QVERIFY(w.hasUnsavedChanges());
+      QVERIFY(w.setPinVisible(0, true));
       QVERIFY(w.saveScenario(saved));
       // The file's own lines are all there, in order; the study is a block of comments after.
       std::stringstream text;
@@ -167,6 +176,10 @@ class GuiTest : public QObject {
     }
     MainWindow w;
     QVERIFY(w.openAndRun(saved));
+    QVERIFY2(!w.hasUnsavedChanges() && !w.isWindowModified(),
+             qPrintable(QString("%1 %2")
+                            .arg(w.hasUnsavedChanges())
+                            .arg(w.isWindowModified())));  // what the file says
     QCOMPARE(w.latencySpec().y_limit.value_or(0), 1.5);
     QCOMPARE(w.study().refused_pct, 3.0);
     QCOMPARE(w.study().metric, std::string("TTFT p90"));

@@ -170,6 +170,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   compare_values_->setPlaceholderText("e.g. full, window, summarize  or  32, 128");
   compare_values_->setToolTip("two to six values, separated by commas");
   cform->addRow("Values", compare_values_);
+  // The Compare box is part of the study Save keeps: the user's edits (not the window's own).
+  connect(compare_values_, &QLineEdit::textEdited, this, [this] { studyChanged(); });
+  connect(compare_key_, &QComboBox::activated, this, [this] { studyChanged(); });
   compare_run_ = new QPushButton("Run comparison");
   cform->addRow(compare_run_);
   pl->addWidget(cbox);
@@ -238,6 +241,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       text.resize(text.size() - unrun.size());
     if (text != pinLabel(i)) pins_[i].name = text;
     pins_[i].visible = visible;
+    studyChanged();
     QMetaObject::invokeMethod(
         this, [this] { redrawLatency(); }, Qt::QueuedConnection);
   });
@@ -284,6 +288,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     const auto [key, values] = compareBox();
     runCompare(key, values);
   });
+  // The user's choice is a change of the study; the window's own refills of the list are not.
+  connect(metric_, &QComboBox::activated, this, [this] { studyChanged(); });
   connect(metric_, &QComboBox::currentTextChanged, this, [this](const QString&) {
     redrawLatency();
     refreshBisection();
@@ -337,6 +343,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   redrawLatency();
   redrawMemory();
   resize(1280, 800);
+  study_changed_ = false;
+}
+
+void MainWindow::studyChanged() {
+  study_changed_ = true;
+  setWindowModified(true);
 }
 
 // What the panel shows, as --set keys ("pool." stands for the pool chosen above the form) with
@@ -606,9 +618,10 @@ bool MainWindow::openScenario(const QString& path) {
     if (found) applyStudy(st);
   } catch (const std::exception& e) {
     showError(path + ": " + QString::fromStdString(e.what()) +
-              " (the scenario is open; the "
-              "study is not)");
+              " (the scenario is open; the study is not)");
   }
+  study_changed_ = false;  // what the file says
+  setWindowModified(false);
   return true;
 }
 
@@ -673,6 +686,7 @@ void MainWindow::updateViews() {
 }
 
 void MainWindow::setSlo(double seconds) {
+  if (seconds != slo_s_) studyChanged();
   slo_s_ = seconds;
   if (slo_->value() != seconds) slo_->setValue(seconds);
   redrawLatency();
@@ -704,6 +718,7 @@ void MainWindow::showProgress() {
 }
 
 void MainWindow::setMaxRefused(double percent) {
+  if (percent != reject_pct_) studyChanged();
   reject_pct_ = percent;
   if (reject_->value() != percent) reject_->setValue(percent);
   redrawLatency();

@@ -72,7 +72,9 @@ class MainWindow : public QMainWindow {
   // Whether the last save kept the file's text (comments and layout).
   bool lastSaveKeptText() const { return last_save_kept_; }
   // Fields changed since the scenario was opened or saved (the title shows "*").
-  bool hasUnsavedChanges() const { return !edits_.empty(); }
+  // Fields changed, or the study (SLO line, refused share, compared quantity, comparison, pins)
+  // since the file was opened or saved (the title shows "*").
+  bool hasUnsavedChanges() const { return !edits_.empty() || study_changed_; }
   // The files opened or saved, most recent first (at most 8; kept across sessions in QSettings).
   QStringList recentFiles() const;
   // Sets a field by key (as the user would); false if no such field or the value is refused.
@@ -234,6 +236,8 @@ class MainWindow : public QMainWindow {
   // come from Compare pins).
   void applyStudy(const Study& s);
   bool study_has_compare_ = false;  // the opened file's study names a comparison
+  bool study_changed_ = false;      // the study differs from the file's (Save keeps it)
+  void studyChanged();
   double slo_s_ = 2.0;
   double reject_pct_ = kCapacityMaxRejectPct;
   QDoubleSpinBox* reject_ = nullptr;

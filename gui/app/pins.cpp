@@ -53,6 +53,7 @@ void MainWindow::pinRun() {
     return;
   }
   pins_.push_back({"", run_resolved_, run_overrides_, pts, true});
+  studyChanged();
   refreshPinList();
   redrawLatency();
 }
@@ -109,6 +110,7 @@ std::string MainWindow::pinLabel(std::size_t i) const {
 bool MainWindow::renamePin(std::size_t i, const QString& name) {
   if (i >= pins_.size()) return false;
   pins_[i].name = name.trimmed().toStdString();
+  studyChanged();
   refreshPinList();
   redrawLatency();
   return true;
@@ -117,6 +119,7 @@ bool MainWindow::renamePin(std::size_t i, const QString& name) {
 bool MainWindow::setPinVisible(std::size_t i, bool visible) {
   if (i >= pins_.size()) return false;
   pins_[i].visible = visible;
+  studyChanged();
   refreshPinList();
   redrawLatency();
   return true;
@@ -125,6 +128,7 @@ bool MainWindow::setPinVisible(std::size_t i, bool visible) {
 bool MainWindow::removePin(std::size_t i) {
   if (i >= pins_.size()) return false;
   pins_.erase(pins_.begin() + static_cast<std::ptrdiff_t>(i));
+  studyChanged();
   refreshPinList();
   redrawLatency();
   return true;
