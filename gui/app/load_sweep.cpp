@@ -10,6 +10,7 @@
 
 #include "sim/config/params.h"
 #include "sim/simulation/scenario.h"
+#include "sim/sweep/capacity.h"
 #include "sim/sweep/point_runner.h"
 
 namespace kvfleet::gui {
@@ -62,11 +63,10 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
             // beyond its conversations have nothing to send, so every such point would be the
             // same run, marked as if it held more users.
             const YAML::Node& w = sc.config.workload.params;
-            if (key_ == "workload.users" && w["num_sessions"] && w["users"] &&
-                w["users"].as<double>() > w["num_sessions"].as<double>())
+            if (const double cap = sim::load_cap(sc, key_); p.load > cap)
               throw std::runtime_error(
-                  "load beyond the workload: " + w["users"].as<std::string>() + " users but only " +
-                  w["num_sessions"].as<std::string>() +
+                  "load beyond the workload: " + sim::config::format_double(p.load) +
+                  " users but only " + sim::config::format_double(cap) +
                   " conversations (num_sessions), so the extra users would have nothing to send; "
                   "raise num_sessions or lower the load");
             sim::Simulation s(sc);

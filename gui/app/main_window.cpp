@@ -608,7 +608,6 @@ bool MainWindow::openScenario(const QString& path) {
   cancel_->setEnabled(false);
   progress_->setValue(0);
   setWindowTitle("kvfleet — " + path + "[*]");
-  setWindowModified(false);
   rememberFile(path);
   // The study saved with the file: its SLO, comparison and pins.
   study_has_compare_ = false;

@@ -48,6 +48,18 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The kinds a step cannot be priced without (act and qk_norm have a stand-in, mixed attention
+// the sum of the prefill and decode fits).
+constexpr const char* kRequired[] = {
+    "gemm", "attention_decode", "attention_prefill", "norm", "rotary", "embedding", "sampler"};
+
+// The fits' names, comma-separated.
+std::string names_of(const std::vector<const GpuFit*>& fits) {
+  std::string s;
+  for (const GpuFit* f : fits) s += (s.empty() ? "" : ", ") + std::string(f->name);
+  return s;
+}
+
 // Kinds a fit may lack on every GPU left: the stand-in priced by the same per-token form.
 const char* stand_in(const std::string& kind) {
   if (kind == "act" || kind == "qk_norm") return "norm";
@@ -86,14 +98,7 @@ FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
     for (const GpuFit* f : others) v.push_back((f->*mem).p[i]);
     out.p[i] = median(v);
   }
-  if (from) {
-    std::string s = others.size() == 1 ? std::string(others[0]->name) : "median of ";
-    if (others.size() > 1) {
-      for (std::size_t i = 0; i < others.size(); ++i)
-        s += (i ? ", " : "") + std::string(others[i]->name);
-    }
-    *from = s;
-  }
+  if (from) *from = (others.size() == 1 ? "" : "median of ") + names_of(others);
   return out;
 }
 
@@ -102,14 +107,13 @@ void FittedCostModel::Config::check(config::Reader& r) const {
     const bool known = std::any_of(public_fits().begin(), public_fits().end(),
                                    [&](const GpuFit& f) { return name == f.name; });
     if (!known) {
-      std::string names;
-      for (const GpuFit& f : public_fits())
-        names += (names.empty() ? "" : ", ") + std::string(f.name);
-      r.fail_key("leave_out", "no public fit is named '" + name + "' (there are: " + names + ")");
+      std::vector<const GpuFit*> all;
+      for (const GpuFit& f : public_fits()) all.push_back(&f);
+      r.fail_key("leave_out",
+                 "no public fit is named '" + name + "' (there are: " + names_of(all) + ")");
     }
   }
-  for (const char* kind : {"gemm", "attention_decode", "attention_prefill", "norm", "rotary",
-                           "embedding", "sampler"}) {
+  for (const char* kind : kRequired) {
     if (!fit_for(kind, "", false, leave_out).has)
       r.fail_key("leave_out", std::string("it leaves no fit of ") + kind + " to price it with");
   }
@@ -168,8 +172,7 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
   for (const auto& [kind, src] : from)
     if (kind != "qk_norm" || m.architecture.rfind("qwen3", 0) == 0)
       provenance_ += (provenance_.empty() ? "" : "; ") + kind + ": " + src;
-  for (const char* k : {"gemm", "attention_decode", "attention_prefill", "norm", "rotary", "act",
-                        "embedding", "sampler"}) {
+  for (const char* k : kRequired) {
     if (!fit[k].has)
       throw InputError("", "cost_model.leave_out", std::string("no fit of ") + k + " is left");
   }
@@ -179,7 +182,13 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
   Profile p;
   p.set("tensor_parallel", std::to_string(ctx.tensor_parallel));
   set_model_facts(p, m);
-  // One linear layer of n outputs and k inputs, `count` times per layer (or per step).
+  // The fitted form of one linear layer of n outputs and k inputs over m tokens:
+  // t0 + max(2mnk / (peak ec m / (m + m_half)), (nk weight + (mk + mn) activation bytes) / (B em)).
+  auto gemm_s = [=](double m, double n, double k, double peak, double wbytes) {
+    return t0 + std::max(2 * n * k * (m + mh) / (peak * ec),
+                         (n * k * wbytes + m * (n + k) * 2) / (B * em));
+  };
+  // The same form as a curve (exact under interpolation), `count` times per layer (or step).
   auto gemm = [&](const std::string& op, const std::string& scope, const std::string& axis,
                   double count, double n, double k, double peak, double wbytes) {
     if (count <= 0 || n <= 0 || k <= 0) return;
@@ -260,8 +269,7 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
         return t0 + std::max(2 * pairs * n * kk * slow / (P * ec),
                              (x * n * kk * wb + pairs * (n + kk) * 2) / (B * em));
       };
-      const double router = t0 + std::max(2 * E * H * (tokens + mh) / (P16 * ec),
-                                          (E * H * 2 + tokens * (E + H) * 2) / (B * em));
+      const double router = gemm_s(tokens, E, H, P16, 2);
       return router + fused(2 * Ie, H) + fused(H, Ie) + act.p[0] + act.p[1] * pairs * Ie * 2 / B;
     };
   }

@@ -102,7 +102,8 @@ struct SloCheck {
   std::shared_ptr<const Summary> summary;
 };
 // The highest value of the load key that means more load: the workload's num_sessions for
-// closed-loop users (more users than conversations have nothing to send), else infinity.
+// closed-loop users (more users than conversations have nothing to send), else infinity. The
+// capacity search, sizing and the GUI's load sweep all ask it.
 double load_cap(const Scenario& base, const std::string& key);
 
 SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>& sets,
