@@ -142,6 +142,7 @@ TEST_F(Cli, TheFittedCostModelReplaysWithOrWithoutTheGpusOwnFit) {
   // out of the roofline, a profile and a cost model together.
   for (const auto& [args, words] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {" --cost-model linear", {"--cost-model", "linear"}},
+           {" --cost-model ''", {"--cost-model", "is empty"}},
            {" --cost-model fitted --leave-out H200", {"leave_out", "H200", "A100-80GB"}},
            {" --leave-out H100-SXM", {"--leave-out", "--cost-model fitted"}},
            {" --cost-model fitted --profile x.h5", {"--cost-model", "not both"}}}) {

@@ -261,6 +261,10 @@ int cmd_replay(const std::vector<std::string>& args) {
               << opts;
     return 0;
   }
+  if (vm.count("cost-model") && vm["cost-model"].as<std::string>().empty())
+    throw InputError("--cost-model", "",
+                     "is empty: name roofline or fitted, or leave the option out for the "
+                     "roofline");
   if (vm.count("profile") && vm.count("cost-model"))
     throw InputError("--cost-model", "",
                      "a profile prices the steps: give --profile or --cost-model, not both");
