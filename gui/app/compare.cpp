@@ -106,12 +106,6 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
   return c;
 }
 
-std::string variant_label(const std::string& key, const std::string& value) {
-  if (is_impl_key(key)) return value;
-  const auto dot = key.find_last_of('.');
-  return (dot == std::string::npos ? key : key.substr(dot + 1)) + " " + value;
-}
-
 std::vector<std::string> variant_overrides(const std::vector<std::string>& base,
                                            const std::string& key, const std::string& value) {
   std::vector<std::string> o;

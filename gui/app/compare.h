@@ -58,10 +58,6 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
                                    const CompareMetric& latency, double slo_s,
                                    double max_reject_pct);
 
-// The label of a variant: the value itself for an implementation ("full", "window"), else the
-// key's last name and the value ("max_num_seqs 32").
-std::string variant_label(const std::string& key, const std::string& value);
-
 // The --set overrides of one variant: the base overrides with `key=value` last; for an `impl`
 // key the base overrides of that section go (they belong to the implementation shown now).
 // The panel's own edits go through it too.

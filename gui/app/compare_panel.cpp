@@ -2,6 +2,7 @@
 #include <yaml-cpp/yaml.h>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCore/QSignalBlocker>
 #include <QtCore/QTimer>
 #include <QtGui/QAction>
 #include <QtGui/QKeySequence>
@@ -36,6 +37,7 @@
 #include <sstream>
 #include "gui/app/main_window.h"
 #include "gui/app/sizing_view.h"
+#include "gui/app/words.h"
 #include "gui/app/yaml_lookup.h"
 #include "sim/core/error.h"
 #include "sim/fleet/router.h"
@@ -69,12 +71,12 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   }
   // Every variant is loaded before anything runs: a refused value gets a row of its own in the
   // capacity table, saying why in the panel's words, and the others run. An implementation's
-  // label carries its parameters: "window (turns 4)".
+  // label carries its parameters: "window (turns kept 4)".
   std::vector<CompareRun::Spec> specs;
   std::vector<std::pair<std::string, std::string>> refused;
   const bool impl = is_impl_key(key);
   for (const auto& v : values) {
-    CompareRun::Spec spec{variant_label(key, v), variant_overrides(overrides(), key, v), v};
+    CompareRun::Spec spec{value_label(key, v), variant_overrides(overrides(), key, v), v};
     try {
       const sim::Scenario sc =
           sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, spec.overrides);
@@ -85,7 +87,9 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
         if (section.IsMap()) {
           for (const auto& kv : section) {
             if (kv.first.Scalar() == "impl" || !kv.second.IsScalar()) continue;
-            params += (params.empty() ? "" : ", ") + kv.first.Scalar() + " " + kv.second.Scalar();
+            const std::string param = key.substr(0, key.rfind(".impl")) + "." + kv.first.Scalar();
+            params += (params.empty() ? "" : ", ") + inline_label(param) + " " +
+                      quantity(param, kv.second.Scalar());
           }
         }
         if (!params.empty()) spec.label += " (" + params + ")";
@@ -105,6 +109,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     return false;
   }
   rerun_timer_->stop();
+  showInCompareBox(key, values);
   compare_key_used_ = key;
   compare_values_used_ = values;
   compare_refused_ = refused;
@@ -120,13 +125,27 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   status_->setText(
       QString("Comparing %1 values of %2 on background threads…%3")
           .arg(specs.size())
-          .arg(QString::fromStdString(key))
+          .arg(QString::fromStdString(inline_label(key)))
           .arg(refused.empty()
                    ? QString()
                    : QString(" (%1 refused: see the capacity table)").arg(refused.size())));
   last_error_.clear();
   updateViews();
   return true;
+}
+
+void MainWindow::showInCompareBox(const std::string& key, const std::vector<std::string>& values) {
+  // What runs is what the Compare box says, however the comparison was asked for (a pin, a
+  // reopened study, a script): the parameter by its label when the list has it.
+  const QSignalBlocker block_key(compare_key_), block_values(compare_values_);
+  const int i = compare_key_->findData(QString::fromStdString(key));
+  if (i >= 0)
+    compare_key_->setCurrentIndex(i);
+  else
+    compare_key_->setEditText(QString::fromStdString(key));
+  QStringList joined;
+  for (const auto& v : values) joined << QString::fromStdString(v);
+  compare_values_->setText(joined.join(", "));
 }
 
 bool MainWindow::setMetric(const QString& name) {
@@ -141,8 +160,8 @@ bool MainWindow::setMetric(const QString& name) {
 void MainWindow::redrawCompare(charts::LineChartSpec* spec) {
   const CompareMetric* m = find_compare_metric(metric_->currentText());
   if (!m) m = &compare_metrics().front();
-  // "by Context policy" when the key is a field of the panel, else the key itself.
-  std::string by = compare_.key();
+  // "by Context policy": the field's label, else the declaration's.
+  std::string by = key_label(compare_.key());
   for (const auto& f : fields_) {
     if (f.key == compare_.key()) by = f.label;
   }

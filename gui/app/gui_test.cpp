@@ -9,6 +9,7 @@
 #include <QtCharts/QLineSeries>
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
+#include <QtCore/QRegularExpression>
 #include <QtCore/QSettings>
 #include <QtCore/QTemporaryDir>
 #include <QtGui/QAction>
@@ -20,6 +21,7 @@
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QListWidget>
 #include <QtWidgets/QTabWidget>
@@ -34,10 +36,12 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "gui/app/main_window.h"
 #include "gui/app/sizing_view.h"
+#include "sim/simulation/scenario.h"
 #include "sim/sweep/sizing.h"
 
 using kvfleet::gui::MainWindow;
@@ -651,7 +655,7 @@ class GuiTest : public QObject {
     w.pinRun();
     QCOMPARE(w.pins().size(), std::size_t{2});
     // Named by what differs from the current scenario, in the pin's own values.
-    QCOMPARE(QString::fromStdString(w.pinLabel(0)), QString("max_num_seqs 256"));
+    QCOMPARE(QString::fromStdString(w.pinLabel(0)), QString("Max running sequences 256"));
     QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("same settings"));
     auto dashed = [&] {
       std::vector<std::string> names;
@@ -660,11 +664,12 @@ class GuiTest : public QObject {
       return names;
     };
     QCOMPARE(dashed().size(), std::size_t{2});  // one curve per pin, not four
-    QCOMPARE(QString::fromStdString(dashed()[0]), QString("pin: max_num_seqs 256 (TTFT p99)"));
+    QCOMPARE(QString::fromStdString(dashed()[0]),
+             QString("pin: Max running sequences 256 (TTFT p99)"));
     // A field changed: the pins' names follow, in the list and in the legend alike.
     w.setAutoRerun(false);
     QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
-    QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("max_num_seqs 32"));
+    QCOMPARE(QString::fromStdString(w.pinLabel(1)), QString("Max running sequences 32"));
     for (std::size_t i = 0; i < w.pins().size(); ++i) {
       QCOMPARE(w.pinList()->item(static_cast<int>(i))->text(),
                QString::fromStdString(w.pinLabel(i)));
@@ -691,7 +696,8 @@ class GuiTest : public QObject {
     QVERIFY(w.comparePins());
     QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
     QCOMPARE(w.compare().variants().size(), std::size_t{2});
-    QCOMPARE(QString::fromStdString(w.compare().variants()[0].label), QString("max_num_seqs 256"));
+    QCOMPARE(QString::fromStdString(w.compare().variants()[0].label),
+             QString("Max running sequences 256"));
     QCOMPARE(QString::fromStdString(w.compare().variants()[1].label), QString("current settings"));
     // The pinned settings reran give the pinned curve again.
     const auto pinned = w.pins()[0].points;
@@ -726,7 +732,8 @@ class GuiTest : public QObject {
     // A refused value is named in the panel's words, not as a command line.
     QVERIFY(!w.setField("pools[0].engine.max_num_seqs", "abc"));
     QVERIFY2(!w.lastError().contains("--set"), qPrintable(w.lastError()));
-    QVERIFY2(w.lastError().startsWith("max_num_seqs:"), qPrintable(w.lastError()));
+    // The declaration's label, not the key.
+    QVERIFY2(w.lastError().startsWith("Max running sequences:"), qPrintable(w.lastError()));
   }
 
   void labelsFitInARealWindowAtTwoSizes() {
@@ -858,6 +865,68 @@ class GuiTest : public QObject {
     }
   }
 
+  void everyWordOnScreenComesFromADeclarationNotAKey() {
+    // Labels, lists, tables, chart titles, axes and legends after a comparison of a conversation
+    // scenario: no raw scenario or output key ("num_sessions", "time_to_first_token_p99_s")
+    // anywhere but in what the user types. Labels come from the declarations (Attr::label).
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml"));
+    QVERIFY(w.setField("workload.num_sessions", "40"));
+    QVERIFY(w.setField("workload.users", "10"));
+    w.setAutoRerun(false);
+    QVERIFY(w.runCompare("workload.context_policy.impl", {"full", "window", "summarize"}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 300000));
+    for (const auto& v : w.compare().variants()) QVERIFY(!v.sweep->points().empty());
+    // The Compare box says what ran, by the parameter's label, however it was asked for.
+    bool box_says_it = false, values_say_it = false;
+    for (auto* c : w.findChildren<QComboBox*>())
+      box_says_it |= c->isEditable() && c->currentText() == "Context policy";
+    for (auto* e : w.findChildren<QLineEdit*>())
+      values_say_it |= e->text() == "full, window, summarize";
+    QVERIFY(box_says_it && values_say_it);
+    w.pinRun();
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "48"));
+    std::vector<QString> shown;
+    for (auto* l : w.findChildren<QLabel*>()) shown.push_back(l->text());
+    for (auto* c : w.findChildren<QCheckBox*>()) shown.push_back(c->text());
+    for (auto* c : w.findChildren<QComboBox*>())
+      for (int i = 0; i < c->count(); ++i) shown.push_back(c->itemText(i));
+    for (auto* l : w.findChildren<QListWidget*>())
+      for (int i = 0; i < l->count(); ++i) shown.push_back(l->item(i)->text());
+    for (auto* t : w.findChildren<QTableWidget*>()) {
+      for (int c = 0; c < t->columnCount(); ++c)
+        if (t->horizontalHeaderItem(c)) shown.push_back(t->horizontalHeaderItem(c)->text());
+      for (int r = 0; r < t->rowCount(); ++r)
+        for (int c = 0; c < t->columnCount(); ++c)
+          if (t->item(r, c)) shown.push_back(t->item(r, c)->text());
+    }
+    for (auto* v : w.findChildren<QChartView*>()) {
+      shown.push_back(v->chart()->title());
+      for (auto* a : v->chart()->axes()) shown.push_back(a->titleText());
+      for (auto* s : v->chart()->series()) shown.push_back(s->name());
+    }
+    // A declared value ("fp8_e4m3", as vLLM spells it) is a value, not a key.
+    std::set<QString> values;
+    for (const auto& row : kvfleet::sim::scenario_parameters())
+      for (const auto& c : row.choices) values.insert(QString::fromStdString(c));
+    const QRegularExpression key(R"(\b[a-z][a-z0-9]*_[a-z0-9_]+\b)");
+    bool named_by_declaration = false;
+    for (const QString& text : shown) {
+      if (std::getenv("KVFLEET_SHOW_WORDS")) std::printf("shown: %s\n", qPrintable(text));
+      if (values.count(text)) continue;
+      QVERIFY2(!key.match(text).hasMatch(), qPrintable("a raw key on screen: " + text));
+      named_by_declaration |= text.contains("Max running sequences");
+    }
+    QVERIFY(named_by_declaration);  // the panel's field and the pin's name
+    const auto names = [&] {
+      std::vector<std::string> n;
+      for (const auto& v : w.compare().variants()) n.push_back(v.label);
+      return n;
+    }();
+    QCOMPARE(names.size(), std::size_t{3});
+    QCOMPARE(QString::fromStdString(names[1]), QString("window (turns kept 4)"));
+  }
+
   void compareModeDrawsOneLabelledCurveFamilyPerValue() {
     // The architect's question: full, window and summarize side by side. Each curve's TTFT p99
     // at each load equals kvfleet run's for that policy at that load.
@@ -897,7 +966,7 @@ class GuiTest : public QObject {
       for (std::size_t i = 0; i < s.x.size(); ++i) {
         char users[32];
         std::snprintf(users, sizeof users, "%g", s.x[i]);
-        const std::string policy = s.name.substr(0, s.name.find(' '));  // "window (turns 4)"
+        const std::string policy = s.name.substr(0, s.name.find(' '));  // "window (turns kept 4)"
         const std::string out = run_cli(
             std::string("run ") + KVFLEET_SOURCE_DIR +
             "/scenarios/conversations/context-policies.yaml --set workload.context_policy.impl=" +
@@ -913,9 +982,11 @@ class GuiTest : public QObject {
                      .c_str());
       }
     }
-    // Each labelled by its value and that implementation's parameters.
-    QCOMPARE(names, (std::vector<std::string>{"full", "window (turns 4)",
-                                              "summarize (threshold_tokens 4000, keep_turns 2)"}));
+    // Each labelled by its value and that implementation's parameters, in the declarations' words
+    // with their units.
+    QCOMPARE(names, (std::vector<std::string>{
+                        "full", "window (turns kept 4)",
+                        "summarize (summarise at 4000 tokens, turns kept verbatim 2)"}));
     if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
       w.resize(1600, 1000);
       w.show();

@@ -1,4 +1,5 @@
 #include "gui/app/main_window.h"
+#include "gui/app/words.h"
 
 #include "gui/app/number_field.h"
 
@@ -55,22 +56,10 @@ namespace {
 
 const std::vector<double> kFactors = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
 
-// A --set key as the declarations spell it: list indices dropped (pools[1].x -> pools[].x).
-std::string doc_key(std::string key) {
-  for (std::size_t at = 0; (at = key.find('[', at)) != std::string::npos;) {
-    const std::size_t end = key.find(']', at);
-    if (end == std::string::npos) break;
-    key.replace(at + 1, end - at - 1, "");
-    at += 2;
-  }
-  return key;
-}
-
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("kvfleet — built-in default scenario[*]");
-  for (const auto& r : sim::scenario_parameters()) declared_[r.key] = r;
   yaml_ = sim::builtin_default_scenario();
   base_dir_ = ".";
   file_ = "<built-in default.yaml>";
@@ -351,27 +340,23 @@ void MainWindow::studyChanged() {
   setWindowModified(true);
 }
 
-// What the panel shows, as --set keys ("pool." stands for the pool chosen above the form) with
-// a label; the editor (check box, list of choices or text), unit, tooltip and range come from the
-// parameter declarations (sim::scenario_parameters()).
-struct PanelKey {
-  const char* key;
-  const char* label;
-};
-constexpr PanelKey kPoolKeys[] = {
-    {"pool.model", "Model"},
-    {"pool.gpu", "GPU"},
-    {"pool.replicas", "Replicas"},
-    {"pool.tensor_parallel", "Tensor parallel"},
-    {"pool.pipeline_parallel", "Pipeline stages"},
-    {"pool.weight_dtype", "Weight dtype"},
-    {"pool.engine.kv_cache_dtype", "KV dtype"},
-    {"pool.engine.block_size", "Block size"},
-    {"pool.engine.enable_prefix_caching", "Prefix caching"},
-    {"pool.engine.max_num_seqs", "max_num_seqs"},
-    {"pool.engine.max_num_batched_tokens", "max_num_batched_tokens"},
-    {"pool.engine.gpu_memory_utilization", "GPU memory utilization"},
-    {"router.impl", "Routing policy"},
+// What the panel shows, as --set keys ("pool." stands for the pool chosen above the form); the
+// label, editor (check box, list of choices or text), unit, tooltip and range come from the
+// parameter declarations (gui/app/words.h).
+constexpr const char* kPoolKeys[] = {
+    "pool.model",
+    "pool.gpu",
+    "pool.replicas",
+    "pool.tensor_parallel",
+    "pool.pipeline_parallel",
+    "pool.weight_dtype",
+    "pool.engine.kv_cache_dtype",
+    "pool.engine.block_size",
+    "pool.engine.enable_prefix_caching",
+    "pool.engine.max_num_seqs",
+    "pool.engine.max_num_batched_tokens",
+    "pool.engine.gpu_memory_utilization",
+    "router.impl",
 };
 
 void MainWindow::buildPanel() {
@@ -404,8 +389,10 @@ void MainWindow::buildPanel() {
   std::vector<std::string> models, gpus;
   for (const auto& m : sim::model_presets()) models.push_back(m.name);
   for (const auto& g : sim::gpu_presets()) gpus.push_back(g.name);
-  auto add = [&](const std::string& key, const std::string& label, const char* unit_override) {
-    const auto* row = declared(key);
+  // `label` is the declaration's (key_label) unless the panel says what the key means here.
+  auto add = [&](const std::string& key, std::string label, const char* unit_override) {
+    if (label.empty()) label = key_label(key);
+    const auto* row = declaration(key);
     QWidget* editor = nullptr;
     if (key.ends_with(".model")) {
       editor = combo(names("models", models));
@@ -418,45 +405,45 @@ void MainWindow::buildPanel() {
     } else {
       editor = new QLineEdit;
     }
-    // Unit and tooltip: the key's own declaration (an impl key has none of its own).
-    const auto own = declared_.find(doc_key(key));
+    // Unit and tooltip: the key's declaration (a component's: its section's).
     std::string unit = unit_override ? unit_override : "";
-    if (own != declared_.end()) {
-      const sim::config::Documenter::Row& r = own->second;
-      std::string tip = r.description;
-      if (!r.unit.empty()) tip += " [" + r.unit + "]";
-      if (!r.type.empty()) tip += "\n" + r.type;
-      editor->setToolTip(QString::fromStdString(tip + "\nkey: " + r.key));
-      if (!unit_override) unit = r.unit;
+    if (row) {
+      std::string tip = row->description;
+      if (!row->unit.empty()) tip += " [" + row->unit + "]";
+      if (!row->type.empty()) tip += "\n" + row->type;
+      editor->setToolTip(QString::fromStdString(tip + "\nkey: " + key));
+      if (!unit_override) unit = row->unit;
     }
-    auto* l = new QLabel(QString::fromStdString(label + (unit.empty() ? "" : " (" + unit + ")")));
+    auto* l = new QLabel(QString::fromStdString(with_unit(label, unit)));
     l->setToolTip(editor->toolTip());
     form_->addRow(l, editor);
     fields_.push_back({key, label, editor});
   };
-  for (const auto& k : kPoolKeys) {
-    std::string key = k.key;
+  for (const char* k : kPoolKeys) {
+    std::string key = k;
     if (key.starts_with("pool.")) key = pool + key.substr(4);
-    add(key, k.label, nullptr);
+    add(key, "", nullptr);
   }
   if (!lookup(root, "workload.context_policy.impl").empty()) {
-    add("workload.context_policy.impl", "Context policy", nullptr);
+    add("workload.context_policy.impl", "", nullptr);
     // The chosen policy's own parameters (window: turns; summarize: threshold, kept turns...).
     const YAML::Node cp = root["workload"]["context_policy"];
     for (auto it = cp.begin(); it != cp.end(); ++it) {
       const std::string k = it->first.as<std::string>();
       if (k == "impl" || !it->second.IsScalar()) continue;
-      add("workload.context_policy." + k, "  " + k, nullptr);
+      add("workload.context_policy." + k, "  " + key_label("workload.context_policy." + k),
+          nullptr);
     }
   }
   const std::string load = loadKey();
-  if (!load.empty()) add(load, "Load at factor 1", nullptr);
+  // The load is the sweep's ×1; requests and conversations are per point of the sweep.
+  if (!load.empty()) add(load, key_label(load) + " at ×1", nullptr);
   if (!lookup(root, "workload.num_requests").empty()) {
-    add("workload.num_requests", "Requests per point", nullptr);
+    add("workload.num_requests", key_label("workload.num_requests") + " per point", nullptr);
   }
   if (!lookup(root, "workload.num_sessions").empty()) {
-    add("workload.num_sessions", "Conversations per point", nullptr);
-    add("workload.turns.mean", "Turns per conversation (mean)", "turns");
+    add("workload.num_sessions", key_label("workload.num_sessions") + " per point", nullptr);
+    add("workload.turns.mean", "", "turns");
   }
   refreshFields();
   // Compare: every field but the load, by its label; any other key may be typed.
@@ -483,13 +470,6 @@ void MainWindow::buildPanel() {
 void MainWindow::selectPool(std::size_t p) {
   pool_ = p;
   buildPanel();
-}
-
-const sim::config::Documenter::Row* MainWindow::declared(const std::string& key) const {
-  std::string k = doc_key(key);
-  if (k.ends_with(".impl")) k.resize(k.size() - 5);  // a component's row is its section's
-  const auto it = declared_.find(k);
-  return it == declared_.end() ? nullptr : &it->second;
 }
 
 void MainWindow::refreshFields() {
@@ -552,7 +532,7 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     });
   edits_[key] = value.toStdString();
   setWindowModified(true);
-  status_->setText(QString::fromStdString(key) + " = " + value);
+  status_->setText(QString::fromStdString(setting_label(key, value.toStdString())));
   if (impl) {
     // The panel shows the new implementation's parameters. Rebuilt after this signal returns:
     // the editor that emitted it is among the widgets replaced.

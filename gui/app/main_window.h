@@ -160,7 +160,6 @@ class MainWindow : public QMainWindow {
   bool last_save_kept_ = false;
   void buildPanel();
   // The declaration of a --set key (nullptr when it has none).
-  const sim::config::Documenter::Row* declared(const std::string& key) const;
   void refreshFields();
   bool revalidate();
   void redrawLatency();
@@ -182,7 +181,6 @@ class MainWindow : public QMainWindow {
   std::vector<Field> fields_;
   std::size_t pool_ = 0;                      // the pool the panel edits
   std::map<std::string, std::string> edits_;  // every field set since the scenario was opened
-  std::map<std::string, sim::config::Documenter::Row> declared_;  // by key as documented
   QFormLayout* form_ = nullptr;
   void updateViews();
   QTabWidget* tabs_ = nullptr;
@@ -221,6 +219,7 @@ class MainWindow : public QMainWindow {
   void rerunNow();
   // The key and values the Compare box holds now.
   std::pair<std::string, std::vector<std::string>> compareBox() const;
+  void showInCompareBox(const std::string& key, const std::vector<std::string>& values);
   // An input error in the panel's words: the field's label, the problem, the key.
   std::string panelWords(const sim::InputError& e) const;
   // Variants of the comparison the scenario refused: label, why.

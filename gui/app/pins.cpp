@@ -36,6 +36,7 @@
 #include <sstream>
 #include "gui/app/main_window.h"
 #include "gui/app/sizing_view.h"
+#include "gui/app/words.h"
 #include "gui/app/yaml_lookup.h"
 #include "sim/core/error.h"
 #include "sim/fleet/router.h"
@@ -80,7 +81,8 @@ void flatten_yaml(const YAML::Node& n, const std::string& path,
 std::string MainWindow::pinLabel(std::size_t i) const {
   const Pin& p = pins_.at(i);
   if (!p.name.empty()) return p.name;
-  // What differs from the current scenario, in the pin's values: "max_num_seqs 64".
+  // What differs from the current scenario, in the pin's values and the declarations' words:
+  // "Max running sequences 64", "Context policy window".
   std::map<std::string, std::string> a, b;
   flatten_yaml(YAML::Load(p.resolved_yaml), "", &a);
   flatten_yaml(YAML::Load(scenario_.resolved_yaml), "", &b);
@@ -89,16 +91,10 @@ std::string MainWindow::pinLabel(std::size_t i) const {
     const auto it = b.find(k);
     if (it != b.end() && it->second == v) continue;
     if (k == "name" || k == "description") continue;
-    const auto dot = k.find_last_of('.');
-    std::string tail = dot == std::string::npos ? k : k.substr(dot + 1);
-    if (tail == "impl" && dot != std::string::npos) {  // context_policy full
-      const auto prev = k.find_last_of('.', dot - 1);
-      tail = k.substr(prev == std::string::npos ? 0 : prev + 1, dot - prev - 1);
-    }
-    diffs.push_back(tail + " " + v);
+    diffs.push_back(setting_label(k, v));
   }
   for (const auto& [k, v] : b) {
-    if (!a.count(k)) diffs.push_back(k.substr(k.find_last_of('.') + 1) + " unset");
+    if (!a.count(k)) diffs.push_back(setting_label(k, "unset"));
   }
   if (diffs.empty()) return "same settings";
   std::string label;

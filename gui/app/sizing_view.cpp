@@ -1,4 +1,5 @@
 #include "gui/app/sizing_view.h"
+#include "gui/app/words.h"
 
 #include "gui/app/number_field.h"
 
@@ -197,7 +198,7 @@ bool SizingView::size() {
     const auto a = v.find_first_not_of(' '), b = v.find_last_not_of(' ');
     if (a == std::string::npos) continue;
     v = v.substr(a, b - a + 1);
-    rows_.push_back({variant_label(key, v), variant_overrides(base, key, v), {}, ""});
+    rows_.push_back({value_label(key, v), variant_overrides(base, key, v), {}, ""});
   }
   if (rows_.empty()) rows_.push_back({"this scenario", base, {}, ""});
   if (!key.empty() && rows_.size() > 6) {

@@ -448,6 +448,7 @@ void Documenter::add(std::string_view name, std::string type, const Attr& a, std
   r.unit = std::string(a.unit);
   r.default_value = a.required ? "required" : std::move(def);
   r.description = std::string(a.desc);
+  r.label = std::string(a.label);
   rows_.push_back(std::move(r));
 }
 

@@ -40,6 +40,10 @@ struct Attr {
   bool path = false;          // a file path, resolved relative to the scenario file's folder
   bool required = false;      // must be given (no usable default)
   std::string_view why = "";  // why min/max are what they are (said when a value is refused)
+  // A short name for screens (the GUI's panel, legends and tables): "Max running sequences" for
+  // max_num_seqs. Empty: screens show the key. It may name the unit's noun ("Concurrent users"),
+  // and then screens do not repeat the unit.
+  std::string_view label = "";
 };
 
 // A parameter's range as checked: its own min and max, else the range every parameter of its
@@ -215,6 +219,7 @@ class Documenter {
  public:
   struct Row {
     std::string key, type, unit, default_value, description;
+    std::string label;                 // Attr::label ("" when the declaration has none)
     std::string kind;                  // integer, number, boolean, string, list...
     std::vector<std::string> choices;  // allowed values, when the declaration names them
   };

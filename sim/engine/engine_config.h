@@ -69,13 +69,16 @@ struct EngineConfig {
 
   template <class V>
   void visit(V& v) {
-    v.param(
-        "max_num_seqs", max_num_seqs,
-        {.unit = "sequences", .desc = "most sequences in one step (running requests)", .min = 1});
+    v.param("max_num_seqs", max_num_seqs,
+            {.unit = "sequences",
+             .desc = "most sequences in one step (running requests)",
+             .min = 1,
+             .label = "Max running sequences"});
     v.param("max_num_batched_tokens", max_num_batched_tokens,
             {.unit = "tokens",
              .desc = "token budget of one step (prefill chunks + decodes)",
-             .min = 1});
+             .min = 1,
+             .label = "Step token budget"});
     v.param("enable_chunked_prefill", enable_chunked_prefill,
             {.desc = "split long prompts across steps to fit the token budget"});
     v.param("async_scheduling", async_scheduling,
@@ -83,21 +86,25 @@ struct EngineConfig {
                      "scheduled while this one runs, so a request that arrives during a step "
                      "joins the step after the next; false = the next step is scheduled after "
                      "this one ends, with every request that arrived meanwhile"});
-    v.param(
-        "enable_prefix_caching", enable_prefix_caching,
-        {.desc = "reuse the KV of cached full blocks with equal content (vLLM v1 default: on)"});
+    v.param("enable_prefix_caching", enable_prefix_caching,
+            {.desc = "reuse the KV of cached full blocks with equal content (vLLM v1 default: on)",
+             .label = "Prefix caching"});
     v.param("long_prefill_token_threshold", long_prefill_token_threshold,
             {.unit = "tokens",
              .desc = "cap on one request's prefill chunk per step; 0 = none",
              .min = 0});
-    v.param(
-        "block_size", block_size,
-        {.unit = "tokens", .desc = "tokens per KV block (paged attention)", .min = 1, .max = 1024});
+    v.param("block_size", block_size,
+            {.unit = "tokens",
+             .desc = "tokens per KV block (paged attention)",
+             .min = 1,
+             .max = 1024,
+             .label = "KV block size"});
     v.param("gpu_memory_utilization", gpu_memory_utilization,
             {.unit = "fraction",
              .desc = "share of device memory the engine may use",
              .max = 1,
-             .positive = true});
+             .positive = true,
+             .label = "GPU memory utilization"});
     v.param("max_model_len", max_model_len,
             {.unit = "tokens",
              .desc = "longest prompt + output accepted; 0 = the model's limit",
@@ -113,7 +120,8 @@ struct EngineConfig {
         {.desc = "KV cache precision; auto = the activations' (fp16 for fp16 models, else bf16, "
                  "whatever weight_dtype is). int8: fp16 scale per "
                  "64 elements (1.03 bytes/element); int4: fp16 scale and zero per 64 (0.56)",
-         .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
+         .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"},
+         .label = "KV precision"});
     v.param("runtime_overhead_gib", runtime_overhead_gib,
             {.unit = "GiB",
              .desc = "memory outside weights, activations and KV (CUDA context, graphs, NCCL)",

@@ -35,7 +35,8 @@ struct ClientConfig {
             {.unit = "s",
              .desc = "a client gives up on an attempt whose reply has not finished this long "
                      "after sending it; 0 = waits forever",
-             .min = 0});
+             .min = 0,
+             .label = "Client timeout"});
     v.param("timeout_cancels", timeout_cancels,
             {.desc = "a timed-out attempt is cancelled at the server (else the server finishes "
                      "it for nobody: wasted work)"});

@@ -17,17 +17,24 @@ namespace kvfleet::sim {
 template <class V>
 void PoolConfig::visit(V& v) {
   v.param("name", name, {.desc = "pool name, used in reports and result files"});
-  v.param("replicas", replicas, {.unit = "replicas", .desc = "engines in this pool", .min = 1});
-  v.param("model", model, {.desc = "a model preset name or a name declared under models:"});
-  v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:"});
+  v.param("replicas", replicas,
+          {.unit = "replicas", .desc = "engines in this pool", .min = 1, .label = "Replicas"});
+  v.param("model", model,
+          {.desc = "a model preset name or a name declared under models:", .label = "Model"});
+  v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:", .label = "GPU"});
   v.param("tensor_parallel", tensor_parallel,
-          {.unit = "GPUs", .desc = "GPUs per replica (tensor parallelism)", .min = 1, .max = 64});
+          {.unit = "GPUs",
+           .desc = "GPUs per replica (tensor parallelism)",
+           .min = 1,
+           .max = 64,
+           .label = "Tensor-parallel GPUs"});
   v.param("pipeline_parallel", pipeline_parallel,
           {.unit = "stages",
            .desc = "pipeline stages per replica, each on tensor_parallel GPUs holding its share of "
                    "the layers; the engine splits each step into as many micro-batches",
            .min = 1,
-           .max = 64});
+           .max = 64,
+           .label = "Pipeline stages"});
   v.param("data_parallel", data_parallel,
           {.unit = "ranks",
            .desc = "engine ranks per replica (vLLM data_parallel_size), each on tensor_parallel "
@@ -36,7 +43,8 @@ void PoolConfig::visit(V& v) {
                    "Ranks of a mixture-of-experts model step in lockstep through the MoE layers "
                    "(a rank with no work runs a dummy batch), whose experts span all the ranks",
            .min = 1,
-           .max = 64});
+           .max = 64,
+           .label = "Data-parallel ranks"});
   v.param("expert_parallel", expert_parallel,
           {.desc = "vLLM enable_expert_parallel: a MoE layer's experts are placed whole on the "
                    "tensor_parallel × data_parallel GPUs, tokens dispatched to them and combined "
@@ -58,9 +66,13 @@ void PoolConfig::visit(V& v) {
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
                    "rate, int4 weight-only at the bf16 rate); KV precision is kv_cache_dtype",
-           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}});
+           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"},
+           .label = "Weight precision"});
   v.param("price_per_hour", price_per_hour,
-          {.unit = "$/hour", .desc = "price of one GPU (for cost reports)", .min = 0});
+          {.unit = "$/hour",
+           .desc = "price of one GPU (for cost reports)",
+           .min = 0,
+           .label = "Price per GPU"});
   v.param("step_time_scale", step_time_scale,
           {.unit = "factor",
            .desc = "every engine step's time × this (a what-if: a GPU a few percent faster or "
@@ -99,7 +111,8 @@ void ScenarioConfig::visit(V& v) {
            .max = 9007199254740992.0,
            .why = "seeds up to 2^53 are exact in every tool that reads them as numbers"});
   v.impl("workload", workload, workload_registry(), {.desc = "where requests come from"});
-  v.impl("router", router, router_registry(), {.desc = "how requests are spread over replicas"});
+  v.impl("router", router, router_registry(),
+         {.desc = "how requests are spread over replicas", .label = "Routing policy"});
   v.param("client", client, {.desc = "clients: timeouts, retries, backoff and retry budget"});
   v.param("gateway", gateway, {.desc = "fleet-wide gateway rules"});
   v.param("disaggregation", disaggregation, {.desc = "disaggregated prefill and decode pools"});

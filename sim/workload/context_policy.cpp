@@ -32,7 +32,9 @@ class Window final : public ContextPolicy {
     int turns = 8;
     template <class V>
     void visit(V& v) {
-      v.param("turns", turns, {.unit = "turns", .desc = "most recent turns to send", .min = 0});
+      v.param(
+          "turns", turns,
+          {.unit = "turns", .desc = "most recent turns to send", .min = 0, .label = "Turns kept"});
     }
   };
   explicit Window(const Config& c) : n_(static_cast<std::size_t>(c.turns)) {}
@@ -74,9 +76,15 @@ class Summarize final : public ContextPolicy {
     template <class V>
     void visit(V& v) {
       v.param("threshold_tokens", threshold_tokens,
-              {.unit = "tokens", .desc = "summarise when summary + history reach this", .min = 1});
+              {.unit = "tokens",
+               .desc = "summarise when summary + history reach this",
+               .min = 1,
+               .label = "Summarise at"});
       v.param("keep_turns", keep_turns,
-              {.unit = "turns", .desc = "recent turns kept verbatim after summarising", .min = 0});
+              {.unit = "turns",
+               .desc = "recent turns kept verbatim after summarising",
+               .min = 0,
+               .label = "Turns kept verbatim"});
     }
   };
   explicit Summarize(const Config& c) : c_(c) {}

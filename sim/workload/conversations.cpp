@@ -52,24 +52,34 @@ class Conversations final : public Workload {
     template <class V>
     void visit(V& v) {
       v.param("num_sessions", num_sessions,
-              {.unit = "sessions", .desc = "conversations in the run", .min = 1});
+              {.unit = "sessions",
+               .desc = "conversations in the run",
+               .min = 1,
+               .label = "Conversation sessions"});
       v.param("users", users,
               {.unit = "users",
                .desc = "closed loop: N users, each starting a new session when "
                        "the last ends; 0 = open loop (session_arrival)",
-               .min = 0});
+               .min = 0,
+               .label = "Concurrent users"});
       v.param("session_gap_s", session_gap_s,
               {.unit = "s",
                .desc = "closed loop: mean (exponential) pause between a user's sessions",
                .min = 0});
       v.impl("session_arrival", session_arrival, arrival_registry(),
-             {.desc = "open loop: when conversations start"});
+             {.desc = "open loop: when conversations start", .label = "Conversation arrivals"});
       v.impl("turns", turns, length_dist_registry(),
-             {.desc = "number of turns (user messages) in a conversation", .required = true});
+             {.desc = "number of turns (user messages) in a conversation",
+              .required = true,
+              .label = "Turns per conversation"});
       v.impl("user_tokens", user_tokens, length_dist_registry(),
-             {.desc = "length of each user message", .required = true});
+             {.desc = "length of each user message",
+              .required = true,
+              .label = "User message length"});
       v.impl("reply_tokens", reply_tokens, length_dist_registry(),
-             {.desc = "length of each reply (output tokens)", .required = true});
+             {.desc = "length of each reply (output tokens)",
+              .required = true,
+              .label = "Reply length"});
       v.param("think_time_s", think_time_s,
               {.unit = "s",
                .desc = "mean (exponential) time from a reply to the next message",
@@ -131,7 +141,7 @@ class Conversations final : public Workload {
                        "system prompt and document; last: after the new message",
                .choices = {"first", "after_system", "last"}});
       v.impl("context_policy", context_policy, context_policy_registry(),
-             {.desc = "how much history each turn sends"});
+             {.desc = "how much history each turn sends", .label = "Context policy"});
       v.param("max_context_tokens", max_context_tokens,
               {.unit = "tokens",
                .desc = "the application's context limit (the model's window); "

@@ -193,7 +193,10 @@ struct RateConfig {
   template <class V>
   void visit(V& v) {
     v.param("rate_per_s", rate_per_s,
-            {.unit = "requests/s", .desc = "mean arrival rate", .positive = true});
+            {.unit = "requests/s",
+             .desc = "mean arrival rate",
+             .positive = true,
+             .label = "Arrival rate"});
   }
 };
 
@@ -217,7 +220,10 @@ class GammaArrivals final : public ArrivalProcess {
     template <class V>
     void visit(V& v) {
       v.param("rate_per_s", rate_per_s,
-              {.unit = "requests/s", .desc = "mean arrival rate", .positive = true});
+              {.unit = "requests/s",
+               .desc = "mean arrival rate",
+               .positive = true,
+               .label = "Arrival rate"});
       v.param("cv", cv,
               {.desc = "coefficient of variation of the gaps (burstiness)",
                .min = 1e-3,
@@ -259,7 +265,10 @@ class Diurnal final : public ArrivalProcess {
     template <class V>
     void visit(V& v) {
       v.param("rate_per_s", rate_per_s,
-              {.unit = "requests/s", .desc = "mean arrival rate over a period", .positive = true});
+              {.unit = "requests/s",
+               .desc = "mean arrival rate over a period",
+               .positive = true,
+               .label = "Arrival rate"});
       v.param("amplitude", amplitude,
               {.unit = "fraction",
                .desc = "peak is rate × (1 + amplitude), trough rate × (1 − "

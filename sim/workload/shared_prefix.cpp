@@ -54,7 +54,10 @@ class SharedPrefix final : public OpenLoopWorkload {
              {.desc = "output tokens (max_tokens, ignore_eos), drawn once per prompt",
               .required = true});
       v.param("num_requests", num_requests,
-              {.unit = "requests", .desc = "without load stages: requests sent", .min = 1});
+              {.unit = "requests",
+               .desc = "without load stages: requests sent",
+               .min = 1,
+               .label = "Requests"});
       v.impl("arrival", arrival, arrival_registry(),
              {.desc = "without load stages: the arrival process"});
       v.param("load", load,

@@ -75,9 +75,11 @@ class Synthetic final : public OpenLoopWorkload {
     StagesConfig load;
     template <class V>
     void visit(V& v) {
-      v.param(
-          "num_requests", num_requests,
-          {.unit = "requests", .desc = "stop after this many arrivals; 0 = no limit", .min = 0});
+      v.param("num_requests", num_requests,
+              {.unit = "requests",
+               .desc = "stop after this many arrivals; 0 = no limit",
+               .min = 0,
+               .label = "Requests"});
       v.param("duration_s", duration_s,
               {.unit = "s", .desc = "stop arrivals after this time; 0 = no limit", .min = 0});
       v.impl("arrival", arrival, arrival_registry(), {.desc = "arrival process"});
