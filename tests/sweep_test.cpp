@@ -363,6 +363,50 @@ TEST(Capacity, UsersStopAtTheWorkloadsConversations) {
   }
 }
 
+// Sizing for output tokens per second: the target becomes the request arrival rate that offers
+// it (the target over the workload's mean output tokens per completed request, measured on one
+// run at the scenario's own settings), and the answer is the answer for that rate.
+TEST(Sizing, AnOutputTokenTargetIsTheArrivalRateThatOffersIt) {
+  SizingOptions o;
+  o.load = "output_tokens_per_s";
+  o.target = 30000;
+  o.replicates = 1;
+  o.sets = {"workload.num_requests=2000"};
+  const auto slo = parse_slo("ttft_p99=2s,tpot_p99=100ms");
+  ScenarioSource src;  // the built-in default: lognormal output, mean 338 tokens, max 4096
+  const SizingResult z = find_replicas(src, slo, o);
+  ASSERT_TRUE(z.not_met.empty()) << z.not_met;
+  EXPECT_EQ(z.load_key, "workload.arrival.rate_per_s");
+  const Summary run = *check_slo(src, o.sets, {}).summary;
+  const double per_request = run.output_tokens_per_s * run.duration_s / run.ok;
+  EXPECT_NEAR(z.output_tokens_per_request, per_request, 1e-9 * per_request);
+  EXPECT_NEAR(per_request, 338, 0.08 * 338);  // per request, not per second
+  EXPECT_EQ(z.measured_completed, run.ok);
+  EXPECT_EQ(z.measured_arrived, 2000);
+  EXPECT_DOUBLE_EQ(z.target_output_tokens_per_s, 30000);
+  EXPECT_NEAR(z.target, 30000 / per_request, 1e-9 * z.target);
+  // The same search as a target in requests/s at that rate.
+  SizingOptions r = o;
+  r.load = "arrival_rate";
+  r.target = z.target;
+  const SizingResult by_rate = find_replicas(src, slo, r);
+  EXPECT_EQ(z.per_seed, by_rate.per_seed);
+  EXPECT_EQ(z.replicas, by_rate.replicas);
+  EXPECT_DOUBLE_EQ(z.output_tokens_per_s, by_rate.output_tokens_per_s);
+  // A closed-loop workload has no request rate: refused by name, pointing at its own unit.
+  ScenarioSource chat;
+  chat.path = KVFLEET_SOURCE_DIR "/scenarios/conversations/context-policies.yaml";
+  o.sets = {"workload.num_sessions=60", "workload.users=20"};
+  try {
+    find_replicas(chat, slo, o);
+    FAIL() << "a tokens/s target was sized on a closed-loop workload";
+  } catch (const InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("output_tokens_per_s"), std::string::npos) << w;
+    EXPECT_NE(w.find("--metric users"), std::string::npos) << w;
+  }
+}
+
 // Sizing: the replicas found hold the SLO at the target load with every seed, and one fewer
 // misses it with the seed that needed the most; the cost follows from the GPUs and the price.
 TEST(Sizing, TheFewestReplicasThatHoldTheSloAtTheTarget) {

@@ -404,6 +404,33 @@ class GuiTest : public QObject {
     }
   }
 
+  void sizingForOutputTokensPerSecondIsTheRateThatOffersThem() {
+    // The target in output tokens/s: sized as kvfleet size --metric output_tokens_per_s, the
+    // rate it became in the tooltip.
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "2000"));
+    SizingView* z = w.sizingView();
+    z->setTarget(30000, "output tokens/s");
+    z->setSlo(2.0, 0.1, 1.0, 1.0);
+    z->setReplicates(1);
+    z->setVariants("", "");
+    QSignalSpy done(z, &SizingView::finished);
+    QVERIFY(z->size());
+    QVERIFY(done.wait(300000));
+    QCOMPARE(static_cast<int>(z->rows().size()), 1);
+    const auto& row = z->rows()[0];
+    QVERIFY2(row.error.empty(), row.error.c_str());
+    QCOMPARE(row.result.target_output_tokens_per_s, 30000.0);
+    QVERIFY(row.result.output_tokens_per_request > 0);
+    const std::string cmd = z->cliCommand(0);
+    QVERIFY2(cmd.find("--metric output_tokens_per_s") != std::string::npos, cmd.c_str());
+    const std::string out = run_cli(cmd.substr(std::string("kvfleet ").size()));
+    const std::string want = "replicas needed: " + std::to_string(row.result.replicas) + " (";
+    QVERIFY2(out.find(want) != std::string::npos, (cmd + "\n" + out).c_str());
+    QVERIFY2(z->table()->item(0, 3)->toolTip().contains("output tokens per request"),
+             qPrintable(z->table()->item(0, 3)->toolTip()));
+  }
+
   void theArchitectsQuestionInOneScreen() {
     // How many H100 vs L40S for 2,000 concurrent chat users at TTFT p99 <= 2 s, TPOT p99 <=
     // 50 ms, <= 1% timeouts, and what does each cost per month? (chat-100-users.yaml with 4,000

@@ -22,6 +22,7 @@
 #include <QtWidgets/QTableWidget>
 #include <QtWidgets/QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -55,10 +56,12 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
   };
   target_ = spin("Target load", 0.001, 1e7, 100, 3, "", "the load the fleet must serve");
   metric_ = new QComboBox;
-  metric_->addItems({"requests/s", "users"});
+  metric_->addItems({"requests/s", "users", "output tokens/s"});
   metric_->setToolTip(
       "requests/s sets the workload's arrival rate; users the number of concurrent users of a "
-      "closed-loop workload (conversations)");
+      "closed-loop workload (conversations); output tokens/s the arrival rate that offers them "
+      "(the target over the workload's mean output tokens per request, measured on one run at "
+      "the panel's settings)");
   load_row->addWidget(target_);
   load_row->addWidget(metric_);
   form->addRow("Target load", load_row);
@@ -167,12 +170,16 @@ std::string SizingView::cliCommand(std::size_t i) const {
   std::string c = "kvfleet size";
   if (std::filesystem::is_regular_file(src.name)) c += " '" + src.name + "'";
   c += " --slo " + sloText() + " --target " + sim::config::format_double(target_->value()) +
-       " --metric " + (metric_->currentIndex() == 1 ? "users" : "arrival_rate") + " --replicates " +
-       std::to_string(replicates_->value());
+       " --metric " + metricName() + " --replicates " + std::to_string(replicates_->value());
   if (price_->value() > 0) c += " --price-per-hour " + sim::config::format_double(price_->value());
   if (i < rows_.size())
     for (const auto& o : rows_[i].overrides) c += " --set '" + o + "'";
   return c;
+}
+
+std::string SizingView::metricName() const {
+  static const char* const names[] = {"arrival_rate", "users", "output_tokens_per_s"};
+  return names[std::clamp(metric_->currentIndex(), 0, 2)];
 }
 
 bool SizingView::size() {
@@ -187,7 +194,7 @@ bool SizingView::size() {
   }
   sim::SizingOptions opt;
   opt.target = target_->value();
-  opt.load = metric_->currentIndex() == 1 ? "users" : "arrival_rate";
+  opt.load = metricName();
   opt.replicates = replicates_->value();
   opt.price_per_hour = price_->value() > 0 ? price_->value() : -1;
   const std::vector<std::string> base = overrides_();
@@ -299,6 +306,16 @@ void SizingView::fill() {
     cell(3, QString("%1 requests/s, %2 output tokens/s")
                 .arg(rate(z.requests_per_s))
                 .arg(rate(z.output_tokens_per_s)));
+    if (z.output_tokens_per_request > 0)  // a tokens/s target: the rate it became, and why
+      table_->item(static_cast<int>(i), 3)
+          ->setToolTip(QString("Sized for %1 requests/s: %2 output tokens/s at %3 output tokens "
+                               "per request (the mean of the %4 requests that completed, of "
+                               "%5, in one run at the panel's settings)")
+                           .arg(rate(z.target))
+                           .arg(rate(z.target_output_tokens_per_s))
+                           .arg(z.output_tokens_per_request, 0, 'g', 4)
+                           .arg(z.measured_completed)
+                           .arg(z.measured_arrived));
     table_->item(static_cast<int>(i), 3)->setData(kNumberRole, z.requests_per_s);
     cell(4, money(z.cost_per_hour));
     cell(5, money(z.cost_per_month));

@@ -62,6 +62,8 @@ class SizingView : public QWidget {
   std::string sloText() const;
   // The command line that gives the same answer for variant `i` (for the status line and tests).
   std::string cliCommand(std::size_t i) const;
+  // What the target is, as kvfleet size --metric names it.
+  std::string metricName() const;
 
  Q_SIGNALS:
   void finished();

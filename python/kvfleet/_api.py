@@ -656,10 +656,13 @@ def capacity(
                           not_met=d.get("not_met", ""))
 
 
-def _load_name(load: Any, key: Optional[str]) -> None:
-    """The `load` argument of capacity and size, named as Python names it (the CLI's --metric)."""
-    if not key and load not in ("arrival_rate", "users"):
-        raise _input_error("load", repr(load), "is not 'arrival_rate' or 'users' (or give key=)")
+def _load_name(load: Any, key: Optional[str], tokens: bool = False) -> None:
+    """The `load` argument of capacity and size, named as Python names it (the CLI's --metric);
+    size also takes 'output_tokens_per_s'."""
+    names = ("arrival_rate", "users") + (("output_tokens_per_s",) if tokens else ())
+    if not key and load not in names:
+        raise _input_error("load", repr(load),
+                           "is not " + ", ".join(repr(n) for n in names) + " (or give key=)")
 
 
 def _capacity_grid(scenario: ScenarioLike, grid: Any, progress: bool, set: SetsLike,
@@ -717,6 +720,10 @@ class SizingResult:
             list price and its source).
         limited_by: what fewer replicas miss. not_met: set when no count up to the maximum held.
         runs: simulations run. expected_error: the cost model's expected error, in words.
+        target_output_tokens_per_s, output_tokens_per_request, measured_completed,
+            measured_arrived: with load="output_tokens_per_s", the tokens asked for and the mean
+            output tokens per request (over the requests that completed, of those that arrived,
+            in one run at the scenario's own settings) that made `target` requests/s; else 0.
     """
 
     pool: str
@@ -740,14 +747,21 @@ class SizingResult:
     runs: int
     slo: List[str]
     expected_error: str
+    target_output_tokens_per_s: float = 0.0
+    output_tokens_per_request: float = 0.0
+    measured_completed: int = 0
+    measured_arrived: int = 0
 
     def __str__(self) -> str:
         if self.not_met:
             return f"{self.pool}: the SLO holds at no replica count tried: {self.not_met}"
         cost = (f", ${self.cost_per_month:,.0f}/month, ${self.usd_per_million_output_tokens:.3f}"
                 f" per million output tokens" if self.price_per_hour > 0 else "")
+        asked = (f" ({self.target_output_tokens_per_s:g} output tokens/s at "
+                 f"{self.output_tokens_per_request:.4g} per request)"
+                 if self.output_tokens_per_request > 0 else "")
         return (f"{self.pool}: {self.replicas} replicas ({self.gpus} GPUs) for {self.key} = "
-                f"{self.target:g}{cost}; expected error {self.expected_error}")
+                f"{self.target:g}{asked}{cost}; expected error {self.expected_error}")
 
 
 def size(
@@ -765,8 +779,11 @@ def size(
 ) -> SizingResult:
     """How many replicas (and GPUs) of a pool serve `target` within the SLO, and what they
     cost, as ``kvfleet size`` finds it (the same search: the fewest replicas at which every
-    target holds with every seed, each count a full simulation of the fleet)."""
-    _load_name(load, key)
+    target holds with every seed, each count a full simulation of the fleet). With
+    ``load="output_tokens_per_s"`` the target is output tokens per second, served as the request
+    arrival rate that offers them (the result's ``target``): the target over the workload's mean
+    output tokens per request, measured on one run at its own settings."""
+    _load_name(load, key, tokens=True)
     if pool is not None and (not isinstance(pool, str) or not pool):
         raise _input_error("pool", repr(pool), "name a pool of the scenario (None: the first)")
     path, text, name, base_dir = _source(scenario)

@@ -311,6 +311,11 @@ py::dict size(const std::string& path, const std::string& text, const std::strin
   d["pool"] = z.pool;
   d["key"] = z.load_key;
   d["target"] = z.target;
+  // load="output_tokens_per_s": what the target became (0 otherwise).
+  d["target_output_tokens_per_s"] = z.target_output_tokens_per_s;
+  d["output_tokens_per_request"] = z.output_tokens_per_request;
+  d["measured_completed"] = z.measured_completed;
+  d["measured_arrived"] = z.measured_arrived;
   d["seeds"] = z.seeds;
   d["per_seed"] = z.per_seed;
   d["replicas"] = z.replicas;

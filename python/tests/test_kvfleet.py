@@ -538,6 +538,25 @@ def test_size_equals_the_cli():
         kvfleet.size(DEFAULT, slo="ttft_p99=2s", target=10, pool="nope")
 
 
+def test_size_for_output_tokens_per_second_equals_the_cli():
+    """A target in output tokens/s is the request rate that offers it, in Python and the CLI."""
+    slo = "ttft_p99=2s,tpot_p99=100ms"
+    z = kvfleet.size(DEFAULT, slo=slo, target=30000, load="output_tokens_per_s", replicates=1,
+                     set={"workload.num_requests": 2000})
+    assert z.key == "workload.arrival.rate_per_s"
+    assert z.target_output_tokens_per_s == 30000
+    assert z.target == pytest.approx(30000 / z.output_tokens_per_request, rel=1e-12)
+    assert z.measured_arrived == 2000 and 0 < z.measured_completed <= 2000
+    out = cli("size", DEFAULT, "--slo", slo, "--target", "30000", "--metric",
+              "output_tokens_per_s", "--replicates", "1", "--set",
+              "workload.num_requests=2000").stdout
+    assert f"= {z.target:.6g} requests/s at {z.output_tokens_per_request:.4g} output tokens" in out
+    assert f"replicas needed: {z.replicas} ({z.gpus} GPUs" in out, out
+    assert "output tokens/s at" in str(z)
+    with pytest.raises(kvfleet.InputError, match="output_tokens_per_s"):
+        kvfleet.capacity(DEFAULT, load="output_tokens_per_s")
+
+
 def test_options_of_the_wrong_kind_are_refused_by_name():
     """Found by a hostile campaign: these once split a string into metric letters, took "no" as
     true, raised OverflowError, or said nothing of the missing file."""

@@ -844,7 +844,9 @@ int cmd_size(const std::vector<std::string>& args) {
       "(timeout_rate=1%, reject_rate=1%, refused_rate=1%, goodput=99%) (required)")(
       "target", po::value<double>(), "the load to serve, in the units of --metric (required)")(
       "metric", po::value<std::string>()->default_value("arrival_rate"),
-      "what --target is: arrival_rate (requests/s) or users")(
+      "what --target is: arrival_rate (requests/s), users, or output_tokens_per_s (served as "
+      "the request arrival rate that offers them: the target over the workload's mean output "
+      "tokens per request, measured on one run at its own settings)")(
       "key", po::value<std::string>(), "the scenario key --target sets instead")(
       "pool", po::value<std::string>(), "the pool whose replicas are counted (default: the first)")(
       "price-per-hour", po::value<double>(),
@@ -895,6 +897,14 @@ int cmd_size(const std::vector<std::string>& args) {
   std::printf("Sizing of pool %s in %s for %s = %s under %s\n", z.pool.c_str(),
               source.path.empty() ? "<built-in default.yaml>" : source.path.c_str(),
               z.load_key.c_str(), config::format_double(z.target).c_str(), targets.c_str());
+  if (z.output_tokens_per_request > 0)
+    std::printf(
+        "  target: %s output tokens/s = %.6g requests/s at %.4g output tokens per request (the "
+        "mean of the %lld requests that completed, of %lld, in one run at the scenario's own "
+        "settings)\n",
+        config::format_double(z.target_output_tokens_per_s).c_str(), z.target,
+        z.output_tokens_per_request, static_cast<long long>(z.measured_completed),
+        static_cast<long long>(z.measured_arrived));
   if (!z.not_met.empty()) {
     std::printf("  The SLO holds at no replica count tried: %s\n", z.not_met.c_str());
     return 0;

@@ -13,6 +13,49 @@
 
 namespace kvfleet::sim {
 
+namespace {
+
+// The request arrival rate that offers `opt.target` output tokens per second: the target over
+// the workload's mean output tokens per request, measured on one run of the scenario at its own
+// settings (the requests that completed). Only a workload whose requests arrive at a rate has
+// one; conversations (users, sessions) are sized in their own units.
+double arrival_rate_for_tokens(const ScenarioSource& source, const Scenario& base,
+                               const SizingOptions& opt, SizingResult& res) {
+  const std::string rate = "workload.arrival.rate_per_s";
+  try {
+    res.load_key = load_key(base, "arrival_rate", opt.key);
+  } catch (const InputError&) {
+    if (!opt.key.empty()) throw;  // the key itself is wrong: said as such
+  }
+  if (res.load_key != rate) {
+    double users = 0;
+    try {
+      load_key(base, "users", "", &users);
+    } catch (const InputError&) {
+    }
+    throw InputError("--metric", "output_tokens_per_s",
+                     "needs a workload whose requests arrive at a rate (" + rate + "); " +
+                         (res.load_key.empty() ? std::string("this one has none")
+                                               : "this one's load is " + res.load_key) +
+                         ": give --target in its own units (--metric " +
+                         (users > 0 ? "users" : "arrival_rate") + ")");
+  }
+  const SloCheck run = check_slo(source, opt.sets, {});
+  const Summary& s = *run.summary;
+  const double tokens = s.output_tokens_per_s * s.duration_s;
+  if (s.ok < 1 || !(tokens > 0))
+    throw InputError("--metric", "output_tokens_per_s",
+                     "no request completed in a run of the scenario at its own settings, so its "
+                     "output tokens per request are unknown: size it in requests/s");
+  res.target_output_tokens_per_s = opt.target;
+  res.output_tokens_per_request = tokens / static_cast<double>(s.ok);
+  res.measured_completed = s.ok;
+  res.measured_arrived = s.requests;
+  return opt.target / res.output_tokens_per_request;
+}
+
+}  // namespace
+
 SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>& slo,
                            const SizingOptions& opt) {
   if (!(opt.target > 0) || !std::isfinite(opt.target))
@@ -23,8 +66,12 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
     throw InputError("--max-replicas", "", "must be between 1 and 100000");
   SizingResult res;
   const Scenario base = source.load(opt.sets);
-  res.load_key = load_key(base, opt.load, opt.key);
   res.target = opt.target;
+  if (opt.load == "output_tokens_per_s") {
+    res.target = arrival_rate_for_tokens(source, base, opt, res);
+  } else {
+    res.load_key = load_key(base, opt.load, opt.key);
+  }
   std::size_t pi = 0;
   if (!opt.pool.empty()) {
     std::string names;
@@ -60,9 +107,9 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
   if (res.load_key == replicas_key || res.load_key == "seed")
     throw InputError("--key", res.load_key,
                      "is what the search itself sets: give the key of the load to serve");
-  if (const double cap = load_cap(base, res.load_key); opt.target > cap)
+  if (const double cap = load_cap(base, res.load_key); res.target > cap)
     throw InputError("--target", "",
-                     config::format_double(opt.target) + " users exceed the workload's " +
+                     config::format_double(res.target) + " users exceed the workload's " +
                          config::format_double(cap) +
                          " conversations (workload.num_sessions): the extra users would have "
                          "nothing to send, so fewer replicas would seem to hold them; raise "
@@ -71,7 +118,7 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
     // The target must be a load the scenario takes (in its key's range): refused here, by the
     // key, rather than reported as a replica count that could not be built.
     std::vector<std::string> sets = opt.sets;
-    sets.push_back(res.load_key + "=" + config::format_double(opt.target));
+    sets.push_back(res.load_key + "=" + config::format_double(res.target));
     source.load(sets);
   }
   for (int r = 0; r < opt.replicates; ++r) res.seeds.push_back(base.config.seed + r);
@@ -96,7 +143,7 @@ SizingResult find_replicas(const ScenarioSource& source, const std::vector<Slo>&
     auto holds = [&](int n) -> Tried {
       if (stop.cancelled()) throw Stopped{};
       std::vector<std::string> sets = opt.sets;
-      sets.push_back(res.load_key + "=" + config::format_double(opt.target));
+      sets.push_back(res.load_key + "=" + config::format_double(res.target));
       sets.push_back(replicas_key + "=" + std::to_string(n));
       sets.push_back("seed=" + std::to_string(res.seeds[r]));
       const SloCheck c = check_slo(source, sets, slo, &stop);

@@ -18,10 +18,13 @@ namespace kvfleet::sim {
 struct ScenarioSource;
 
 struct SizingOptions {
-  std::string load = "arrival_rate";  // arrival_rate | users, as capacity
-  std::string key;                    // the load's scenario key ("" = from `load`)
-  double target = 0;                  // the load to serve (> 0)
-  std::string pool;                   // the pool sized ("" = the first)
+  // arrival_rate | users, as capacity, or output_tokens_per_s: the target is output tokens per
+  // second, served by the request arrival rate that offers them (the target divided by the
+  // workload's mean output tokens per request, measured on one run at its own settings).
+  std::string load = "arrival_rate";
+  std::string key;    // the load's scenario key ("" = from `load`)
+  double target = 0;  // the load to serve (> 0)
+  std::string pool;   // the pool sized ("" = the first)
   int replicates = 3;
   int threads = 0;
   int max_replicas = 1024;        // the search stops here: not met beyond
@@ -32,7 +35,12 @@ struct SizingOptions {
 
 struct SizingResult {
   std::string pool, load_key;
-  double target = 0;
+  double target = 0;  // the value of load_key served
+  // A target in output tokens/s: the tokens asked for, and the mean output tokens per request
+  // that turned it into `target` requests/s, measured over `measured_completed` requests that
+  // completed (of `measured_arrived`) in one run of the scenario at its own settings.
+  double target_output_tokens_per_s = 0, output_tokens_per_request = 0;
+  std::int64_t measured_completed = 0, measured_arrived = 0;
   std::vector<std::int64_t> seeds;
   std::vector<int> per_seed;  // replicas needed with each seed (0 = not met up to the maximum)
   int replicas = 0;           // the answer: the most any seed needed
