@@ -1083,8 +1083,39 @@ class GuiTest : public QObject {
       if (w.variantCapacity(static_cast<std::size_t>(r)).beyond)
         QVERIFY2(cap->item(r, 3)->text().startsWith("at least"),
                  qPrintable(cap->item(r, 3)->text()));
-    // The views a comparison does not fill say so, instead of standing empty.
+    // Points, Run over time and Fleet show the comparison's runs, each named by its variant,
+    // and draw what that variant's sweep holds.
     QVERIFY2(w.pointsTable()->hint().contains("comparison"), qPrintable(w.pointsTable()->hint()));
+    {
+      std::size_t runs = 0;
+      for (const auto& v : w.compare().variants()) runs += v.sweep->points().size();
+      QTableWidget* pts = w.pointsTable()->table();
+      QCOMPARE(static_cast<std::size_t>(pts->rowCount()), runs);
+      QCOMPARE(pts->horizontalHeaderItem(0)->text(), QString("variant"));
+      const auto& last = w.compare().variants().back();
+      const int row = static_cast<int>(runs) - 1;
+      QCOMPARE(pts->item(row, 0)->text(), QString::fromStdString(last.label));
+      QCOMPARE(pts->item(row, 1)->text().toDouble(), last.sweep->points().back().load);
+      for (kvfleet::gui::RunView* view :
+           std::initializer_list<kvfleet::gui::RunView*>{w.timelineView(), w.fleetView()}) {
+        QComboBox* pick = view->picker();
+        QCOMPARE(static_cast<std::size_t>(pick->count()), runs);
+        QVERIFY2(pick->itemText(row).startsWith(QString::fromStdString(last.label) + ", load"),
+                 qPrintable(pick->itemText(row)));
+        pick->setCurrentIndex(row);
+        QVERIFY(!view->topView()->chart()->series().isEmpty());
+      }
+      // The fleet view's per-replica bars are that variant's replicas at that load.
+      const auto* bars = w.fleetView()->topView()->chart();
+      QVERIFY(!bars->title().isEmpty());
+      if (const char* shots = std::getenv("KVFLEET_SCREENSHOT_DIR")) {
+        w.resize(1600, 1000);
+        w.show();
+        w.tabs()->setCurrentWidget(w.timelineView());
+        QTest::qWait(300);
+        QVERIFY(w.grab().save(QString(shots) + "/gui_compare_run_over_time.png"));
+      }
+    }
     // A field changed with auto-rerun off: the comparison on screen says it is stale; leaving a
     // field unchanged is not a change.
     w.setAutoRerun(false);

@@ -288,7 +288,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     for (const auto& v : compare_.variants())
       for (const auto& p : v.sweep->points()) done += p.done ? 1 : 0;
     progress_->setValue(done * kProgressSteps);
-    redrawLatency();
+    updateViews();
   });
   connect(&compare_, &CompareRun::finished, this, [this] {
     compare_run_->setEnabled(true);
@@ -647,18 +647,33 @@ std::string MainWindow::loadKey() const {
 }
 
 void MainWindow::updateViews() {
-  const auto pts = sweep_.points();
   redrawLatency();
-  timeline_->setPoints(pts);
-  fleet_->setPoints(pts);
-  points_table_->setPoints(loadLabel().toStdString(), pts);
-  // Empty views say why: they show the panel's load sweep, which a comparison replaces.
-  const QString hint =
-      !pts.empty() ? QString()
-      : !compare_.variants().empty()
-          ? "This view shows a load sweep of the panel's scenario; the comparison's curves and "
-            "capacities are on Latency vs load. Run load sweep (Ctrl+R) to fill it."
-          : "Nothing has run yet: Run load sweep (Ctrl+R) fills this view.";
+  updateRunViews();
+}
+
+void MainWindow::updateRunViews() {
+  // The panel's load sweep, else the comparison's runs: every variant's points, each named by
+  // its variant (the picker of Run over time and Fleet, the first column of Points).
+  std::vector<LoadPoint> pts = sweep_.points();
+  std::vector<std::string> names;
+  if (pts.empty()) {
+    for (const auto& v : compare_.variants()) {
+      for (auto& p : v.sweep->points()) {
+        pts.push_back(std::move(p));
+        names.push_back(v.label);
+      }
+    }
+  }
+  timeline_->setPoints(pts, names);
+  fleet_->setPoints(pts, names);
+  points_table_->setPoints(loadLabel().toStdString(), pts, names);
+  // Empty views say why; the comparison's say whose runs they show.
+  const QString hint = !names.empty()
+                           ? "The comparison's runs: each variant at each load (" +
+                                 QString::number(compare_.variants().size()) + " variants)."
+                       : !pts.empty() ? QString()
+                                      : "Nothing has run yet: Run load sweep (Ctrl+R) fills this "
+                                        "view.";
   timeline_->setHint(hint);
   fleet_->setHint(hint);
   points_table_->setHint(hint);

@@ -138,6 +138,8 @@ class MainWindow : public QMainWindow {
   SweepFileView* sweepFileView() const { return sweep_file_; }
   SizingView* sizingView() const { return sizing_; }
   PointsTable* pointsTable() const { return points_table_; }
+  TimelineView* timelineView() const { return timeline_; }
+  FleetView* fleetView() const { return fleet_; }
   LoadSweep& sweep() { return sweep_; }
   // What the latency chart shows now (for tests and export).
   const charts::LineChartSpec& latencySpec() const { return latency_spec_; }
@@ -183,6 +185,7 @@ class MainWindow : public QMainWindow {
   std::map<std::string, std::string> edits_;  // every field set since the scenario was opened
   QFormLayout* form_ = nullptr;
   void updateViews();
+  void updateRunViews();
   QTabWidget* tabs_ = nullptr;
   TimelineView* timeline_ = nullptr;
   FleetView* fleet_ = nullptr;

@@ -50,12 +50,17 @@ QComboBox* point_picker(QWidget* parent) {
   return c;
 }
 
-void fill_picker(QComboBox* c, const std::vector<LoadPoint>& points) {
+void fill_picker(QComboBox* c, const std::vector<LoadPoint>& points,
+                 const std::vector<std::string>& names) {
   const int keep = c->currentIndex();
   c->blockSignals(true);
   c->clear();
   for (std::size_t i = 0; i < points.size(); ++i) {
-    c->addItem(QString("load %1%2").arg(points[i].load).arg(points[i].done ? "" : " (not run)"));
+    const QString who = i < names.size() ? QString::fromStdString(names[i]) + ", " : QString();
+    c->addItem(QString("%1load %2%3")
+                   .arg(who)
+                   .arg(points[i].load)
+                   .arg(points[i].done ? "" : " (not run)"));
   }
   c->setCurrentIndex(keep >= 0 && keep < c->count() ? keep : std::max(0, c->count() / 2 - 1));
   c->blockSignals(false);
@@ -162,9 +167,11 @@ void RunView::setHint(const QString& hint) {
   hint_->setVisible(!hint.isEmpty());
 }
 
-void RunView::setPoints(const std::vector<LoadPoint>& points) {
+void RunView::setPoints(const std::vector<LoadPoint>& points,
+                        const std::vector<std::string>& names) {
   points_ = points;
-  fill_picker(which_, points_);
+  names_ = names;
+  fill_picker(which_, points_, names_);
   redraw();
 }
 
@@ -279,7 +286,8 @@ void PointsTable::setHint(const QString& hint) {
   hint_->setVisible(!hint.isEmpty());
 }
 
-void PointsTable::setPoints(const std::string& load_label, const std::vector<LoadPoint>& points) {
+void PointsTable::setPoints(const std::string& load_label, const std::vector<LoadPoint>& points,
+                            const std::vector<std::string>& names) {
   // One column per quantity: its header (with the unit) and its text for a finished point.
   // Refused work comes right after the status, so that a policy that refuses the longest
   // conversations cannot look fast unnoticed.
@@ -310,7 +318,10 @@ void PointsTable::setPoints(const std::string& load_label, const std::vector<Loa
       {"bandwidth util. (%)",
        [&](const S& s) { return num(100 * s.memory_bandwidth_utilization, 3); }},
   };
+  // Compared variants get a first column of their own; every other column shifts by `at`.
+  const int at = names.empty() ? 0 : 1;
   QStringList headers = {QString::fromStdString(load_label), "status"};
+  if (at) headers.prepend("variant");
   for (const auto& c : cols) headers << c.header;
   headers << "binding resource";
   table_->clear();
@@ -323,16 +334,20 @@ void PointsTable::setPoints(const std::string& load_label, const std::vector<Loa
     const QString status = !p.done ? "pending"
                            : p.ok  ? "ok"
                                    : "failed: " + QString::fromStdString(p.error);
-    table_->setItem(r, 0, new QTableWidgetItem(num(p.load, 6)));
-    table_->setItem(r, 1, new QTableWidgetItem(status));
+    if (at)
+      table_->setItem(r, 0,
+                      new QTableWidgetItem(QString::fromStdString(
+                          static_cast<std::size_t>(r) < names.size() ? names[r] : "")));
+    table_->setItem(r, at, new QTableWidgetItem(num(p.load, 6)));
+    table_->setItem(r, at + 1, new QTableWidgetItem(status));
     if (!(p.done && p.ok)) continue;
     for (std::size_t c = 0; c < cols.size(); ++c) {
-      table_->setItem(r, static_cast<int>(c) + 2, new QTableWidgetItem(cols[c].text(s)));
+      table_->setItem(r, static_cast<int>(c) + at + 2, new QTableWidgetItem(cols[c].text(s)));
     }
     const sim::Binding b = sim::binding_resource(s);
     auto* item = new QTableWidgetItem(QString::fromStdString(b.resource));
     item->setToolTip(QString::fromStdString(b.evidence));
-    table_->setItem(r, static_cast<int>(cols.size()) + 2, item);
+    table_->setItem(r, static_cast<int>(cols.size()) + at + 2, item);
   }
   table_->resizeColumnsToContents();
 }

@@ -38,11 +38,14 @@ class RunView : public QWidget {
   Q_OBJECT
  public:
   explicit RunView(QWidget* parent = nullptr);
-  void setPoints(const std::vector<LoadPoint>& points);
+  // names: what each point belongs to (a compared variant's label), said before its load in the
+  // picker; empty for the panel's own sweep.
+  void setPoints(const std::vector<LoadPoint>& points, const std::vector<std::string>& names = {});
   // A line above the charts saying why they are empty ("" hides it).
   void setHint(const QString& hint);
   QString hint() const;
   QChartView* topView() const { return top_; }
+  QComboBox* picker() const { return which_; }
   QChartView* bottomView() const { return bottom_; }
 
  protected:
@@ -52,6 +55,7 @@ class RunView : public QWidget {
 
  private:
   std::vector<LoadPoint> points_;
+  std::vector<std::string> names_;
   QLabel* hint_;
   QComboBox* which_;
   QChartView* top_;
@@ -83,8 +87,10 @@ class PointsTable : public QWidget {
   Q_OBJECT
  public:
   explicit PointsTable(QWidget* parent = nullptr);
-  // load_label heads the first column ("Users", "Arrival rate (requests/s)").
-  void setPoints(const std::string& load_label, const std::vector<LoadPoint>& points);
+  // load_label heads the load's column ("Users", "Arrival rate (requests/s)"); names, when
+  // given, fill a first column "variant" (the compared variant each point belongs to).
+  void setPoints(const std::string& load_label, const std::vector<LoadPoint>& points,
+                 const std::vector<std::string>& names = {});
   void setHint(const QString& hint);  // above the table, why it is empty ("" hides it)
   QString hint() const;
   QTableWidget* table() const { return table_; }
