@@ -2,7 +2,6 @@
 #include <yaml-cpp/yaml.h>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
-#include <QtCore/QSignalBlocker>
 #include <QtCore/QTimer>
 #include <QtGui/QAction>
 #include <QtGui/QKeySequence>
@@ -109,7 +108,7 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     return false;
   }
   rerun_timer_->stop();
-  showInCompareBox(key, values);
+  setCompareBox(key, values);  // what runs is what the Compare box says, however it was asked
   compare_key_used_ = key;
   compare_values_used_ = values;
   compare_refused_ = refused;
@@ -132,20 +131,6 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
   last_error_.clear();
   updateViews();
   return true;
-}
-
-void MainWindow::showInCompareBox(const std::string& key, const std::vector<std::string>& values) {
-  // What runs is what the Compare box says, however the comparison was asked for (a pin, a
-  // reopened study, a script): the parameter by its label when the list has it.
-  const QSignalBlocker block_key(compare_key_), block_values(compare_values_);
-  const int i = compare_key_->findData(QString::fromStdString(key));
-  if (i >= 0)
-    compare_key_->setCurrentIndex(i);
-  else
-    compare_key_->setEditText(QString::fromStdString(key));
-  QStringList joined;
-  for (const auto& v : values) joined << QString::fromStdString(v);
-  compare_values_->setText(joined.join(", "));
 }
 
 bool MainWindow::setMetric(const QString& name) {

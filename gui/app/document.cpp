@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "gui/app/main_window.h"
+#include "gui/app/yaml_lookup.h"
 #include "sim/core/error.h"
 #include "sim/io/text_file.h"
 
@@ -31,6 +32,21 @@ bool MainWindow::saveScenario(const QString& path) {
   // parameters is not needed: a parameter set earlier survives a new impl).
   std::vector<std::string> sets;
   for (const auto& [key, value] : edits_) sets.push_back(key + "=" + value);
+  // A pin's overrides apply to the file it was pinned on; the saved file carries the edits, so
+  // each pin also sets back its own value of every edited key it does not set itself.
+  const std::vector<Pin> before = pins_;
+  for (auto& pin : pins_) {
+    const YAML::Node mine = YAML::Load(pin.resolved_yaml);
+    std::vector<std::string> rebased;
+    for (const auto& [key, value] : edits_) {
+      bool own = false;
+      for (const auto& o : pin.overrides) own = own || o.rfind(key + "=", 0) == 0;
+      const std::string v = own ? "" : lookup(mine, key);
+      if (!v.empty()) rebased.push_back(key + "=" + v);
+    }
+    rebased.insert(rebased.end(), pin.overrides.begin(), pin.overrides.end());
+    pin.overrides = std::move(rebased);
+  }
   bool kept = false;
   std::string text;
   try {
@@ -41,6 +57,7 @@ bool MainWindow::saveScenario(const QString& path) {
     if (had || !is_default(study())) text = with_study(text, study());
     sim::write_text_atomically(path.toStdString(), [&](std::ostream& o) { o << text; });
   } catch (const std::exception& e) {
+    pins_ = before;  // nothing saved: the pins stay relative to the file still open
     showError(QString::fromStdString(e.what()));
     return false;
   }

@@ -196,6 +196,32 @@ class GuiTest : public QObject {
     // Opening ran the saved comparison.
     QCOMPARE(w.compare().variants().size(), std::size_t{2});
     QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    // A study with a pin and no comparison: Open reruns the pin beside the current settings, and
+    // the pin gets back the curve it was pinned with, though the panel changed after pinning.
+    {
+      const QString pins_only = dir.filePath("pins.yaml");
+      MainWindow a;
+      QVERIFY(a.openScenario(src));
+      a.setAutoRerun(false);
+      QVERIFY(a.setField("workload.num_sessions", "60"));
+      QVERIFY(a.setField("workload.users", "30"));
+      a.runSweep();
+      QVERIFY(wait_finished(a, 120000));
+      a.pinRun();
+      const auto curve = a.pins()[0].points;
+      QVERIFY(a.setField("pools[0].engine.max_num_seqs", "48"));
+      QVERIFY(a.saveScenario(pins_only));
+      MainWindow b;
+      QVERIFY(b.openAndRun(pins_only));
+      QCOMPARE(b.compare().variants().size(), std::size_t{2});
+      QVERIFY(QTest::qWaitFor([&] { return !b.compare().running(); }, 120000));
+      QCOMPARE(b.pins().size(), std::size_t{1});
+      QCOMPARE(b.pins()[0].points.size(), curve.size());
+      for (std::size_t i = 0; i < curve.size(); ++i)
+        QCOMPARE(b.pins()[0].points[i].summary.ttft.p99, curve[i].summary.ttft.p99);
+      QVERIFY2(!b.pinList()->item(0)->text().contains("not run"),
+               qPrintable(b.pinList()->item(0)->text()));
+    }
     // A damaged study block leaves the scenario open and says so.
     {
       std::stringstream text;

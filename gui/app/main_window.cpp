@@ -294,6 +294,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     compare_run_->setEnabled(true);
     run_->setEnabled(true);
     cancel_->setEnabled(false);
+    curvesForPins();
     redrawLatency();
     status_->setText("Comparison done; capacities by bisection (kvfleet capacity's search)...");
     refreshBisection();
@@ -611,6 +612,11 @@ bool MainWindow::openAndRun(const QString& path) {
     const auto [key, values] = compareBox();  // the saved study's comparison
     if (runCompare(key, values)) return true;
   }
+  // The study's pins are settings without curves: rerun beside the current settings, they get
+  // their curves back (curvesForPins).
+  bool unrun = false;
+  for (const auto& p : pins_) unrun |= p.visible && p.points.empty();
+  if (unrun && comparePins()) return true;
   runSweep();
   return true;
 }

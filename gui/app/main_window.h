@@ -134,6 +134,8 @@ class MainWindow : public QMainWindow {
   bool removePin(std::size_t i);
   // Reruns the visible pins' settings and the current ones as a comparison.
   bool comparePins();
+  // Pins without a curve take it from the finished comparison's variant with their settings.
+  void curvesForPins();
   QTabWidget* tabs() const { return tabs_; }
   SweepFileView* sweepFileView() const { return sweep_file_; }
   SizingView* sizingView() const { return sizing_; }
@@ -222,7 +224,6 @@ class MainWindow : public QMainWindow {
   void rerunNow();
   // The key and values the Compare box holds now.
   std::pair<std::string, std::vector<std::string>> compareBox() const;
-  void showInCompareBox(const std::string& key, const std::vector<std::string>& values);
   // An input error in the panel's words: the field's label, the problem, the key.
   std::string panelWords(const sim::InputError& e) const;
   // Variants of the comparison the scenario refused: label, why.

@@ -154,12 +154,33 @@ bool MainWindow::comparePins() {
   return true;
 }
 
+void MainWindow::curvesForPins() {
+  // A pin without a curve (reopened from a saved study) takes the curve of a finished variant
+  // run with exactly its settings.
+  bool filled = false;
+  for (auto& pin : pins_) {
+    if (!pin.points.empty()) continue;
+    for (const auto& v : compare_.variants()) {
+      if (v.overrides != pin.overrides) continue;
+      const auto pts = v.sweep->points();
+      const bool all = !pts.empty() && std::all_of(pts.begin(), pts.end(),
+                                                   [](const LoadPoint& p) { return p.done; });
+      if (!all) continue;
+      pin.points = pts;
+      filled = true;
+      break;
+    }
+  }
+  if (filled) refreshPinList();
+}
+
 void MainWindow::refreshPinList() {
   if (!pin_list_) return;
   pin_list_->blockSignals(true);
   pin_list_->clear();
   for (std::size_t i = 0; i < pins_.size(); ++i) {
-    // A pin reopened from a saved study keeps its settings; Compare pins draws its curve.
+    // A pin reopened from a saved study keeps its settings; Open (or Compare pins) reruns them
+    // and draws its curve.
     auto* item = new QListWidgetItem(QString::fromStdString(pinLabel(i)) +
                                      (pins_[i].points.empty() ? QString(kUnrunPin) : QString()));
     item->setFlags(item->flags() | Qt::ItemIsEditable | Qt::ItemIsUserCheckable);
