@@ -62,9 +62,8 @@ CapacityEstimate estimate_capacity(const std::vector<LoadPoint>& points,
   if (done.empty()) return c;
   c.known = true;
   auto lat = [&](const LoadPoint* p) { return latency.get(p->summary); };
-  auto rej = [&](const LoadPoint* p) {
-    return percent_of(p->summary.rejected, p->summary.requests);
-  };
+  // Refused: rejected or timed out, as the chart's markers and kvfleet capacity's refused_rate.
+  auto rej = [&](const LoadPoint* p) { return refused_percent(p->summary); };
   auto meets = [&](const LoadPoint* p) {
     return p->summary.ok > 0 && lat(p) <= slo_s && rej(p) <= max_reject_pct;
   };

@@ -689,6 +689,22 @@ class GuiTest : public QObject {
     c = kvfleet::gui::estimate_capacity({point(20, 1, 0), point(30, 1, 4)}, *ttft, 2.0, 1.0);
     QCOMPARE(c.value, 22.5);
     QCOMPARE(QString::fromStdString(c.limited_by), QString("rejections"));
+    // Requests the client gave up on count as refused (issue 36: with client.timeout_s set,
+    // 6-25% timed out at every load and the table said "at least 300", limited by nothing).
+    {
+      auto timing_out = [&](double load, std::int64_t timed_out) {
+        LoadPoint p = point(load, 1, 0);
+        p.summary.timed_out = timed_out;
+        p.summary.ok = 100 - timed_out;
+        return p;
+      };
+      c = kvfleet::gui::estimate_capacity({timing_out(20, 0), timing_out(30, 4)}, *ttft, 2.0, 1.0);
+      QCOMPARE(c.value, 22.5);
+      QCOMPARE(QString::fromStdString(c.limited_by), QString("rejections"));
+      c = kvfleet::gui::estimate_capacity({timing_out(20, 7), timing_out(300, 25)}, *ttft, 2.0,
+                                          1.0);
+      QVERIFY(c.below && !c.beyond);
+    }
     c = kvfleet::gui::estimate_capacity({point(20, 3, 0)}, *ttft, 2.0, 1.0);
     QVERIFY(c.below);
     c = kvfleet::gui::estimate_capacity({point(20, 1, 0), point(40, 1, 0)}, *ttft, 2.0, 1.0);
