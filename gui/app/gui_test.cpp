@@ -805,6 +805,27 @@ class GuiTest : public QObject {
     QVERIFY2(w.lastError().startsWith("Max running sequences:"), qPrintable(w.lastError()));
   }
 
+  void aChangedFieldRerunsTheComparisonTheCompareBoxHolds() {
+    // Rerun after a change reruns the comparison the Compare box holds now, not the last one
+    // run (issue 36: it reran the previous comparison).
+    MainWindow w;
+    QVERIFY(w.setField("workload.num_requests", "300"));
+    QVERIFY(w.runCompare("pools[0].engine.max_num_seqs", {"32", "64"}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.compare().running(); }, 120000));
+    w.setCompareBox("pools[0].engine.max_num_seqs", {"16", "32", "64"});
+    w.setAutoRerun(true);
+    QVERIFY(w.setField("workload.num_requests", "301"));
+    QVERIFY(w.rerunPending());
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+          return !w.rerunPending() && !w.compare().running() && w.compare().variants().size() == 3;
+        },
+        120000));
+    std::vector<std::string> ran;
+    for (const auto& v : w.compare().variants()) ran.push_back(v.value);
+    QCOMPARE(ran, (std::vector<std::string>{"16", "32", "64"}));
+  }
+
   void labelsFitInARealWindowAtTwoSizes() {
     // The real window (Xvfb, not offscreen rendering): at 1600×1000 and 1280×800, on every tab,
     // every chart's axis titles fit along their axis and its title fits across the chart.
