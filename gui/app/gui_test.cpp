@@ -214,7 +214,9 @@ class GuiTest : public QObject {
       MainWindow b;
       QVERIFY(b.openAndRun(pins_only));
       QCOMPARE(b.compare().variants().size(), std::size_t{2});
-      QVERIFY(QTest::qWaitFor([&] { return !b.compare().running(); }, 120000));
+      // The pin takes its curve when the comparison's end is delivered (after its threads end).
+      QVERIFY(QTest::qWaitFor(
+          [&] { return !b.compare().running() && !b.pins().at(0).points.empty(); }, 120000));
       QCOMPARE(b.pins().size(), std::size_t{1});
       QCOMPARE(b.pins()[0].points.size(), curve.size());
       for (std::size_t i = 0; i < curve.size(); ++i)

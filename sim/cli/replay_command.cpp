@@ -1,0 +1,294 @@
+// kvfleet replay: a measured run (vLLM server log, inference-perf folder, vllm bench result)
+// replayed with the settings of its own files.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <boost/program_options.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/command.h"
+#include "sim/cli/mpi.h"
+#include "sim/config/params.h"
+#include "sim/core/build_info.h"
+#include "sim/core/error.h"
+#include "sim/io/output_set.h"
+#include "sim/io/temp_files.h"
+#include "sim/io/text_file.h"
+#include "sim/metrics/summary.h"
+#include "sim/output/chrome_trace.h"
+#include "sim/output/prometheus.h"
+#include "sim/output/report.h"
+#include "sim/output/results.h"
+#include "sim/reference/reference.h"
+#include "sim/replay/bench_results.h"
+#include "sim/replay/replay.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
+#include "sim/sweep/capacity.h"
+#include "sim/sweep/sizing.h"
+#include "sim/sweep/sweep.h"
+
+using namespace kvfleet::sim;
+
+namespace kvfleet::cli {
+
+namespace {
+
+// A benchmark client's results (inference-perf folder, vllm bench serve JSON) replayed.
+// Where a benchmark replay's --write-scenario keeps the trace its scenario reads: beside it,
+// NAME.trace.csv.
+std::string kept_trace_path(const std::string& scenario_path) {
+  const std::filesystem::path w(scenario_path);
+  return (w.parent_path() / (w.stem().string() + ".trace.csv")).string();
+}
+
+int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
+                 const std::string& model, const std::string& gpu, const std::string& write) {
+  BenchOptions bo;
+  bo.path = path;
+  bo.profile = profile;
+  bo.model = model;
+  bo.gpu = gpu;
+  if (vm.count("cost-model")) bo.cost_model = vm["cost-model"].as<std::string>();
+  if (vm.count("leave-out")) bo.leave_out = vm["leave-out"].as<std::vector<std::string>>();
+  if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
+  if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
+  if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
+  if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
+    throw InputError("--tp", "", "must be from 1 to 64");
+  BenchReplay plan = plan_bench_replay(bo);
+  OutputSet outputs;
+  std::string out_h5, out_yaml, out_trace, trace_name;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (!write.empty()) {
+    out_yaml = outputs.add_file("--write-scenario", write);
+    if (!plan.trace.empty()) {
+      trace_name = std::filesystem::path(kept_trace_path(write)).filename().string();
+      out_trace = outputs.add_file("--write-scenario", kept_trace_path(write));
+    }
+  }
+  // The trace the scenario reads, for this run: a temporary removed when the command ends.
+  struct TempTrace {
+    std::string path;
+    ~TempTrace() {
+      if (path.empty()) return;
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      forget_temp(path);
+    }
+  } run_trace;
+  auto write_trace = [&](const std::string& file) {
+    write_text_atomically(file, [&](std::ostream& o) {
+      o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+      char buf[96];
+      for (const auto& row : plan.trace) {
+        std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
+        o << buf;
+      }
+    });
+  };
+  if (!plan.trace.empty()) {
+    run_trace.path = (std::filesystem::temp_directory_path() /
+                      ("kvfleet-replay-" + std::to_string(getpid()) + ".trace.csv"))
+                         .string();
+    track_temp(run_trace.path);
+    write_trace(run_trace.path);
+    plan.scenario["workload"]["path"] = run_trace.path;
+  }
+  YAML::Emitter em;
+  em.SetDoublePrecision(12);
+  em << plan.scenario;
+  const Scenario sc = load_scenario_text(em.c_str(), "<replay of " + path + ">", ".", {});
+  // The scenario kept in --out names the trace where --write-scenario keeps it, not this
+  // process's temporary: the same command gives the same file.
+  std::string stored = sc.resolved_yaml;
+  if (!run_trace.path.empty()) {
+    const std::string kept =
+        write.empty()
+            ? std::string("kvfleet-replay.trace.csv (not kept: --write-scenario keeps it)")
+            : kept_trace_path(write);
+    for (std::size_t at = 0; (at = stored.find(run_trace.path, at)) != std::string::npos;
+         at += kept.size())
+      stored.replace(at, run_trace.path.size(), kept);
+  }
+  Simulation simulation(sc);
+  RunResult r = simulation.run();
+  const Summary s = summarize(r);
+  const std::string report = report_text(sc, r, s);
+  if (!out_h5.empty()) write_results_h5(out_h5, sc, r, s, report, &stored);
+  if (!out_yaml.empty()) {
+    if (!plan.trace.empty()) {
+      write_trace(out_trace);
+      plan.scenario["workload"]["path"] = trace_name;
+    }
+    YAML::Emitter ey;
+    ey.SetDoublePrecision(12);
+    ey << plan.scenario;
+    write_text_atomically(out_yaml, [&](std::ostream& o) {
+      o << "# kvfleet replay of the " << plan.format << " result " << path << "\n"
+        << ey.c_str() << "\n";
+    });
+  }
+  outputs.publish();
+  if (!vm.count("quiet")) std::cout << report;
+  std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << bench_comparison(plan, sc, r, &mae);
+  if (std::isfinite(mae)) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the statistics measured: %.1f%%\n",
+                  100 * mae);
+    std::cout << buf;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_replay(const std::vector<std::string>& args) {
+  po::options_description opts("Options of 'kvfleet replay RUN'");
+  std::string profile, model, gpu, write;
+  opts.add_options()("help,h", "show this help")(
+      "profile,p", po::value(&profile),
+      "price steps with this calibration profile (kvfleet-calibrate run or import); default: "
+      "the roofline")("cost-model", po::value<std::string>(),
+                      "without a profile: roofline (default) or fitted (per-operation "
+                      "efficiencies fitted to the public GPU profiles)")(
+      "leave-out", po::value<std::vector<std::string>>()->multitoken(),
+      "with --cost-model fitted: public fits not used, by GPU name (validation without the "
+      "run's own GPU)")("model", po::value(&model),
+                        "model preset (default: the one matching the run's model name)")(
+      "model-config", po::value<std::string>(),
+      "benchmark results: the model's Hugging Face config.json instead of a preset")(
+      "gpu", po::value(&gpu),
+      "GPU preset (default for a run folder: the one matching its hardware; required for "
+      "benchmark results, which do not record it)")(
+      "engine-args", po::value<std::string>(),
+      "benchmark results: the server's vLLM engine arguments, as a JSON or YAML mapping or a "
+      "`vllm serve MODEL --flag value` command line in a file")(
+      "tp", po::value<int>(), "benchmark results: tensor-parallel GPUs per replica")(
+      "write-scenario", po::value(&write), "also write the scenario it built (YAML) here")(
+      "out,o", po::value<std::string>(), "write the HDF5 result file here (FILE.h5)")(
+      "quiet,q", "print the comparison only, not the run's report");
+  const po::variables_map vm = parse_command(args, opts, "run_dir", "replay");
+  if (!vm.count("help") && !vm.count("run_dir"))
+    throw UsageError(
+        "kvfleet replay: RUN is required (a run folder with meta.json and requests.jsonl, an "
+        "inference-perf result folder, or a vllm bench serve result JSON)");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet replay RUN [options]\n\nReplays a measured serving run with "
+                 "the settings of its own files and compares TTFT, TPOT and E2E with the "
+                 "measurement. RUN is one of:\n"
+                 "  a run folder: meta.json, requests.jsonl and, optionally, config.json (engine "
+                 "settings, parallelism and link as recorded);\n"
+                 "  an inference-perf result folder: config.yaml and the stage_N / summary "
+                 "lifecycle metrics (each load stage compared apart);\n"
+                 "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
+                 "requests' own lengths).\n"
+                 "Benchmark results do not record the GPU or the server's settings: give --gpu "
+                 "and, where they differ from kvfleet's defaults, --engine-args.\n\n"
+              << opts;
+    return 0;
+  }
+  if (vm.count("cost-model") && vm["cost-model"].as<std::string>().empty())
+    throw InputError("--cost-model", "",
+                     "is empty: name roofline or fitted, or leave the option out for the "
+                     "roofline");
+  if (vm.count("profile") && vm.count("cost-model"))
+    throw InputError("--cost-model", "",
+                     "a profile prices the steps: give --profile or --cost-model, not both");
+  if (vm.count("profile") && profile.empty())
+    throw InputError("--profile", "",
+                     "is empty: name a profile file, or leave the option out "
+                     "for the roofline");
+  const std::string run = vm["run_dir"].as<std::string>();
+  // An output may not replace an input: the result file, a folder's files, the engine
+  // arguments, the model's config.json or the profile (a replay once turned its own JSON into
+  // HDF5).
+  {
+    std::vector<std::string> inputs = {run, profile};
+    for (const char* o : {"engine-args", "model-config"})
+      if (vm.count(o)) inputs.push_back(vm[o].as<std::string>());
+    std::error_code ec;
+    if (std::filesystem::is_directory(run, ec))
+      for (const auto& f : std::filesystem::directory_iterator(run, ec))
+        inputs.push_back(f.path().string());
+    std::vector<std::pair<std::string, std::string>> outs;
+    if (vm.count("out")) outs.emplace_back("--out", vm["out"].as<std::string>());
+    if (!write.empty()) {
+      outs.emplace_back("--write-scenario", write);
+      outs.emplace_back("--write-scenario", kept_trace_path(write));
+    }
+    for (const auto& [option, out] : outs)
+      for (const auto& in : inputs)
+        if (!in.empty() && same_file(out, in))
+          throw InputError(option, "",
+                           out + " is also an input of this replay: write it elsewhere");
+  }
+  const std::string cost_model =
+      vm.count("cost-model") ? vm["cost-model"].as<std::string>() : std::string();
+  const std::vector<std::string> leave_out = vm.count("leave-out")
+                                                 ? vm["leave-out"].as<std::vector<std::string>>()
+                                                 : std::vector<std::string>();
+  replay_cost_model_yaml(cost_model, leave_out);  // refuses another name before any work
+  if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
+  {
+    std::error_code ec;
+    const auto st = std::filesystem::status(run, ec);
+    if (!std::filesystem::exists(st)) throw InputError(run, "", "not found");
+    if (!std::filesystem::is_directory(st))
+      throw InputError(run, "",
+                       "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
+                       "ttfts or request_throughput), and a measured run or an inference-perf "
+                       "result is a folder");
+  }
+  for (const char* o : {"model-config", "engine-args", "tp"})
+    if (vm.count(o))
+      throw InputError(std::string("--") + o, "",
+                       "applies to benchmark results (an inference-perf folder or a vllm bench "
+                       "serve JSON); " +
+                           run + " is a run folder, whose files record it");
+  ReplayOptions ro{run, profile, model, gpu, cost_model, leave_out};
+  const ReplayPlan plan = plan_replay(ro);
+  OutputSet outputs;
+  std::string out_h5, out_yaml;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (!write.empty()) out_yaml = outputs.add_file("--write-scenario", write);
+  const Scenario sc = load_scenario_text(plan.yaml, "<replay of " + ro.run_dir + ">", ".", {});
+  const MeasuredLatencies measured =
+      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string());
+  Simulation simulation(sc);
+  RunResult r = simulation.run();
+  const Summary s = summarize(r);
+  const std::string report = report_text(sc, r, s);
+  if (vm.count("out")) write_results_h5(out_h5, sc, r, s, report);
+  if (!write.empty()) write_text_atomically(out_yaml, [&](std::ostream& o) { o << plan.yaml; });
+  outputs.publish();
+  if (!vm.count("quiet")) std::cout << report;
+  std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << "\n" << comparison_table(measured, s, &mae);
+  char buf[120];
+  if (std::isfinite(mae)) {
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+    std::cout << buf;
+  }
+  return 0;
+}
+
+}  // namespace kvfleet::cli
