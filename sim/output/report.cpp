@@ -102,12 +102,22 @@ void print_alerts(std::ostream& o, const AlertsConfig& cfg, const AlertReport& a
   }
 }
 
-}  // namespace
+// One latency row: the name, mean, p50, p90 and p99, and the metric's name in files (with its
+// short alias), <stat> standing for mean, p50, p90, p99 or max.
+void latency_row(std::ostream& o, const char* name, const LatencyStats& l,
+                 const char* metric = nullptr) {
+  o << "  " << name << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
+    << pad(lat(l.p99), 10);
+  if (metric) {
+    const std::string alias = metric_alias(metric);
+    o << "   " << metric << "_<stat>_s" << (alias.empty() ? "" : " (" + alias + "_<stat>)");
+  }
+  o << "\n";
+}
 
-void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+// Each pool: its GPUs and parallelism, engine limits and memory budget per GPU.
+void print_pools(std::ostream& o, const Scenario& sc) {
   const ScenarioConfig& c = sc.config;
-  o << "kvfleet run: " << c.name << "  (" << sc.file << ", seed " << c.seed << ")\n";
-  if (!c.description.empty()) o << "  " << c.description << "\n";
   for (std::size_t p = 0; p < c.pools.size(); ++p) {
     const auto& pc = c.pools[p];
     const auto& info = sc.pools[p];
@@ -154,7 +164,10 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     }
     o << "\n";
   }
+}
 
+// What happened to the requests: completed, rejected (and why), timed out, preempted.
+void print_requests(std::ostream& o, const RunResult& r, const Summary& s) {
   o << "\nRequests: " << s.requests << " arrived, " << s.ok << " completed, " << s.rejected
     << " rejected";
   if (s.unfinished) o << ", " << s.unfinished << " unfinished (stopped at max_time_s)";
@@ -176,24 +189,73 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       if (by[i]) o << " " << reject_reason_name(static_cast<RejectReason>(i)) << " " << by[i];
     o << "\n";
   }
+}
 
+// TTFT by priority class, when there is more than one.
+void print_by_priority(std::ostream& o, const RunResult& r) {
+  std::vector<std::vector<double>> by(1);
+  for (const auto& q : r.requests) {
+    if (q.outcome != Outcome::kOk || q.priority < 0) continue;
+    if (static_cast<std::size_t>(q.priority) >= by.size()) by.resize(q.priority + 1);
+    by[q.priority].push_back(q.ttft_s());
+  }
+  if (by.size() > 1)
+    for (std::size_t p = 0; p < by.size(); ++p) {
+      if (by[p].empty()) continue;
+      char name[64];
+      std::snprintf(name, sizeof name, "  TTFT, priority %-2zu (%6zu req) ", p, by[p].size());
+      o << name;
+      const LatencyStats l = latency_stats(by[p]);
+      o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10) << pad(lat(l.p99), 10)
+        << "\n";
+    }
+}
+
+// Latencies by load stage (workload.load), when the workload ran in stages.
+void print_by_stage(std::ostream& o, const RunResult& r) {
+  std::vector<std::vector<double>> ttft, tpot;
+  std::vector<std::int64_t> sent;
+  for (const auto& q : r.requests) {
+    if (q.stage < 0 || q.purpose != kPurposeTurn) continue;
+    const auto k = static_cast<std::size_t>(q.stage);
+    if (k >= sent.size()) ttft.resize(k + 1), tpot.resize(k + 1), sent.resize(k + 1, 0);
+    ++sent[k];
+    if (q.outcome != Outcome::kOk) continue;
+    ttft[k].push_back(q.ttft_s());
+    if (q.generated_tokens > 1) tpot[k].push_back(q.tpot_s());
+  }
+  if (!sent.empty()) o << "By load stage (workload.load; requests.csv column stage):\n";
+  for (std::size_t k = 0; k < sent.size(); ++k) {
+    if (sent[k] == 0) continue;
+    for (int m = 0; m < 2; ++m) {
+      const auto& v = m == 0 ? ttft[k] : tpot[k];
+      char name[64];
+      std::snprintf(name, sizeof name, "  %s, stage %-2zu (%6zu ok) ", m == 0 ? "TTFT" : "TPOT", k,
+                    ttft[k].size());
+      o << name;
+      if (v.empty()) {
+        o << "no completed request\n";
+        continue;
+      }
+      const LatencyStats l = latency_stats(v);
+      o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10) << pad(lat(l.p99), 10)
+        << "\n";
+    }
+  }
+}
+
+// Latencies: overall with the cost model's expected error, as clients with retries see them, by
+// priority class and by load stage.
+void print_latencies(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+  const ScenarioConfig& c = sc.config;
   // Each latency row ends with the metric's one name (files, sweeps, --slo, --y, the Python
   // package; short aliases in parentheses), <stat> standing for mean, p50, p90, p99 or max.
   o << "\nLatency of completed requests   " << pad("mean", 10) << pad("p50", 10) << pad("p90", 10)
     << pad("p99", 10) << "   metric (alias)\n";
-  auto row = [&](const char* name, const LatencyStats& l, const char* metric = nullptr) {
-    o << "  " << name << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
-      << pad(lat(l.p99), 10);
-    if (metric) {
-      const std::string alias = metric_alias(metric);
-      o << "   " << metric << "_<stat>_s" << (alias.empty() ? "" : " (" + alias + "_<stat>)");
-    }
-    o << "\n";
-  };
-  row("TTFT (time to first token)    ", s.ttft, "time_to_first_token");
-  row("TPOT (time per output token)  ", s.tpot, "inter_token_latency");
-  row("E2E (end-to-end)              ", s.e2e, "e2e_request_latency");
-  row("queue (arrival to scheduled)  ", s.queue, "queue_time");
+  latency_row(o, "TTFT (time to first token)    ", s.ttft, "time_to_first_token");
+  latency_row(o, "TPOT (time per output token)  ", s.tpot, "inter_token_latency");
+  latency_row(o, "E2E (end-to-end)              ", s.e2e, "e2e_request_latency");
+  latency_row(o, "queue (arrival to scheduled)  ", s.queue, "queue_time");
   if (s.frontend_mean_s > 0)
     o << "  as a client measures them: the API server (HTTP, tokenisation, streaming) adds "
       << fmt("%.1f ms", 1e3 * s.frontend_mean_s)
@@ -218,61 +280,14 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       << " attempts per request); " << s.logical_ok << " succeeded in the end ("
       << fmt("%.1f%%", 100.0 * s.logical_ok / std::max<std::int64_t>(1, s.logical_requests))
       << ")\n";
-    row("E2E seen by clients (retries) ", s.client_e2e, "client_e2e_latency");
+    latency_row(o, "E2E seen by clients (retries) ", s.client_e2e, "client_e2e_latency");
   }
-  {
-    // TTFT by priority class, when there is more than one.
-    std::vector<std::vector<double>> by(1);
-    for (const auto& q : r.requests) {
-      if (q.outcome != Outcome::kOk || q.priority < 0) continue;
-      if (static_cast<std::size_t>(q.priority) >= by.size()) by.resize(q.priority + 1);
-      by[q.priority].push_back(q.ttft_s());
-    }
-    if (by.size() > 1)
-      for (std::size_t p = 0; p < by.size(); ++p) {
-        if (by[p].empty()) continue;
-        char name[64];
-        std::snprintf(name, sizeof name, "  TTFT, priority %-2zu (%6zu req) ", p, by[p].size());
-        o << name;
-        const LatencyStats l = latency_stats(by[p]);
-        o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
-          << pad(lat(l.p99), 10) << "\n";
-      }
-  }
+  print_by_priority(o, r);
+  print_by_stage(o, r);
+}
 
-  {
-    // Latencies by load stage (workload.load), when the workload ran in stages.
-    std::vector<std::vector<double>> ttft, tpot;
-    std::vector<std::int64_t> sent;
-    for (const auto& q : r.requests) {
-      if (q.stage < 0 || q.purpose != kPurposeTurn) continue;
-      const auto k = static_cast<std::size_t>(q.stage);
-      if (k >= sent.size()) ttft.resize(k + 1), tpot.resize(k + 1), sent.resize(k + 1, 0);
-      ++sent[k];
-      if (q.outcome != Outcome::kOk) continue;
-      ttft[k].push_back(q.ttft_s());
-      if (q.generated_tokens > 1) tpot[k].push_back(q.tpot_s());
-    }
-    if (!sent.empty()) o << "By load stage (workload.load; requests.csv column stage):\n";
-    for (std::size_t k = 0; k < sent.size(); ++k) {
-      if (sent[k] == 0) continue;
-      for (int m = 0; m < 2; ++m) {
-        const auto& v = m == 0 ? ttft[k] : tpot[k];
-        char name[64];
-        std::snprintf(name, sizeof name, "  %s, stage %-2zu (%6zu ok) ", m == 0 ? "TTFT" : "TPOT",
-                      k, ttft[k].size());
-        o << name;
-        if (v.empty()) {
-          o << "no completed request\n";
-          continue;
-        }
-        const LatencyStats l = latency_stats(v);
-        o << pad(lat(l.mean), 10) << pad(lat(l.p50), 10) << pad(lat(l.p90), 10)
-          << pad(lat(l.p99), 10) << "\n";
-      }
-    }
-  }
-
+// Conversations: sessions, summarisation, context overflows and TTFT by turn kind.
+void print_conversations(std::ostream& o, const Summary& s) {
   if (s.sessions > 0) {
     o << "\nConversations: " << s.sessions << " sessions";
     if (s.summary_requests)
@@ -288,10 +303,15 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
         << " times a session went idle (" << s.workload_stat("released_blocks")
         << " KV blocks dropped), " << s.workload_stat("sessions_archived")
         << " sessions archived\n";
-    row("TTFT, first turns             ", s.ttft_first, "time_to_first_token_first_turn");
-    row("TTFT, later turns, warm       ", s.ttft_warm, "time_to_first_token_warm");
-    row("TTFT, later turns, cold       ", s.ttft_cold, "time_to_first_token_cold");
+    latency_row(o, "TTFT, first turns             ", s.ttft_first,
+                "time_to_first_token_first_turn");
+    latency_row(o, "TTFT, later turns, warm       ", s.ttft_warm, "time_to_first_token_warm");
+    latency_row(o, "TTFT, later turns, cold       ", s.ttft_cold, "time_to_first_token_cold");
   }
+}
+
+// Throughput, KV usage, the prefix cache (with tiers and tenants).
+void print_throughput_and_cache(std::ostream& o, const RunResult& r, const Summary& s) {
   o << "\nThroughput over " << fmt("%.1f s", s.duration_s) << ": " << fmt("%.1f", s.requests_per_s)
     << " requests/s, " << fmt("%.0f", s.input_tokens_per_s) << " input tokens/s, "
     << fmt("%.0f", s.output_tokens_per_s) << " output tokens/s\n";
@@ -333,6 +353,11 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
       o << "\n";
     }
   }
+}
+
+// The engine's steps and what their time went to, GPU utilisation and the binding resource
+// (per pool when there are several; their summaries are returned for the fleet section).
+std::vector<Summary> print_engine(std::ostream& o, const RunResult& r, const Summary& s) {
   StepCost sum;
   for (const auto& rep : r.replicas) {
     sum.gemm_s += rep.stats.cost_sum.gemm_s;
@@ -369,6 +394,21 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
     const Binding pb = binding_resource(pools[p]);
     o << "  pool " << r.pools[p].name << ": " << pb.resource << " — " << pb.evidence << "\n";
   }
+  return pools;
+}
+
+}  // namespace
+
+void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+  const ScenarioConfig& c = sc.config;
+  o << "kvfleet run: " << c.name << "  (" << sc.file << ", seed " << c.seed << ")\n";
+  if (!c.description.empty()) o << "  " << c.description << "\n";
+  print_pools(o, sc);
+  print_requests(o, r, s);
+  print_latencies(o, sc, r, s);
+  print_conversations(o, s);
+  print_throughput_and_cache(o, r, s);
+  const std::vector<Summary> pools = print_engine(o, r, s);
   print_fleet(o, r, s, pools);
   if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
   // The names the lines above have in files, sweeps, --slo, --y and Python (one vocabulary).
