@@ -46,33 +46,13 @@
 
 namespace kvfleet::gui {
 
-bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::string>& values) {
-  if (sweep_.running() || compare_.running()) return false;
-  const std::string load = loadKey();
-  if (load.empty()) {
-    showError("this workload has no arrival rate or users to sweep");
-    return false;
-  }
-  if (values.size() < 2 || values.size() > 6) {
-    showError("Compare: give two to six values, separated by commas");
-    return false;
-  }
-  std::string key;
-  try {
-    key = sim::config::canonical_key(key_in, "Compare parameter");
-  } catch (const std::exception& e) {
-    showError(QString::fromStdString(e.what()));
-    return false;
-  }
-  if (key == load) {
-    showError("Compare: the load itself is the chart's x axis; choose another parameter");
-    return false;
-  }
-  // Every variant is loaded before anything runs: a refused value gets a row of its own in the
-  // capacity table, saying why in the panel's words, and the others run. An implementation's
-  // label carries its parameters: "window (turns kept 4)".
+// Every variant is loaded before anything runs: a refused value gets a row of its own in the
+// capacity table, saying why in the panel's words, and the others run. An implementation's
+// label carries its parameters: "window (turns kept 4)".
+std::vector<CompareRun::Spec> MainWindow::compareSpecs(
+    const std::string& key, const std::vector<std::string>& values,
+    std::vector<std::pair<std::string, std::string>>& refused) const {
   std::vector<CompareRun::Spec> specs;
-  std::vector<std::pair<std::string, std::string>> refused;
   const bool impl = is_impl_key(key);
   for (const auto& v : values) {
     CompareRun::Spec spec{value_label(key, v), variant_overrides(overrides(), key, v), v};
@@ -102,6 +82,33 @@ bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::st
     }
     specs.push_back(std::move(spec));
   }
+  return specs;
+}
+
+bool MainWindow::runCompare(const std::string& key_in, const std::vector<std::string>& values) {
+  if (sweep_.running() || compare_.running()) return false;
+  const std::string load = loadKey();
+  if (load.empty()) {
+    showError("this workload has no arrival rate or users to sweep");
+    return false;
+  }
+  if (values.size() < 2 || values.size() > 6) {
+    showError("Compare: give two to six values, separated by commas");
+    return false;
+  }
+  std::string key;
+  try {
+    key = sim::config::canonical_key(key_in, "Compare parameter");
+  } catch (const std::exception& e) {
+    showError(QString::fromStdString(e.what()));
+    return false;
+  }
+  if (key == load) {
+    showError("Compare: the load itself is the chart's x axis; choose another parameter");
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> refused;
+  const std::vector<CompareRun::Spec> specs = compareSpecs(key, values, refused);
   if (specs.empty()) {
     showError(QString::fromStdString("Compare: every value is refused: " + refused[0].first + ": " +
                                      refused[0].second));
@@ -261,6 +268,76 @@ CapacityEstimate MainWindow::variantCapacity(std::size_t i) const {
   return c;
 }
 
+// The expected error of the cost model that priced the steps (docs/validation.md): the panel's
+// first pool (a comparison of cost models or models is judged by the panel's).
+QString MainWindow::expectedErrorText() const {
+  if (scenario_.config.pools.empty()) return "—";
+  const sim::ExpectedError e = sim::expected_error(scenario_.config.pools[0].cost_model.impl,
+                                                   scenario_.pools[0].model.moe());
+  return e.runs > 0 ? QString("TTFT ±%1%, TPOT ±%2% (%3, %4 validated runs)")
+                          .arg(100 * e.ttft, 0, 'f', 1)
+                          .arg(100 * e.tpot, 0, 'f', 1)
+                          .arg(QString::fromStdString(e.cost_model))
+                          .arg(e.runs)
+                    : QString("no validated runs (%1)").arg(QString::fromStdString(e.cost_model));
+}
+
+// Row r of the capacity table: variant r's capacity in words, and the numbers behind them.
+void MainWindow::fillCapacityRow(std::size_t r, double gpus, const QString& expected) {
+  CapacityEstimate c = variantCapacity(r);
+  auto num = [](double x) { return QString::number(x, 'g', 4); };
+  QString cap = "—", between = "—", per_gpu = "—", cost = "—";
+  const QString searched = QString::fromStdString(c.searched);
+  QString tip;
+  if (c.bisected)
+    tip = QString::fromStdString(bisect_->command(
+        r, file_.isEmpty() ? std::string("scenarios/default.yaml") : file_.toStdString()));
+  if (c.known) {
+    if (c.below) {
+      cap = searched.isEmpty() ? "below " + num(c.hi) : c.bisected ? "none" : searched;
+    } else if (c.beyond) {
+      cap = "at least " + num(c.value);
+      per_gpu = "at least " + num(c.value / gpus);
+    } else {
+      cap = c.bisected ? num(c.value)
+                       : "≈ " + num(c.value) + (bisect_->running() ? " (bisecting…)" : "");
+      between = num(c.lo) + " – " + num(c.hi);
+      per_gpu = num(c.value / gpus);
+    }
+    if (!c.bisected && c.beyond && bisect_->running()) cap += " (bisecting…)";
+    if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
+      cost = num(c.cost_per_m_tokens);
+  }
+  const QString cells[] = {
+      QString::fromStdString(compare_.variants()[r].label),
+      cap,
+      between,
+      per_gpu,
+      cost,
+      !c.below && !searched.isEmpty() ? searched : QString::fromStdString(c.limited_by),
+      expected};
+  for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
+    capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
+  }
+  if (!tip.isEmpty()) capacity_table_->item(static_cast<int>(r), 1)->setToolTip(tip);
+  // The numbers behind the text, for a numeric CSV (views.h, export_table_csv).
+  auto item = [&](int col) { return capacity_table_->item(static_cast<int>(r), col); };
+  if (c.known) {
+    item(1)->setData(kBoundRole, c.below ? "below" : c.beyond ? "at least" : "");
+    item(1)->setData(kNumberRole, c.below ? c.hi : c.value);
+    if (!c.below && !c.beyond) {
+      item(2)->setData(kNumberRole, c.lo);
+      item(2)->setData(kHighRole, c.hi);
+    }
+    if (!c.below) {
+      item(3)->setData(kNumberRole, c.value / gpus);
+      item(3)->setData(kBoundRole, c.beyond ? "at least" : "");
+    }
+    if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
+      item(4)->setData(kNumberRole, c.cost_per_m_tokens);
+  }
+}
+
 void MainWindow::updateCapacityTable() {
   capacity_table_->clear();
   capacity_table_->setRowCount(0);
@@ -296,74 +373,8 @@ void MainWindow::updateCapacityTable() {
     capacity_table_->setItem(
         row, 5, new QTableWidgetItem(QString::fromStdString(compare_refused_[i].second)));
   }
-  for (std::size_t r = 0; r < compare_.variants().size(); ++r) {
-    CapacityEstimate c = variantCapacity(r);
-    auto num = [](double x) { return QString::number(x, 'g', 4); };
-    QString cap = "—", between = "—", per_gpu = "—", cost = "—";
-    const QString searched = QString::fromStdString(c.searched);
-    QString tip;
-    if (c.bisected)
-      tip = QString::fromStdString(bisect_->command(
-          r, file_.isEmpty() ? std::string("scenarios/default.yaml") : file_.toStdString()));
-    if (c.known) {
-      if (c.below) {
-        cap = searched.isEmpty() ? "below " + num(c.hi) : c.bisected ? "none" : searched;
-      } else if (c.beyond) {
-        cap = "at least " + num(c.value);
-        per_gpu = "at least " + num(c.value / gpus);
-      } else {
-        cap = c.bisected ? num(c.value)
-                         : "≈ " + num(c.value) + (bisect_->running() ? " (bisecting…)" : "");
-        between = num(c.lo) + " – " + num(c.hi);
-        per_gpu = num(c.value / gpus);
-      }
-      if (!c.bisected && c.beyond && bisect_->running()) cap += " (bisecting…)";
-      if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
-        cost = num(c.cost_per_m_tokens);
-    }
-    // The expected error of the cost model that priced the steps (docs/validation.md): the
-    // panel's first pool (a comparison of cost models or models is judged by the panel's).
-    QString expected = "—";
-    if (!scenario_.config.pools.empty()) {
-      const sim::ExpectedError e = sim::expected_error(scenario_.config.pools[0].cost_model.impl,
-                                                       scenario_.pools[0].model.moe());
-      expected = e.runs > 0
-                     ? QString("TTFT ±%1%, TPOT ±%2% (%3, %4 validated runs)")
-                           .arg(100 * e.ttft, 0, 'f', 1)
-                           .arg(100 * e.tpot, 0, 'f', 1)
-                           .arg(QString::fromStdString(e.cost_model))
-                           .arg(e.runs)
-                     : QString("no validated runs (%1)").arg(QString::fromStdString(e.cost_model));
-    }
-    const QString cells[] = {
-        QString::fromStdString(compare_.variants()[r].label),
-        cap,
-        between,
-        per_gpu,
-        cost,
-        !c.below && !searched.isEmpty() ? searched : QString::fromStdString(c.limited_by),
-        expected};
-    for (int col = 0; col < static_cast<int>(std::size(cells)); ++col) {
-      capacity_table_->setItem(static_cast<int>(r), col, new QTableWidgetItem(cells[col]));
-    }
-    if (!tip.isEmpty()) capacity_table_->item(static_cast<int>(r), 1)->setToolTip(tip);
-    // The numbers behind the text, for a numeric CSV (views.h, export_table_csv).
-    auto item = [&](int col) { return capacity_table_->item(static_cast<int>(r), col); };
-    if (c.known) {
-      item(1)->setData(kBoundRole, c.below ? "below" : c.beyond ? "at least" : "");
-      item(1)->setData(kNumberRole, c.below ? c.hi : c.value);
-      if (!c.below && !c.beyond) {
-        item(2)->setData(kNumberRole, c.lo);
-        item(2)->setData(kHighRole, c.hi);
-      }
-      if (!c.below) {
-        item(3)->setData(kNumberRole, c.value / gpus);
-        item(3)->setData(kBoundRole, c.beyond ? "at least" : "");
-      }
-      if (std::isfinite(c.cost_per_m_tokens) && c.cost_per_m_tokens > 0)
-        item(4)->setData(kNumberRole, c.cost_per_m_tokens);
-    }
-  }
+  const QString expected = expectedErrorText();
+  for (std::size_t r = 0; r < compare_.variants().size(); ++r) fillCapacityRow(r, gpus, expected);
   capacity_table_->resizeColumnsToContents();
 }
 

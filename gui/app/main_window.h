@@ -36,6 +36,10 @@ class QSpinBox;
 class QTabWidget;
 class QWidget;
 
+namespace YAML {
+class Node;
+}
+
 namespace kvfleet::gui {
 
 class SizingView;
@@ -154,6 +158,24 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  // The widgets (layout.cpp), built once by the constructor, then their connections.
+  void buildToolbar();
+  QWidget* buildSidePanel();
+  QTabWidget* buildTabs();
+  QWidget* buildLatencyTab();
+  QWidget* buildMemoryTab();
+  void connectRuns();
+  // The panel's fields (panel.cpp).
+  void addField(const std::string& key, std::string label, const char* unit_override,
+                const YAML::Node& root);
+  void refillCompareList(const std::string& load);
+  void connectFields();
+  // The capacity table (compare_panel.cpp): one row per variant.
+  QString expectedErrorText() const;
+  std::vector<CompareRun::Spec> compareSpecs(
+      const std::string& key, const std::vector<std::string>& values,
+      std::vector<std::pair<std::string, std::string>>& refused) const;
+  void fillCapacityRow(std::size_t r, double gpus, const QString& expected);
   // False when the user cancels; true when there is nothing to save, it was saved or discarded.
   bool maybeSave();
   // Saves to the file the window edits, or asks where when it edits none (the built-in default).
