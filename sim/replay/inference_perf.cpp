@@ -1,0 +1,334 @@
+// kvfleet replay of an inference-perf result folder: its stages, request lengths and measured
+// latencies as a scenario and a comparison.
+#include "sim/replay/bench_detail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "sim/config/params.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
+#include "sim/io/input_file.h"
+#include "sim/io/json.h"
+#include "sim/model/presets.h"
+#include "sim/replay/replay.h"
+#include "sim/simulation/scenario.h"
+
+namespace kvfleet::sim::bench_detail {
+
+using json = nlohmann::json;
+
+namespace {
+
+MeasuredStats dist_stats(const JsonObject& latency, const std::string& key) {
+  MeasuredStats s;
+  const auto d = latency.object(key);
+  if (!d) return s;
+  const double big = 1e7;  // seconds: a latency of 116 days is no measurement
+  s.mean = d->number("mean", 0, big).value_or(NAN);
+  s.p50 = d->number("median", 0, big).value_or(d->number("p50", 0, big).value_or(NAN));
+  s.p90 = d->number("p90", 0, big).value_or(NAN);
+  s.p99 = d->number("p99", 0, big).value_or(NAN);
+  return s;
+}
+
+// The successful requests of a lifecycle report (a stage's or the summary): their count, and the
+// latencies measured (TTFT and TPOT only when the responses were streamed).
+MeasuredGroup lifecycle_group(const JsonObject& root, bool streaming) {
+  const auto succ = root.object("successes");
+  if (!succ) throw InputError(root.where(), "successes", "missing");
+  MeasuredGroup g;
+  g.requests = succ->need_integer("count", 0, 1ll << 40);
+  if (const auto lat = succ->object("latency")) {
+    g.e2e = dist_stats(*lat, "request_latency");
+    if (streaming) {
+      g.ttft = dist_stats(*lat, "time_to_first_token");
+      g.tpot = dist_stats(*lat, "time_per_output_token");
+    }
+  }
+  return g;
+}
+
+// A length given as an int or an inference-perf Distribution mapping, as a kvfleet length
+// distribution (normal and the others approximated by the lognormal of the same mean and
+// spread, clamped to [min, max]).
+YAML::Node length_dist(const YAML::Node& n, const std::string& where, const std::string& key,
+                       std::vector<std::string>& notes) {
+  YAML::Node d;
+  auto num = [&](const YAML::Node& x, const std::string& k, double dflt) {
+    if (!x || x.IsNull()) return dflt;
+    try {
+      const double v = x.as<double>();
+      if (!std::isfinite(v) || v < 0 || v > 1e8) throw YAML::Exception(YAML::Mark(), "range");
+      return v;
+    } catch (const YAML::Exception&) {
+      throw InputError(where, k,
+                       "must be a number from 0 to 1e8, not '" +
+                           (x.IsScalar() ? x.Scalar() : std::string("a collection")) + "'");
+    }
+  };
+  if (n.IsScalar()) {
+    d["impl"] = "fixed";
+    d["value"] = std::max(1.0, std::round(num(n, key, 1)));
+    return d;
+  }
+  if (!n.IsMap()) throw InputError(where, key, "must be a number or a distribution mapping");
+  const std::string type = n["type"] && n["type"].IsScalar() ? n["type"].Scalar() : "normal";
+  const double mean = num(n["mean"], key + ".mean", 512),
+               sd = num(n["std_dev"], key + ".std_dev", 200);
+  const double lo = std::max(1.0, num(n["min"], key + ".min", 10));
+  const double hi = std::max(lo, num(n["max"], key + ".max", 1024));
+  if (type == "fixed" || sd == 0) {
+    d["impl"] = "fixed";
+    d["value"] = std::max(1.0, std::round(mean));
+  } else if (type == "uniform") {
+    d["impl"] = "uniform";
+    d["min"] = lo;
+    d["max"] = hi;
+  } else {
+    const double cv = mean > 0 ? sd / mean : 1;
+    d["impl"] = "lognormal";
+    d["mean"] = std::max(1.0, mean);
+    d["sigma"] = std::sqrt(std::log1p(cv * cv));
+    d["min"] = lo;
+    d["max"] = hi;
+    if (type != "lognormal")
+      notes.push_back(key + ": a " + type + " distribution priced as the lognormal of its mean " +
+                      fmt("%g", mean) + " and spread " + fmt("%g", sd));
+  }
+  return d;
+}
+
+}  // namespace
+
+BenchReplay plan_inference_perf(const BenchOptions& o) {
+  BenchReplay plan;
+  plan.format = "inference-perf";
+  plan.source = o.path;
+  plan.tpot = TpotRule::kToLastToken;
+  const IpFiles f = ip_files(o.path);
+  if (f.config.empty())
+    throw InputError(o.path, "config.yaml",
+                     "not found: the resolved config.yaml inference-perf writes into its result "
+                     "folder says what was sent");
+  const std::string cfg_where = f.config.string();
+  YAML::Node cfg;
+  try {
+    // Strict (config::parse_yaml): a key given twice, as in any kvfleet YAML, is an error.
+    cfg = config::parse_yaml(read_input_file(cfg_where, "inference-perf config", 16u << 20),
+                             cfg_where);
+  } catch (const YAML::Exception& e) {
+    throw InputError(cfg_where, "", std::string("not valid YAML: ") + e.what());
+  }
+  if (!cfg.IsMap()) throw InputError(cfg_where, "", "must be a mapping");
+  // Per-stage measurements.
+  std::map<int, json> stage_json;
+  for (const auto& [i, p] : f.stages)
+    stage_json[i] = parse_json(
+        read_input_file(p.string(), "inference-perf stage metrics", 256u << 20), p.string());
+  // The load.
+  const YAML::Node load = cfg["load"];
+  if (!load || !load.IsMap()) throw InputError(cfg_where, "load", "missing");
+  const std::string ltype =
+      load["type"] && load["type"].IsScalar() ? load["type"].Scalar() : "constant";
+  if (ltype != "constant" && ltype != "poisson")
+    throw InputError(cfg_where, "load.type",
+                     "'" + ltype + "' is not replayed (constant and poisson are)");
+  YAML::Node stages(YAML::NodeType::Sequence);
+  auto number_at = [&](const YAML::Node& n, const std::string& key, double lo, double hi) {
+    try {
+      const double v = n.as<double>();
+      if (std::isfinite(v) && v >= lo && v <= hi) return v;
+    } catch (const YAML::Exception&) {
+    }
+    throw InputError(cfg_where, key,
+                     "must be a number from " + fmt("%g", lo) + " to " + fmt("%g", hi));
+  };
+  if (load["stages"] && load["stages"].IsSequence() && load["stages"].size() > 0) {
+    for (std::size_t i = 0; i < load["stages"].size(); ++i) {
+      const YAML::Node s = load["stages"][i];
+      const std::string k = "load.stages[" + std::to_string(i) + "]";
+      if (!s.IsMap() || !s["rate"] || !s["duration"])
+        throw InputError(cfg_where, k, "needs rate and duration");
+      YAML::Node st;
+      st["rate_per_s"] = number_at(s["rate"], k + ".rate", 1e-9, 1e7);
+      st["duration_s"] = number_at(s["duration"], k + ".duration", 1e-9, 1e7);
+      stages.push_back(st);
+    }
+  } else {
+    // A sweep writes no stages into its config: the stage files hold each stage's rate.
+    const double dur =
+        load["sweep"] && load["sweep"]["stage_duration"]
+            ? number_at(load["sweep"]["stage_duration"], "load.sweep.stage_duration", 1e-9, 1e7)
+            : NAN;
+    for (const auto& [i, j] : stage_json) {
+      const auto summary = JsonObject(j, f.stages.at(i).string()).object("load_summary");
+      if (!summary)
+        throw InputError(f.stages.at(i).string(), "load_summary",
+                         "missing: a sweep's stage rates are read from it");
+      const JsonObject& ls = *summary;
+      const double rate = ls.need_number("requested_rate", 1e-9, 1e7);
+      const double count = static_cast<double>(ls.need_integer("count", 1, 1ll << 40));
+      YAML::Node st;
+      st["rate_per_s"] = rate;
+      st["duration_s"] = std::isfinite(dur) ? dur : count / rate;
+      stages.push_back(st);
+    }
+    plan.notes.push_back("stages: rates from the stage files (a sweep's config.yaml lists none)");
+  }
+  if (stages.size() == 0) throw InputError(cfg_where, "load.stages", "no stage to replay");
+  // The workload.
+  const YAML::Node data = cfg["data"];
+  const std::string dtype =
+      data && data["type"] && data["type"].IsScalar() ? data["type"].Scalar() : "mock";
+  YAML::Node sc = base_scenario(
+      o, "replay-" + fs::absolute(o.path).lexically_normal().filename().string(), plan.notes);
+  YAML::Node wl;
+  if (dtype == "shared_prefix") {
+    const YAML::Node sp = data["shared_prefix"];
+    if (!sp || !sp.IsMap()) throw InputError(cfg_where, "data.shared_prefix", "missing");
+    auto pick = [&](const char* a, const char* b, double dflt) {
+      const YAML::Node n = sp[a] ? sp[a] : sp[b];
+      return n ? number_at(n, std::string("data.shared_prefix.") + (sp[a] ? a : b), 1, 1e6) : dflt;
+    };
+    wl["impl"] = "shared_prefix";
+    wl["num_groups"] = static_cast<long long>(pick("num_groups", "num_unique_system_prompts", 10));
+    wl["num_prompts_per_group"] =
+        static_cast<long long>(pick("num_prompts_per_group", "num_users_per_system_prompt", 10));
+    auto len = [&](const char* key, const char* legacy, double dflt) {
+      const std::string k = std::string("data.shared_prefix.") + key;
+      if (legacy && sp[legacy] && !sp[legacy].IsNull())
+        return length_dist(sp[legacy], cfg_where, std::string("data.shared_prefix.") + legacy,
+                           plan.notes);
+      if (sp[key] && !sp[key].IsNull()) return length_dist(sp[key], cfg_where, k, plan.notes);
+      YAML::Node d;
+      d["impl"] = "fixed";
+      d["value"] = dflt;
+      return d;
+    };
+    wl["system_prompt_len"] = len("system_prompt_len", nullptr, 100);
+    wl["question_len"] = len("question_len", "question_distribution", 50);
+    wl["output_len"] = len("output_len", "output_distribution", 50);
+    const bool multi = sp["enable_multi_turn_chat"] && sp["enable_multi_turn_chat"].IsScalar() &&
+                       (sp["enable_multi_turn_chat"].Scalar() == "true" ||
+                        sp["enable_multi_turn_chat"].Scalar() == "True");
+    if (multi) {
+      wl["multi_turn"] = true;
+      plan.notes.push_back(
+          "multi-turn chat: each prompt a session, each round after the one "
+          "before with the conversation so far in front (enable_multi_turn_chat)");
+    }
+    plan.notes.push_back("workload: shared_prefix, " + wl["num_groups"].as<std::string>() +
+                         " groups × " + wl["num_prompts_per_group"].as<std::string>() +
+                         " prompts, sent round-robin (config.yaml data.shared_prefix)");
+  } else if (dtype == "synthetic" || dtype == "random") {
+    if (data["trace"] && !data["trace"].IsNull())
+      throw InputError(cfg_where, "data.trace",
+                       "random data with lengths from a trace file is not replayed (the trace "
+                       "is not in the result folder): replay the trace itself as a kvfleet "
+                       "trace workload");
+    if (!data["input_distribution"] || !data["output_distribution"])
+      throw InputError(cfg_where, "data.input_distribution",
+                       "synthetic data needs input and output distributions");
+    wl["impl"] = "synthetic";
+    wl["input_tokens"] =
+        length_dist(data["input_distribution"], cfg_where, "data.input_distribution", plan.notes);
+    wl["output_tokens"] =
+        length_dist(data["output_distribution"], cfg_where, "data.output_distribution", plan.notes);
+    plan.notes.push_back("workload: " + dtype + " prompts of the configured length distributions");
+  } else {
+    throw InputError(cfg_where, "data.type",
+                     "'" + dtype + "' is not replayed (shared_prefix, synthetic and random are)");
+  }
+  YAML::Node ld;
+  ld["type"] = ltype;
+  ld["interval_s"] = load["interval"] ? number_at(load["interval"], "load.interval", 0, 1e6) : 1.0;
+  ld["lead_in_s"] = 1.0;
+  ld["drain"] = true;
+  ld["stages"] = stages;
+  wl["load"] = ld;
+  sc["workload"] = wl;
+  plan.notes.push_back("load: " + std::to_string(stages.size()) + " " + ltype +
+                       " stages, each drained before the next (config.yaml load)");
+  // The model and the server.
+  std::string model_name;
+  if (const YAML::Node s = cfg["server"]; s && s["model_name"] && s["model_name"].IsScalar())
+    model_name = s["model_name"].Scalar();
+  if (model_name.empty())
+    if (const YAML::Node t = cfg["tokenizer"];
+        t && t["pretrained_model_name_or_path"] && t["pretrained_model_name_or_path"].IsScalar())
+      model_name = t["pretrained_model_name_or_path"].Scalar();
+  YAML::Node pool = sc["pools"][0];
+  const std::string engine_args =
+      o.engine_args.empty() ? engine_args_beside(o.path) : o.engine_args;
+  if (!engine_args.empty()) {
+    const EngineArgs a = read_engine_args(engine_args);
+    apply_engine_args(a, pool, plan.notes);
+    if (model_name.empty()) model_name = a.model;
+  } else {
+    plan.notes.push_back(
+        "engine arguments: none given (--engine-args FILE, or engine_args.json "
+        "or serve_args.txt in the folder): kvfleet's defaults");
+  }
+  set_model(o, model_name, cfg_where, sc, pool, plan.notes);
+  const YAML::Node api = cfg["api"];
+  const bool streaming =
+      api && api["streaming"] && api["streaming"].IsScalar() && api["streaming"].Scalar() == "true";
+  // The measured groups: each stage, and the whole run.
+  for (const auto& [i, j] : stage_json) {
+    const std::string where = f.stages.at(i).string();
+    const JsonObject root(j, where);
+    MeasuredGroup g = lifecycle_group(root, streaming);
+    // Stage files are numbered by the stage list; a stage that sent nothing has none.
+    g.stage = i;
+    if (i >= static_cast<int>(stages.size()))
+      throw InputError(
+          where, "",
+          "a stage file beyond the " + std::to_string(stages.size()) + " stages of config.yaml");
+    const double rate = stages[i]["rate_per_s"].as<double>();
+    g.name = "stage " + std::to_string(i) + " (" + fmt("%g", rate) + " requests/s)";
+    // What the stage sent (successes and failures) against what its rate and duration send.
+    if (const auto ls = root.object("load_summary")) {
+      const std::int64_t sent = ls->need_integer("count", 0, 1ll << 40);
+      const auto planned =
+          static_cast<std::int64_t>(std::floor(rate * stages[i]["duration_s"].as<double>()));
+      if (sent != planned)
+        plan.notes.push_back("stage " + std::to_string(i) + " sent " + std::to_string(sent) +
+                             " requests (" + where + " load_summary.count), its rate × duration " +
+                             std::to_string(planned) + ": the replay sends " +
+                             std::to_string(planned));
+      if (g.requests < sent)
+        plan.notes.push_back("stage " + std::to_string(i) + ": " +
+                             std::to_string(sent - g.requests) +
+                             " request(s) failed; the measured statistics are of the successes");
+    }
+    plan.groups.push_back(g);
+  }
+  if (!f.summary.empty()) {
+    const json j =
+        parse_json(read_input_file(f.summary.string(), "inference-perf summary", 256u << 20),
+                   f.summary.string());
+    MeasuredGroup g = lifecycle_group(JsonObject(j, f.summary.string()), streaming);
+    g.name = "all requests";
+    plan.groups.push_back(g);
+  }
+  if (plan.groups.empty())
+    throw InputError(o.path, "",
+                     "holds no stage_N_lifecycle_metrics.json nor summary_lifecycle_metrics.json");
+  if (!streaming)
+    plan.notes.push_back("api.streaming was off: inference-perf measured request latency only");
+  plan.notes.push_back(
+      "TPOT as inference-perf measures it: (last token − first token) / (output − 1)");
+  plan.scenario = sc;
+  return plan;
+}
+
+}  // namespace kvfleet::sim::bench_detail
