@@ -39,15 +39,21 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
-Summary summarize(const RunResult& r, int pool) {
-  Summary s;
-  const std::string pool_name = pool >= 0 ? r.pools.at(static_cast<std::size_t>(pool)).name : "";
-  const auto mine = [&](const ReplicaResult& rep) { return pool < 0 || rep.pool == pool_name; };
+namespace {
+
+// The requests' counts, latencies and sessions into `s`; what later parts need back.
+struct RequestTotals {
+  double out_ok = 0;  // tokens generated for completed requests (turns and summaries)
+  SimTime last_end = 0;
+};
+RequestTotals add_requests(const RunResult& r, int pool, const std::string& pool_name, Summary& s) {
   std::vector<double> client_e2e;
-  double out_ok = 0;
+  RequestTotals t;
+  double& out_ok = t.out_ok;
   std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
   std::vector<std::uint64_t> sessions;  // distinct ones counted once at the end
-  SimTime first_arrival = kTimeNever, last_end = 0;
+  SimTime first_arrival = kTimeNever;
+  SimTime& last_end = t.last_end;
   double in_tokens = 0, out_tokens = 0, frontend_sum = 0;
   for (const auto& q : r.requests) {
     // A disaggregated request counts in its decode pool and in the pool of its prefill.
@@ -136,8 +142,14 @@ Summary summarize(const RunResult& r, int pool) {
     s.output_tokens_per_s = out_tokens / s.duration_s;
     s.requests_per_s = static_cast<double>(s.ok) / s.duration_s;
   }
-  // Time-weighted means run from time 0 to the last completion (or the stop time).
-  const double span_s = to_seconds(last_end);
+  return t;
+}
+
+// The replicas' statistics into `s` (sums; time-weighted means over `span_s`, not yet divided
+// by the number of replicas, which is returned).
+std::size_t add_replicas(const RunResult& r, const std::string& pool_name, int pool, double span_s,
+                         Summary& s) {
+  const auto mine = [&](const ReplicaResult& rep) { return pool < 0 || rep.pool == pool_name; };
   std::size_t num_replicas = 0;
   for (const auto& rep : r.replicas) {
     if (!mine(rep)) continue;
@@ -166,8 +178,11 @@ Summary summarize(const RunResult& r, int pool) {
       s.wait_max_seqs_fraction += rep.stats.wait_max_seqs_s / span_s;
     }
   }
-  s.cost_per_million_output_tokens =
-      out_ok > 0 ? s.cost / out_ok * 1e6 : std::numeric_limits<double>::quiet_NaN();
+  return num_replicas;
+}
+
+// The pools' gateway and autoscaler counters into `s`.
+void add_pools(const RunResult& r, int pool, Summary& s) {
   for (std::size_t p = 0; p < r.pools.size(); ++p) {
     if (pool >= 0 && static_cast<int>(p) != pool) continue;
     const PoolResult& pr = r.pools[p];
@@ -177,39 +192,55 @@ Summary summarize(const RunResult& r, int pool) {
     s.scale_downs += pr.scale_downs;
     s.peak_replicas += pr.peak_replicas;
   }
-  // Hotspots: at each sample, max / mean outstanding over the replicas of a pool taking
-  // requests (pools apart: their replicas differ); samples where the pool is idle are skipped.
-  {
-    double sum_max = 0, sum_mean = 0;
-    for (std::size_t p = 0; p < r.pools.size(); ++p) {
-      if (pool >= 0 && static_cast<int>(p) != pool) continue;
-      std::vector<std::size_t> members;
-      for (std::size_t i = 0; i < r.replicas.size() && i < r.timeseries.size(); ++i)
-        if (r.replicas[i].pool == r.pools[p].name) members.push_back(i);
-      if (members.size() < 2) continue;
-      const std::size_t samples = r.timeseries[members[0]].t_s.size();
-      for (std::size_t k = 0; k < samples; ++k) {
-        double mx = 0, total = 0;
-        int up = 0;
-        for (auto i : members) {
-          const TimeSeries& ts = r.timeseries[i];
-          if (k >= ts.t_s.size() || (k < ts.available.size() && !ts.available[k])) continue;
-          const double load = ts.num_requests_running[k] + ts.num_requests_waiting[k];
-          mx = std::max(mx, load);
-          total += load;
-          ++up;
-        }
-        // Below one request per replica, max / mean says more about chance than routing.
-        if (up < 2 || total < up) continue;
-        sum_max += mx;
-        sum_mean += total / up;
-        s.hotspot_max = std::max(s.hotspot_max, mx / (total / up));
+}
+
+// Hotspots: at each sample, max / mean outstanding over the replicas of a pool taking
+// requests (pools apart: their replicas differ); samples where the pool is idle are skipped.
+void add_hotspots(const RunResult& r, int pool, Summary& s) {
+  double sum_max = 0, sum_mean = 0;
+  for (std::size_t p = 0; p < r.pools.size(); ++p) {
+    if (pool >= 0 && static_cast<int>(p) != pool) continue;
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < r.replicas.size() && i < r.timeseries.size(); ++i)
+      if (r.replicas[i].pool == r.pools[p].name) members.push_back(i);
+    if (members.size() < 2) continue;
+    const std::size_t samples = r.timeseries[members[0]].t_s.size();
+    for (std::size_t k = 0; k < samples; ++k) {
+      double mx = 0, total = 0;
+      int up = 0;
+      for (auto i : members) {
+        const TimeSeries& ts = r.timeseries[i];
+        if (k >= ts.t_s.size() || (k < ts.available.size() && !ts.available[k])) continue;
+        const double load = ts.num_requests_running[k] + ts.num_requests_waiting[k];
+        mx = std::max(mx, load);
+        total += load;
+        ++up;
       }
+      // Below one request per replica, max / mean says more about chance than routing.
+      if (up < 2 || total < up) continue;
+      sum_max += mx;
+      sum_mean += total / up;
+      s.hotspot_max = std::max(s.hotspot_max, mx / (total / up));
     }
-    // Load-weighted: mean of the max over mean of the mean, so that nearly idle moments (one
-    // request on one replica reads as max/mean = N) do not dominate.
-    s.hotspot_mean = sum_mean > 0 ? sum_max / sum_mean : 0;
   }
+  // Load-weighted: mean of the max over mean of the mean, so that nearly idle moments (one
+  // request on one replica reads as max/mean = N) do not dominate.
+  s.hotspot_mean = sum_mean > 0 ? sum_max / sum_mean : 0;
+}
+
+}  // namespace
+
+Summary summarize(const RunResult& r, int pool) {
+  Summary s;
+  const std::string pool_name = pool >= 0 ? r.pools.at(static_cast<std::size_t>(pool)).name : "";
+  const auto mine = [&](const ReplicaResult& rep) { return pool < 0 || rep.pool == pool_name; };
+  const RequestTotals t = add_requests(r, pool, pool_name, s);
+  // Time-weighted means run from time 0 to the last completion (or the stop time).
+  const std::size_t num_replicas = add_replicas(r, pool_name, pool, to_seconds(t.last_end), s);
+  s.cost_per_million_output_tokens =
+      t.out_ok > 0 ? s.cost / t.out_ok * 1e6 : std::numeric_limits<double>::quiet_NaN();
+  add_pools(r, pool, s);
+  add_hotspots(r, pool, s);
   double held = 0, allocated = 0;
   for (const auto& rep : r.replicas) {
     if (!mine(rep)) continue;
