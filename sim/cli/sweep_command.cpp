@@ -74,9 +74,7 @@ class SweepProgress {
   double last_ = -1e9;
 };
 
-}  // namespace
-
-int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
+po::options_description sweep_options() {
   po::options_description opts("Options of 'kvfleet sweep SWEEP.yaml'");
   opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
                                                  "the HDF5 results file (required)")(
@@ -91,17 +89,11 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
       "timing",
       "keep each point's wall-clock time (/points wall_s); without it the file is "
       "byte-identical for the same sweep")("quiet,q", "no progress output");
-  const po::variables_map vm = parse_command(args, opts, "sweep", "sweep");
-  if (vm.count("help")) {
-    std::cout << "Usage: kvfleet sweep SWEEP.yaml --out RESULTS.h5 [options]\n\nRuns every "
-                 "point of the sweep (docs/sweeps.md) and writes one HDF5 file.\n\n"
-              << opts;
-    return 0;
-  }
-  if (!vm.count("sweep")) throw UsageError("kvfleet sweep: the sweep file is missing");
-  if (!vm.count("out")) throw UsageError("kvfleet sweep: --out RESULTS.h5 is required");
-  const std::string out = vm["out"].as<std::string>();
-  check_output_file("--out", out);
+  return opts;
+}
+
+// The sweep's options from the command line; under MPI each rank runs its shard.
+SweepOptions sweep_run_options(const po::variables_map& vm, Mpi& mpi) {
   SweepOptions opt;
   opt.threads = vm["threads"].as<int>();
   if (opt.threads < 0) throw InputError("--threads", "", "must be >= 0 (0: all cores)");
@@ -127,6 +119,61 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
     opt.shard = mpi.rank();
     opt.shards = mpi.size();
   }
+  return opt;
+}
+
+// Every rank sends its points to rank 0, which puts them into `results`.
+void gather_points(Mpi& mpi, SweepResults& results) {
+  const bool root = mpi.rank() == 0;
+  std::vector<PointResult> mine;
+  for (const auto& p : results.points)
+    if (p.done && static_cast<int>(p.point % mpi.size()) == mpi.rank()) mine.push_back(p);
+  const auto parts = mpi.gather(serialize_points(mine));
+  if (root) {
+    for (std::size_t k = 1; k < parts.size(); ++k) {
+      for (auto& p : deserialize_points(parts[k])) results.points[p.point] = std::move(p);
+    }
+  }
+}
+
+// Writes the results file; one that cannot be written is an unusable --out (exit 2).
+void write_results(const std::string& out, const SweepResults& r) {
+  try {
+    write_sweep_h5(out, r);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError("--out", "", out + ": cannot write: " + e.what());
+  }
+}
+
+// The sweep's last words; the exit status: 0, or 100 + the failed points (at most 200).
+int report_sweep(const SweepResults& results, const std::string& out) {
+  const std::size_t failed = results.failed();
+  std::cout << "kvfleet sweep: " << results.completed() << " of " << results.points.size()
+            << " points done, " << failed << " failed -> " << out << "\n";
+  for (const auto& p : results.points) {
+    if (p.done && !p.ok) std::cout << "  point " << p.point << " failed: " << p.error << "\n";
+  }
+  return failed == 0 ? 0 : 100 + static_cast<int>(std::min<std::size_t>(failed, 100));
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
+  const po::options_description opts = sweep_options();
+  const po::variables_map vm = parse_command(args, opts, "sweep", "sweep");
+  if (vm.count("help")) {
+    std::cout << "Usage: kvfleet sweep SWEEP.yaml --out RESULTS.h5 [options]\n\nRuns every "
+                 "point of the sweep (docs/sweeps.md) and writes one HDF5 file.\n\n"
+              << opts;
+    return 0;
+  }
+  if (!vm.count("sweep")) throw UsageError("kvfleet sweep: the sweep file is missing");
+  if (!vm.count("out")) throw UsageError("kvfleet sweep: --out RESULTS.h5 is required");
+  const std::string out = vm["out"].as<std::string>();
+  check_output_file("--out", out);
+  SweepOptions opt = sweep_run_options(vm, mpi);
   const SweepSpec spec = load_sweep_file(vm["sweep"].as<std::string>());
   validate_sweep(spec);  // bad input: exit 2 before any point runs
   if (same_file(out, vm["sweep"].as<std::string>()) ||
@@ -172,15 +219,7 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   }
   // Checkpoints keep an interrupted sweep resumable (single process or one shard). One that
   // cannot be written stops the sweep (exit 2): the points done so far are in the last one.
-  auto write_out = [&](const SweepResults& r) {
-    try {
-      write_sweep_h5(out, r);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw InputError("--out", "", out + ": cannot write: " + e.what());
-    }
-  };
+  auto write_out = [&](const SweepResults& r) { write_results(out, r); };
   if (mpi.size() == 1) opt.on_checkpoint = write_out;
   run_sweep(spec, results, opt);
   if (mpi.size() > 1) {
@@ -192,26 +231,11 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
       bar(static_cast<std::size_t>(all.done), static_cast<std::size_t>(all.to_do),
           static_cast<std::size_t>(all.failed), true);
     }
-    // Every rank sends its points to rank 0, which writes the file.
-    std::vector<PointResult> mine;
-    for (const auto& p : results.points)
-      if (p.done && static_cast<int>(p.point % mpi.size()) == mpi.rank()) mine.push_back(p);
-    const auto parts = mpi.gather(serialize_points(mine));
-    if (root) {
-      for (std::size_t k = 1; k < parts.size(); ++k) {
-        for (auto& p : deserialize_points(parts[k])) results.points[p.point] = std::move(p);
-      }
-    }
+    gather_points(mpi, results);
   }
   if (!root) return 0;
   write_out(results);
-  const std::size_t failed = results.failed();
-  std::cout << "kvfleet sweep: " << results.completed() << " of " << results.points.size()
-            << " points done, " << failed << " failed -> " << out << "\n";
-  for (const auto& p : results.points) {
-    if (p.done && !p.ok) std::cout << "  point " << p.point << " failed: " << p.error << "\n";
-  }
-  return failed == 0 ? 0 : 100 + static_cast<int>(std::min<std::size_t>(failed, 100));
+  return report_sweep(results, out);
 }
 
 int cmd_merge(const std::vector<std::string>& args) {
