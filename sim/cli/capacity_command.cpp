@@ -45,7 +45,9 @@ using namespace kvfleet::sim;
 
 namespace kvfleet::cli {
 
-int cmd_capacity(const std::vector<std::string>& args) {
+namespace {
+
+po::options_description capacity_options() {
   po::options_description opts("Options of 'kvfleet capacity [SCENARIO]'");
   opts.add_options()("help,h", "show this help")(
       "slo", po::value<std::string>(),
@@ -63,6 +65,115 @@ int cmd_capacity(const std::vector<std::string>& args) {
       "also search with every step this much slower and faster, to show how far the answer "
       "moves with the cost model's error (0: not; triples the runs)")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
+  return opts;
+}
+
+// The capacity as kvfleet capacity prints it: per seed, the step-time sensitivity, the expected
+// error, what limited it and the workload it belongs to.
+void print_capacity(const std::string& path, const std::vector<Slo>& slo, const CapacityResult& c) {
+  std::string targets;
+  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
+  std::printf("Capacity of %s under %s\n", path.empty() ? "<built-in default.yaml>" : path.c_str(),
+              targets.c_str());
+  std::printf("  %s = %.4g (95%% interval %.4g to %.4g over %zu seeds; %d runs)\n", c.key.c_str(),
+              c.mean, c.ci95_low, c.ci95_high, c.per_seed.size(), c.runs);
+  for (std::size_t i = 0; i < c.per_seed.size(); ++i)
+    std::printf("  seed %lld: %.4g\n", static_cast<long long>(c.seeds[i]), c.per_seed[i]);
+  if (c.sensitivity > 0) {
+    auto rel = [&](double x) { return c.mean > 0 ? 100 * (x / c.mean - 1) : 0.0; };
+    std::printf("  with every step %.0f%% slower: %.4g (%+.1f%%); %.0f%% faster: %.4g (%+.1f%%)\n",
+                100 * c.sensitivity, c.slower_steps, rel(c.slower_steps), 100 * c.sensitivity,
+                c.faster_steps, rel(c.faster_steps));
+  }
+  std::printf("  cost model's expected error: %s\n", c.expected.describe().c_str());
+  if (std::isfinite(c.expected_low))
+    std::printf(
+        "  so the capacity is about %.4g to %.4g (its TPOT error through the step-time "
+        "sensitivity above, linearised; docs/validation.md)\n",
+        c.expected_low, c.expected_high);
+  if (!c.limited_by.empty())
+    std::printf("  The SLO still held when the load could go no higher: %s\n",
+                c.limited_by.c_str());
+  if (!c.not_met.empty()) std::printf("  The SLO holds at no load tried: %s\n", c.not_met.c_str());
+  std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
+              c.key.c_str());
+  std::stringstream ws(c.workload_yaml);
+  for (std::string line; std::getline(ws, line);) std::printf("  %s\n", line.c_str());
+}
+
+po::options_description size_options() {
+  po::options_description opts("Options of 'kvfleet size [SCENARIO]'");
+  opts.add_options()("help,h", "show this help")(
+      "slo", po::value<std::string>(),
+      "targets: latencies (ttft_p99=2s,tpot_p99=50ms) and shares of the requests "
+      "(timeout_rate=1%, reject_rate=1%, refused_rate=1%, goodput=99%) (required)")(
+      "target", po::value<double>(), "the load to serve, in the units of --metric (required)")(
+      "metric", po::value<std::string>()->default_value("arrival_rate"),
+      "what --target is: arrival_rate (requests/s), users, or output_tokens_per_s (served as "
+      "the request arrival rate that offers them: the target over the workload's mean output "
+      "tokens per request, measured on one run at its own settings)")(
+      "key", po::value<std::string>(), "the scenario key --target sets instead")(
+      "pool", po::value<std::string>(), "the pool whose replicas are counted (default: the first)")(
+      "price-per-hour", po::value<double>(),
+      "price of one GPU per hour (default: the pool's price_per_hour, else the GPU preset's "
+      "list price)")("max-replicas", po::value<int>()->default_value(1024),
+                     "search no further than this")(
+      "replicates", po::value<int>()->default_value(3),
+      "seeds; the answer is the most replicas any of them needed")(
+      "threads,j", po::value<int>()->default_value(0),
+      "threads (0: every core this process may use)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
+  return opts;
+}
+
+// The sizing as kvfleet size prints it: the target, replicas per seed, what the fleet served, its
+// cost, what one replica fewer misses, the expected error.
+void print_sizing(const ScenarioSource& source, const std::vector<Slo>& slo,
+                  const SizingResult& z) {
+  std::string targets;
+  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
+  std::printf("Sizing of pool %s in %s for %s = %s under %s\n", z.pool.c_str(),
+              source.path.empty() ? "<built-in default.yaml>" : source.path.c_str(),
+              z.load_key.c_str(), config::format_double(z.target).c_str(), targets.c_str());
+  if (z.output_tokens_per_request > 0)
+    std::printf(
+        "  target: %s output tokens/s = %.6g requests/s at %.4g output tokens per request (the "
+        "mean of the %lld requests that completed, of %lld, in one run at the scenario's own "
+        "settings)\n",
+        config::format_double(z.target_output_tokens_per_s).c_str(), z.target,
+        z.output_tokens_per_request, static_cast<long long>(z.measured_completed),
+        static_cast<long long>(z.measured_arrived));
+  if (!z.not_met.empty()) {
+    std::printf("  The SLO holds at no replica count tried: %s\n", z.not_met.c_str());
+    return;
+  }
+  std::printf("  replicas needed: %d (%d GPUs, %d per replica); %d runs\n", z.replicas, z.gpus,
+              z.gpus_per_replica, z.runs);
+  for (std::size_t i = 0; i < z.per_seed.size(); ++i)
+    std::printf("  seed %lld: %d\n", static_cast<long long>(z.seeds[i]), z.per_seed[i]);
+  std::printf(
+      "  served over the run (%.4g s, drain included): %.4g requests/s, %.4g output "
+      "tokens/s\n",
+      z.duration_s, z.requests_per_s, z.output_tokens_per_s);
+  if (z.price_per_hour > 0)
+    std::printf(
+        "  cost: $%.2f per hour, $%.0f per month (730 h), $%.3f per million output "
+        "tokens (the fleet's cost over the run / the tokens it generated), at $%.2f per "
+        "GPU-hour (%s)\n",
+        z.cost_per_hour, z.cost_per_month, z.usd_per_million_output_tokens, z.price_per_hour,
+        z.price_source.c_str());
+  else
+    std::printf(
+        "  cost: no price (give --price-per-hour or pools[].price_per_hour; this GPU has no list "
+        "price)\n");
+  if (!z.limited_by.empty()) std::printf("  what fewer replicas miss: %s\n", z.limited_by.c_str());
+  std::printf("  cost model's expected error: %s\n", z.expected.describe().c_str());
+}
+
+}  // namespace
+
+int cmd_capacity(const std::vector<std::string>& args) {
+  const po::options_description opts = capacity_options();
   const po::variables_map vm = parse_command(args, opts, "scenario", "capacity");
   if (vm.count("help")) {
     std::cout
@@ -97,59 +208,12 @@ int cmd_capacity(const std::vector<std::string>& args) {
   const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
   const CapacityResult c = find_capacity(path, slo, opt);
   if (tty) std::fputc('\n', stderr);
-  std::string targets;
-  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
-  std::printf("Capacity of %s under %s\n", path.empty() ? "<built-in default.yaml>" : path.c_str(),
-              targets.c_str());
-  std::printf("  %s = %.4g (95%% interval %.4g to %.4g over %zu seeds; %d runs)\n", c.key.c_str(),
-              c.mean, c.ci95_low, c.ci95_high, c.per_seed.size(), c.runs);
-  for (std::size_t i = 0; i < c.per_seed.size(); ++i)
-    std::printf("  seed %lld: %.4g\n", static_cast<long long>(c.seeds[i]), c.per_seed[i]);
-  if (c.sensitivity > 0) {
-    auto rel = [&](double x) { return c.mean > 0 ? 100 * (x / c.mean - 1) : 0.0; };
-    std::printf("  with every step %.0f%% slower: %.4g (%+.1f%%); %.0f%% faster: %.4g (%+.1f%%)\n",
-                100 * c.sensitivity, c.slower_steps, rel(c.slower_steps), 100 * c.sensitivity,
-                c.faster_steps, rel(c.faster_steps));
-  }
-  std::printf("  cost model's expected error: %s\n", c.expected.describe().c_str());
-  if (std::isfinite(c.expected_low))
-    std::printf(
-        "  so the capacity is about %.4g to %.4g (its TPOT error through the step-time "
-        "sensitivity above, linearised; docs/validation.md)\n",
-        c.expected_low, c.expected_high);
-  if (!c.limited_by.empty())
-    std::printf("  The SLO still held when the load could go no higher: %s\n",
-                c.limited_by.c_str());
-  if (!c.not_met.empty()) std::printf("  The SLO holds at no load tried: %s\n", c.not_met.c_str());
-  std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
-              c.key.c_str());
-  std::stringstream ws(c.workload_yaml);
-  for (std::string line; std::getline(ws, line);) std::printf("  %s\n", line.c_str());
+  print_capacity(path, slo, c);
   return 0;
 }
 
 int cmd_size(const std::vector<std::string>& args) {
-  po::options_description opts("Options of 'kvfleet size [SCENARIO]'");
-  opts.add_options()("help,h", "show this help")(
-      "slo", po::value<std::string>(),
-      "targets: latencies (ttft_p99=2s,tpot_p99=50ms) and shares of the requests "
-      "(timeout_rate=1%, reject_rate=1%, refused_rate=1%, goodput=99%) (required)")(
-      "target", po::value<double>(), "the load to serve, in the units of --metric (required)")(
-      "metric", po::value<std::string>()->default_value("arrival_rate"),
-      "what --target is: arrival_rate (requests/s), users, or output_tokens_per_s (served as "
-      "the request arrival rate that offers them: the target over the workload's mean output "
-      "tokens per request, measured on one run at its own settings)")(
-      "key", po::value<std::string>(), "the scenario key --target sets instead")(
-      "pool", po::value<std::string>(), "the pool whose replicas are counted (default: the first)")(
-      "price-per-hour", po::value<double>(),
-      "price of one GPU per hour (default: the pool's price_per_hour, else the GPU preset's "
-      "list price)")("max-replicas", po::value<int>()->default_value(1024),
-                     "search no further than this")(
-      "replicates", po::value<int>()->default_value(3),
-      "seeds; the answer is the most replicas any of them needed")(
-      "threads,j", po::value<int>()->default_value(0),
-      "threads (0: every core this process may use)")(
-      "set,s", po::value<std::vector<std::string>>()->composing(), "override a scenario key");
+  const po::options_description opts = size_options();
   const po::variables_map vm = parse_command(args, opts, "scenario", "size");
   if (vm.count("help")) {
     std::cout << "Usage: kvfleet size [SCENARIO] --target 2000 --metric users "
@@ -184,44 +248,7 @@ int cmd_size(const std::vector<std::string>& args) {
   ScenarioSource source;
   source.path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
   const SizingResult z = find_replicas(source, slo, opt);
-  std::string targets;
-  for (const auto& s : slo) targets += (targets.empty() ? "" : ", ") + s.describe();
-  std::printf("Sizing of pool %s in %s for %s = %s under %s\n", z.pool.c_str(),
-              source.path.empty() ? "<built-in default.yaml>" : source.path.c_str(),
-              z.load_key.c_str(), config::format_double(z.target).c_str(), targets.c_str());
-  if (z.output_tokens_per_request > 0)
-    std::printf(
-        "  target: %s output tokens/s = %.6g requests/s at %.4g output tokens per request (the "
-        "mean of the %lld requests that completed, of %lld, in one run at the scenario's own "
-        "settings)\n",
-        config::format_double(z.target_output_tokens_per_s).c_str(), z.target,
-        z.output_tokens_per_request, static_cast<long long>(z.measured_completed),
-        static_cast<long long>(z.measured_arrived));
-  if (!z.not_met.empty()) {
-    std::printf("  The SLO holds at no replica count tried: %s\n", z.not_met.c_str());
-    return 0;
-  }
-  std::printf("  replicas needed: %d (%d GPUs, %d per replica); %d runs\n", z.replicas, z.gpus,
-              z.gpus_per_replica, z.runs);
-  for (std::size_t i = 0; i < z.per_seed.size(); ++i)
-    std::printf("  seed %lld: %d\n", static_cast<long long>(z.seeds[i]), z.per_seed[i]);
-  std::printf(
-      "  served over the run (%.4g s, drain included): %.4g requests/s, %.4g output "
-      "tokens/s\n",
-      z.duration_s, z.requests_per_s, z.output_tokens_per_s);
-  if (z.price_per_hour > 0)
-    std::printf(
-        "  cost: $%.2f per hour, $%.0f per month (730 h), $%.3f per million output "
-        "tokens (the fleet's cost over the run / the tokens it generated), at $%.2f per "
-        "GPU-hour (%s)\n",
-        z.cost_per_hour, z.cost_per_month, z.usd_per_million_output_tokens, z.price_per_hour,
-        z.price_source.c_str());
-  else
-    std::printf(
-        "  cost: no price (give --price-per-hour or pools[].price_per_hour; this GPU has no list "
-        "price)\n");
-  if (!z.limited_by.empty()) std::printf("  what fewer replicas miss: %s\n", z.limited_by.c_str());
-  std::printf("  cost model's expected error: %s\n", z.expected.describe().c_str());
+  print_sizing(source, slo, z);
   return 0;
 }
 
