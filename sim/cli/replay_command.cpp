@@ -159,6 +159,114 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
 
 }  // namespace
 
+namespace {
+
+void print_replay_help(const po::options_description& opts) {
+  std::cout << "Usage: kvfleet replay RUN [options]\n\nReplays a measured serving run with "
+               "the settings of its own files and compares TTFT, TPOT and E2E with the "
+               "measurement. RUN is one of:\n"
+               "  a run folder: meta.json, requests.jsonl and, optionally, config.json (engine "
+               "settings, parallelism and link as recorded);\n"
+               "  an inference-perf result folder: config.yaml and the stage_N / summary "
+               "lifecycle metrics (each load stage compared apart);\n"
+               "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
+               "requests' own lengths).\n"
+               "Benchmark results do not record the GPU or the server's settings: give --gpu "
+               "and, where they differ from kvfleet's defaults, --engine-args.\n\n"
+            << opts;
+}
+
+// Options that contradict each other, or name nothing, are refused before any work.
+void check_replay_options(const po::variables_map& vm, const std::string& profile) {
+  if (vm.count("cost-model") && vm["cost-model"].as<std::string>().empty())
+    throw InputError("--cost-model", "",
+                     "is empty: name roofline or fitted, or leave the option out for the "
+                     "roofline");
+  if (vm.count("profile") && vm.count("cost-model"))
+    throw InputError("--cost-model", "",
+                     "a profile prices the steps: give --profile or --cost-model, not both");
+  if (vm.count("profile") && profile.empty())
+    throw InputError("--profile", "",
+                     "is empty: name a profile file, or leave the option out "
+                     "for the roofline");
+}
+
+// An output may not replace an input: the result file, a folder's files, the engine
+// arguments, the model's config.json or the profile (a replay once turned its own JSON into
+// HDF5).
+void check_outputs_are_not_inputs(const po::variables_map& vm, const std::string& run,
+                                  const std::string& profile, const std::string& write) {
+  std::vector<std::string> inputs = {run, profile};
+  for (const char* o : {"engine-args", "model-config"})
+    if (vm.count(o)) inputs.push_back(vm[o].as<std::string>());
+  std::error_code ec;
+  if (std::filesystem::is_directory(run, ec))
+    for (const auto& f : std::filesystem::directory_iterator(run, ec))
+      inputs.push_back(f.path().string());
+  std::vector<std::pair<std::string, std::string>> outs;
+  if (vm.count("out")) outs.emplace_back("--out", vm["out"].as<std::string>());
+  if (!write.empty()) {
+    outs.emplace_back("--write-scenario", write);
+    outs.emplace_back("--write-scenario", kept_trace_path(write));
+  }
+  for (const auto& [option, out] : outs)
+    for (const auto& in : inputs)
+      if (!in.empty() && same_file(out, in))
+        throw InputError(option, "", out + " is also an input of this replay: write it elsewhere");
+}
+
+// RUN is a run folder (not a benchmark result): it exists, and options for benchmark results
+// are refused.
+void check_run_folder(const po::variables_map& vm, const std::string& run) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(run, ec);
+  if (!std::filesystem::exists(st)) throw InputError(run, "", "not found");
+  if (!std::filesystem::is_directory(st))
+    throw InputError(run, "",
+                     "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
+                     "ttfts or request_throughput), and a measured run or an inference-perf "
+                     "result is a folder");
+  for (const char* o : {"model-config", "engine-args", "tp"})
+    if (vm.count(o))
+      throw InputError(std::string("--") + o, "",
+                       "applies to benchmark results (an inference-perf folder or a vllm bench "
+                       "serve JSON); " +
+                           run + " is a run folder, whose files record it");
+}
+
+// A measured run folder replayed: the run, its outputs, the report and the comparison.
+int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
+                      const std::string& write) {
+  const ReplayPlan plan = plan_replay(ro);
+  OutputSet outputs;
+  std::string out_h5, out_yaml;
+  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
+  if (!write.empty()) out_yaml = outputs.add_file("--write-scenario", write);
+  const Scenario sc = load_scenario_text(plan.yaml, "<replay of " + ro.run_dir + ">", ".", {});
+  const MeasuredLatencies measured =
+      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string());
+  Simulation simulation(sc);
+  RunResult r = simulation.run();
+  const Summary s = summarize(r);
+  const std::string report = report_text(sc, r, s);
+  if (vm.count("out")) write_results_h5(out_h5, sc, r, s, report);
+  if (!write.empty()) write_text_atomically(out_yaml, [&](std::ostream& o) { o << plan.yaml; });
+  outputs.publish();
+  if (!vm.count("quiet")) std::cout << report;
+  std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << "\n" << comparison_table(measured, s, &mae);
+  char buf[120];
+  if (std::isfinite(mae)) {
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+    std::cout << buf;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int cmd_replay(const std::vector<std::string>& args) {
   po::options_description opts("Options of 'kvfleet replay RUN'");
   std::string profile, model, gpu, write;
@@ -190,55 +298,12 @@ int cmd_replay(const std::vector<std::string>& args) {
         "kvfleet replay: RUN is required (a run folder with meta.json and requests.jsonl, an "
         "inference-perf result folder, or a vllm bench serve result JSON)");
   if (vm.count("help")) {
-    std::cout << "Usage: kvfleet replay RUN [options]\n\nReplays a measured serving run with "
-                 "the settings of its own files and compares TTFT, TPOT and E2E with the "
-                 "measurement. RUN is one of:\n"
-                 "  a run folder: meta.json, requests.jsonl and, optionally, config.json (engine "
-                 "settings, parallelism and link as recorded);\n"
-                 "  an inference-perf result folder: config.yaml and the stage_N / summary "
-                 "lifecycle metrics (each load stage compared apart);\n"
-                 "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
-                 "requests' own lengths).\n"
-                 "Benchmark results do not record the GPU or the server's settings: give --gpu "
-                 "and, where they differ from kvfleet's defaults, --engine-args.\n\n"
-              << opts;
+    print_replay_help(opts);
     return 0;
   }
-  if (vm.count("cost-model") && vm["cost-model"].as<std::string>().empty())
-    throw InputError("--cost-model", "",
-                     "is empty: name roofline or fitted, or leave the option out for the "
-                     "roofline");
-  if (vm.count("profile") && vm.count("cost-model"))
-    throw InputError("--cost-model", "",
-                     "a profile prices the steps: give --profile or --cost-model, not both");
-  if (vm.count("profile") && profile.empty())
-    throw InputError("--profile", "",
-                     "is empty: name a profile file, or leave the option out "
-                     "for the roofline");
+  check_replay_options(vm, profile);
   const std::string run = vm["run_dir"].as<std::string>();
-  // An output may not replace an input: the result file, a folder's files, the engine
-  // arguments, the model's config.json or the profile (a replay once turned its own JSON into
-  // HDF5).
-  {
-    std::vector<std::string> inputs = {run, profile};
-    for (const char* o : {"engine-args", "model-config"})
-      if (vm.count(o)) inputs.push_back(vm[o].as<std::string>());
-    std::error_code ec;
-    if (std::filesystem::is_directory(run, ec))
-      for (const auto& f : std::filesystem::directory_iterator(run, ec))
-        inputs.push_back(f.path().string());
-    std::vector<std::pair<std::string, std::string>> outs;
-    if (vm.count("out")) outs.emplace_back("--out", vm["out"].as<std::string>());
-    if (!write.empty()) {
-      outs.emplace_back("--write-scenario", write);
-      outs.emplace_back("--write-scenario", kept_trace_path(write));
-    }
-    for (const auto& [option, out] : outs)
-      for (const auto& in : inputs)
-        if (!in.empty() && same_file(out, in))
-          throw InputError(option, "",
-                           out + " is also an input of this replay: write it elsewhere");
-  }
+  check_outputs_are_not_inputs(vm, run, profile, write);
   const std::string cost_model =
       vm.count("cost-model") ? vm["cost-model"].as<std::string>() : std::string();
   const std::vector<std::string> leave_out = vm.count("leave-out")
@@ -246,49 +311,9 @@ int cmd_replay(const std::vector<std::string>& args) {
                                                  : std::vector<std::string>();
   replay_cost_model_yaml(cost_model, leave_out);  // refuses another name before any work
   if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
-  {
-    std::error_code ec;
-    const auto st = std::filesystem::status(run, ec);
-    if (!std::filesystem::exists(st)) throw InputError(run, "", "not found");
-    if (!std::filesystem::is_directory(st))
-      throw InputError(run, "",
-                       "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
-                       "ttfts or request_throughput), and a measured run or an inference-perf "
-                       "result is a folder");
-  }
-  for (const char* o : {"model-config", "engine-args", "tp"})
-    if (vm.count(o))
-      throw InputError(std::string("--") + o, "",
-                       "applies to benchmark results (an inference-perf folder or a vllm bench "
-                       "serve JSON); " +
-                           run + " is a run folder, whose files record it");
-  ReplayOptions ro{run, profile, model, gpu, cost_model, leave_out};
-  const ReplayPlan plan = plan_replay(ro);
-  OutputSet outputs;
-  std::string out_h5, out_yaml;
-  if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
-  if (!write.empty()) out_yaml = outputs.add_file("--write-scenario", write);
-  const Scenario sc = load_scenario_text(plan.yaml, "<replay of " + ro.run_dir + ">", ".", {});
-  const MeasuredLatencies measured =
-      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string());
-  Simulation simulation(sc);
-  RunResult r = simulation.run();
-  const Summary s = summarize(r);
-  const std::string report = report_text(sc, r, s);
-  if (vm.count("out")) write_results_h5(out_h5, sc, r, s, report);
-  if (!write.empty()) write_text_atomically(out_yaml, [&](std::ostream& o) { o << plan.yaml; });
-  outputs.publish();
-  if (!vm.count("quiet")) std::cout << report;
-  std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
-  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
-  double mae = 0;
-  std::cout << "\n" << comparison_table(measured, s, &mae);
-  char buf[120];
-  if (std::isfinite(mae)) {
-    std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
-    std::cout << buf;
-  }
-  return 0;
+  check_run_folder(vm, run);
+  return replay_run_folder(vm, ReplayOptions{run, profile, model, gpu, cost_model, leave_out},
+                           write);
 }
 
 }  // namespace kvfleet::cli
