@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -181,39 +182,10 @@ ReplayPlan plan_replay(const ReplayOptions& o) {
 
 namespace {
 
-ReplayPlan build_plan(const ReplayOptions& o) {
-  const fs::path dir(o.run_dir);
-  const fs::path meta_path = dir / "meta.json", req = dir / "requests.jsonl";
-  if (!fs::exists(meta_path))
-    throw InputError(o.run_dir, "meta.json",
-                     "not found: a measured run's folder holds meta.json "
-                     "and requests.jsonl");
-  if (!fs::exists(req)) throw InputError(o.run_dir, "requests.jsonl", "not found");
-  const json meta = read_json(meta_path);
-  const json& kw = at(meta, {"engine_kwargs"});
-  if (!kw.is_object())
-    throw InputError(meta_path.string(), "engine_kwargs", "missing: the engine's arguments");
-  ReplayPlan plan;
-  auto note = [&](const std::string& s) { plan.notes.push_back(s); };
-  const RunFile mf{meta_path.string()};
-
-  // Model and GPU.
-  const std::string hf =
-      mf.string(meta, {"engine_kwargs", "model"}).value_or(mf.string(meta, {"model"}).value_or(""));
-  const ModelSpec* model =
-      o.model.empty() ? match(model_presets(), hf) : named(model_presets(), o.model);
-  if (model == nullptr) {
-    throw InputError(meta_path.string(), "engine_kwargs.model",
-                     o.model.empty() ? "'" + hf + "' matches no model preset (" +
-                                           names(model_presets()) + "); name one with --model"
-                                     : "--model '" + o.model + "' is not a preset (" +
-                                           names(model_presets()) + ")");
-  }
-  note("model " + model->name +
-       (o.model.empty() ? " (matches meta.json model " + hf + ")" : " (--model)"));
-  json cluster;
-  if (fs::exists(dir / "config.json")) cluster = read_json(dir / "config.json");
-  const RunFile cf{(dir / "config.json").string()};
+// The run's GPU: --gpu, else the preset its hardware names (with its memory), else, with a
+// profile, a GPU entry with the run's memory (`custom`).
+const GpuSpec* choose_gpu(const ReplayOptions& o, const json& meta, const json& cluster,
+                          YAML::Node& custom_gpu, const std::function<void(std::string)>& note) {
   std::string hardware;
   if (const json& h = at(cluster, {"nodes"}); h.is_array() && !h.empty()) {
     const json& inst = at(h[0], {"instances"});
@@ -223,7 +195,6 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   }
   const json& dev = at(meta, {"hardware", "device_name"});
   const GpuSpec* gpu = nullptr;
-  YAML::Node custom_gpu;  // a gpus: entry when no preset matches
   if (!o.gpu.empty()) {
     gpu = named(gpu_presets(), o.gpu);
     if (gpu == nullptr)
@@ -275,58 +246,61 @@ ReplayPlan build_plan(const ReplayOptions& o) {
            (!hardware.empty() ? hardware : dev.get<std::string>()) + ")");
     }
   }
+  return gpu;
+}
 
-  // Engine arguments, with vLLM 0.19's defaults where the run left them unset. Every value is
-  // read with its JSON type checked: a wrong type is an error naming meta.json and the key.
-  const long long tp =
-      mf.integer(meta, {"engine_kwargs", "tensor_parallel_size"}, 1, 64).value_or(1);
-  const long long dp = mf.integer(meta, {"engine_kwargs", "data_parallel_size"}, 1, 64).value_or(1);
-  const bool ep = mf.boolean(meta, {"engine_kwargs", "enable_expert_parallel"}).value_or(false);
-  const long long seqs =
-      mf.integer(meta, {"engine_kwargs", "max_num_seqs"}, 1, 1 << 20).value_or(256);
-  const long long batched =
-      mf.integer(meta, {"engine_kwargs", "max_num_batched_tokens"}, 1, 100'000'000).value_or(2048);
-  const long long max_len =
-      mf.integer(meta, {"engine_kwargs", "max_model_len"}, 0, 100'000'000).value_or(0);
-  const long long block = mf.integer(meta, {"kv_cache", "block_size"}, 1, 1024).value_or(16);
-  const long long gpu_blocks =
-      mf.integer(meta, {"kv_cache", "num_gpu_blocks"}, 0, 16777216).value_or(0);
+// What the run's files say of its engine, with vLLM 0.19's defaults where the run left them
+// unset. Every value is read with its JSON type checked: a wrong type is an error naming
+// meta.json and the key.
+struct RunEngine {
+  long long tp = 1, dp = 1, seqs = 256, batched = 2048, max_len = 0, block = 16, gpu_blocks = 0;
+  bool ep = false, prefix = true, chunked = true, async = true, eager = false;
   double util = 0.9;
+  std::string kv_dtype = "auto", async_from = "vLLM's default";
+  std::vector<long long> capture;  // CUDA graph capture sizes, as resolved
+  double link_Bps = 0, link_lat = 0;
+};
+
+RunEngine read_engine(const RunFile& mf, const json& meta, const RunFile& cf, const json& cluster,
+                      const fs::path& meta_path) {
+  RunEngine e;
+  e.tp = mf.integer(meta, {"engine_kwargs", "tensor_parallel_size"}, 1, 64).value_or(1);
+  e.dp = mf.integer(meta, {"engine_kwargs", "data_parallel_size"}, 1, 64).value_or(1);
+  e.ep = mf.boolean(meta, {"engine_kwargs", "enable_expert_parallel"}).value_or(false);
+  e.seqs = mf.integer(meta, {"engine_kwargs", "max_num_seqs"}, 1, 1 << 20).value_or(256);
+  e.batched =
+      mf.integer(meta, {"engine_kwargs", "max_num_batched_tokens"}, 1, 100'000'000).value_or(2048);
+  e.max_len = mf.integer(meta, {"engine_kwargs", "max_model_len"}, 0, 100'000'000).value_or(0);
+  e.block = mf.integer(meta, {"kv_cache", "block_size"}, 1, 1024).value_or(16);
+  e.gpu_blocks = mf.integer(meta, {"kv_cache", "num_gpu_blocks"}, 0, 16777216).value_or(0);
   for (const auto& v : {mf.number(meta, {"kv_cache", "gpu_memory_utilization"}, 0.01, 1),
                         mf.number(meta, {"engine_kwargs", "gpu_memory_utilization"}, 0.01, 1)})
-    if (v) util = *v;
-  bool prefix = true;
+    if (v) e.util = *v;
   for (const auto& v :
        {mf.boolean(meta, {"resolved_config", "cache_config", "enable_prefix_caching"}),
         mf.boolean(meta, {"kv_cache", "enable_prefix_caching"}),
         mf.boolean(meta, {"engine_kwargs", "enable_prefix_caching"})})
-    if (v) prefix = *v;
-  bool chunked = true;
+    if (v) e.prefix = *v;
   for (const auto& v :
        {mf.boolean(meta, {"resolved_config", "scheduler_config", "enable_chunked_prefill"}),
         mf.boolean(meta, {"engine_kwargs", "enable_chunked_prefill"})})
-    if (v) chunked = *v;
-  const std::string kv_dtype =
-      mf.string(meta, {"engine_kwargs", "kv_cache_dtype"}).value_or("auto");
+    if (v) e.chunked = *v;
+  e.kv_dtype = mf.string(meta, {"engine_kwargs", "kv_cache_dtype"}).value_or("auto");
   {
     static const std::vector<std::string> ok = {"auto",     "bf16",     "fp16", "fp8",
                                                 "fp8_e4m3", "fp8_e5m2", "int8", "int4"};
-    if (std::find(ok.begin(), ok.end(), kv_dtype) == ok.end())
+    if (std::find(ok.begin(), ok.end(), e.kv_dtype) == ok.end())
       throw InputError(meta_path.string(), "engine_kwargs.kv_cache_dtype",
-                       "'" + kv_dtype + "' is not a KV cache precision kvfleet models");
+                       "'" + e.kv_dtype + "' is not a KV cache precision kvfleet models");
   }
   // Async scheduling: as resolved, else as given, else vLLM's default (on from 0.11).
-  bool async = true;
-  std::string async_from = "vLLM's default";
   if (const auto v = mf.boolean(meta, {"engine_kwargs", "async_scheduling"}))
-    async = *v, async_from = "engine_kwargs";
+    e.async = *v, e.async_from = "engine_kwargs";
   if (const auto v = mf.boolean(meta, {"resolved_config", "scheduler_config", "async_scheduling"}))
-    async = *v, async_from = "resolved scheduler_config";
-  bool eager = false;
+    e.async = *v, e.async_from = "resolved scheduler_config";
   for (const auto& v : {mf.boolean(meta, {"resolved_config", "model_config", "enforce_eager"}),
                         mf.boolean(meta, {"engine_kwargs", "enforce_eager"})})
-    if (v) eager = *v;
-  std::vector<long long> capture;
+    if (v) e.eager = *v;
   if (const json& j =
           at(meta, {"resolved_config", "compilation_config", "cudagraph_capture_sizes"});
       !j.is_null()) {
@@ -339,13 +313,18 @@ ReplayPlan build_plan(const ReplayOptions& o) {
         throw InputError(meta_path.string(),
                          "resolved_config.compilation_config.cudagraph_capture_sizes",
                          "must hold whole numbers from 1 to 1048576, not " + x.dump());
-      capture.push_back(x.get<long long>());
+      e.capture.push_back(x.get<long long>());
     }
   }
-  const double link_Bps = cf.number(cluster, {"link_bw"}, 0, 1e6).value_or(0) * 1e9;        // GB/s
-  const double link_lat = cf.number(cluster, {"link_latency"}, 0, 1e9).value_or(0) * 1e-9;  // ns
+  e.link_Bps = cf.number(cluster, {"link_bw"}, 0, 1e6).value_or(0) * 1e9;        // GB/s
+  e.link_lat = cf.number(cluster, {"link_latency"}, 0, 1e9).value_or(0) * 1e-9;  // ns
+  return e;
+}
 
-  // The scenario, built as data and emitted: nothing from the run's files is pasted as YAML.
+// The scenario, built as data and emitted: nothing from the run's files is pasted as YAML.
+std::string replay_yaml(const ReplayOptions& o, const fs::path& dir, const fs::path& req,
+                        const ModelSpec& model, const GpuSpec* gpu, const YAML::Node& custom_gpu,
+                        const RunEngine& e) {
   YAML::Node sc;
   sc["name"] = "replay-" + fs::absolute(dir).lexically_normal().filename().string();
   sc["seed"] = 1;
@@ -354,27 +333,27 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   sc["workload"]["path"] = fs::absolute(req).lexically_normal().string();
   YAML::Node pool;
   pool["name"] = "replay";
-  pool["model"] = model->name;
+  pool["model"] = model.name;
   pool["gpu"] = gpu != nullptr ? gpu->name : std::string("replay-gpu");
-  pool["tensor_parallel"] = tp;
-  pool["data_parallel"] = dp;
-  pool["expert_parallel"] = ep;
-  if (link_Bps > 0) pool["link_Bps"] = link_Bps;
-  if (link_lat > 0) pool["link_latency_s"] = link_lat;
+  pool["tensor_parallel"] = e.tp;
+  pool["data_parallel"] = e.dp;
+  pool["expert_parallel"] = e.ep;
+  if (e.link_Bps > 0) pool["link_Bps"] = e.link_Bps;
+  if (e.link_lat > 0) pool["link_latency_s"] = e.link_lat;
   // requests.jsonl's timestamps are the engine's own (queued, first token, last token): the API
   // server's time is outside them, so the replay measures as the engine does.
   pool["frontend"]["enabled"] = false;
   YAML::Node eng;
-  eng["max_num_seqs"] = seqs;
-  eng["max_num_batched_tokens"] = batched;
-  eng["enable_chunked_prefill"] = chunked;
-  eng["enable_prefix_caching"] = prefix;
-  eng["async_scheduling"] = async;
-  eng["block_size"] = block;
-  eng["gpu_memory_utilization"] = util;
-  if (max_len > 0) eng["max_model_len"] = max_len;
-  if (gpu_blocks > 0) eng["num_gpu_blocks_override"] = gpu_blocks;
-  if (kv_dtype != "auto") eng["kv_cache_dtype"] = kv_dtype;
+  eng["max_num_seqs"] = e.seqs;
+  eng["max_num_batched_tokens"] = e.batched;
+  eng["enable_chunked_prefill"] = e.chunked;
+  eng["enable_prefix_caching"] = e.prefix;
+  eng["async_scheduling"] = e.async;
+  eng["block_size"] = e.block;
+  eng["gpu_memory_utilization"] = e.util;
+  if (e.max_len > 0) eng["max_model_len"] = e.max_len;
+  if (e.gpu_blocks > 0) eng["num_gpu_blocks_override"] = e.gpu_blocks;
+  if (e.kv_dtype != "auto") eng["kv_cache_dtype"] = e.kv_dtype;
   pool["engine"] = eng;
   if (o.profile.empty())
     pool["cost_model"] = YAML::Load(replay_cost_model_yaml(o.cost_model, o.leave_out));
@@ -383,10 +362,10 @@ ReplayPlan build_plan(const ReplayOptions& o) {
       pool["cost_model"]["impl"] = "profile";
       pool["cost_model"]["path"] = fs::absolute(o.profile).lexically_normal().string();
     }
-    if (!eager) {
-      if (!capture.empty()) {
+    if (!e.eager) {
+      if (!e.capture.empty()) {
         YAML::Node sizes(YAML::NodeType::Sequence);
-        for (long long c : capture) sizes.push_back(c);
+        for (long long c : e.capture) sizes.push_back(c);
         pool["cost_model"]["cuda_graph_sizes"] = sizes;
       } else {
         pool["cost_model"]["pad_to_cuda_graph_sizes"] = true;
@@ -399,32 +378,78 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   YAML::Emitter em;
   em.SetDoublePrecision(17);
   em << sc;
-  plan.yaml = "# Replay of " + fs::absolute(dir).lexically_normal().string() +
-              " (kvfleet replay): every setting from the run's own files.\n" + em.c_str() + "\n";
-  note("parallelism: tensor " + std::to_string(tp) + ", data " + std::to_string(dp) +
-       (ep ? ", experts whole per GPU (enable_expert_parallel)" : "") +
+  return "# Replay of " + fs::absolute(dir).lexically_normal().string() +
+         " (kvfleet replay): every setting from the run's own files.\n" + em.c_str() + "\n";
+}
+
+// What the replay took from the run's files, in words.
+void note_engine(const ReplayOptions& o, const RunEngine& e,
+                 const std::function<void(std::string)>& note) {
+  note("parallelism: tensor " + std::to_string(e.tp) + ", data " + std::to_string(e.dp) +
+       (e.ep ? ", experts whole per GPU (enable_expert_parallel)" : "") +
        " (meta.json engine_kwargs)");
-  note(
-      "engine: max_num_seqs " + std::to_string(seqs) + ", max_num_batched_tokens " +
-      std::to_string(batched) +
-      (max_len > 0 ? ", max_model_len " + std::to_string(max_len) : ", max_model_len the model's") +
-      (gpu_blocks > 0 ? ", " + std::to_string(gpu_blocks) + " GPU blocks (kv_cache)" : ""));
-  note(std::string("async scheduling ") + (async ? "on" : "off") + " (" + async_from + ")");
+  note("engine: max_num_seqs " + std::to_string(e.seqs) + ", max_num_batched_tokens " +
+       std::to_string(e.batched) +
+       (e.max_len > 0 ? ", max_model_len " + std::to_string(e.max_len)
+                      : ", max_model_len the model's") +
+       (e.gpu_blocks > 0 ? ", " + std::to_string(e.gpu_blocks) + " GPU blocks (kv_cache)" : ""));
+  note(std::string("async scheduling ") + (e.async ? "on" : "off") + " (" + e.async_from + ")");
   note(
       "latencies as the engine measures them (requests.jsonl's queued and token timestamps are "
       "the engine's): API server time off");
-  if (link_Bps > 0 || link_lat > 0) {
+  if (e.link_Bps > 0 || e.link_lat > 0) {
     char buf[120];
-    std::snprintf(buf, sizeof buf, "GPU-to-GPU link %.4g GB/s, %.4g us", link_Bps / 1e9,
-                  link_lat * 1e6);
+    std::snprintf(buf, sizeof buf, "GPU-to-GPU link %.4g GB/s, %.4g us", e.link_Bps / 1e9,
+                  e.link_lat * 1e6);
     note(std::string(buf) + " (config.json link_bw, link_latency)");
   }
   if (!o.profile.empty() || o.cost_model == "fitted")
     note(std::string("CUDA graphs: ") +
-         (eager ? "off (enforce_eager)"
-          : !capture.empty()
-              ? std::to_string(capture.size()) + " capture sizes (resolved compilation_config)"
+         (e.eager ? "off (enforce_eager)"
+          : !e.capture.empty()
+              ? std::to_string(e.capture.size()) + " capture sizes (resolved compilation_config)"
               : "on, vLLM's default capture sizes"));
+}
+
+ReplayPlan build_plan(const ReplayOptions& o) {
+  const fs::path dir(o.run_dir);
+  const fs::path meta_path = dir / "meta.json", req = dir / "requests.jsonl";
+  if (!fs::exists(meta_path))
+    throw InputError(o.run_dir, "meta.json",
+                     "not found: a measured run's folder holds meta.json "
+                     "and requests.jsonl");
+  if (!fs::exists(req)) throw InputError(o.run_dir, "requests.jsonl", "not found");
+  const json meta = read_json(meta_path);
+  const json& kw = at(meta, {"engine_kwargs"});
+  if (!kw.is_object())
+    throw InputError(meta_path.string(), "engine_kwargs", "missing: the engine's arguments");
+  ReplayPlan plan;
+  auto note = [&](const std::string& s) { plan.notes.push_back(s); };
+  const RunFile mf{meta_path.string()};
+
+  // Model and GPU.
+  const std::string hf =
+      mf.string(meta, {"engine_kwargs", "model"}).value_or(mf.string(meta, {"model"}).value_or(""));
+  const ModelSpec* model =
+      o.model.empty() ? match(model_presets(), hf) : named(model_presets(), o.model);
+  if (model == nullptr) {
+    throw InputError(meta_path.string(), "engine_kwargs.model",
+                     o.model.empty() ? "'" + hf + "' matches no model preset (" +
+                                           names(model_presets()) + "); name one with --model"
+                                     : "--model '" + o.model + "' is not a preset (" +
+                                           names(model_presets()) + ")");
+  }
+  note("model " + model->name +
+       (o.model.empty() ? " (matches meta.json model " + hf + ")" : " (--model)"));
+  json cluster;
+  if (fs::exists(dir / "config.json")) cluster = read_json(dir / "config.json");
+  const RunFile cf{(dir / "config.json").string()};
+  YAML::Node custom_gpu;  // a gpus: entry when no preset matches
+  const GpuSpec* gpu = choose_gpu(o, meta, cluster, custom_gpu, note);
+
+  const RunEngine e = read_engine(mf, meta, cf, cluster, meta_path);
+  plan.yaml = replay_yaml(o, dir, req, *model, gpu, custom_gpu, e);
+  note_engine(o, e, note);
   return plan;
 }
 
