@@ -41,6 +41,7 @@
 
 #include "gui/app/main_window.h"
 #include "gui/app/sizing_view.h"
+#include "gui/app/words.h"
 #include "sim/simulation/scenario.h"
 #include "sim/sweep/sizing.h"
 
@@ -1017,6 +1018,34 @@ class GuiTest : public QObject {
     }();
     QCOMPARE(names.size(), std::size_t{3});
     QCOMPARE(QString::fromStdString(names[1]), QString("window (turns kept 4)"));
+  }
+
+  void wordsForKeysWithAndWithoutLabels() {
+    using namespace kvfleet::gui;
+    // A labelled key: its label; a unit the label names is not repeated, another one is.
+    QCOMPARE(QString::fromStdString(key_label("pools[1].engine.max_num_seqs")),
+             QString("Max running sequences"));
+    QCOMPARE(QString::fromStdString(value_label("pools[0].engine.max_num_seqs", "32")),
+             QString("Max running sequences 32"));
+    QCOMPARE(QString::fromStdString(value_label("pools[0].engine.block_size", "32")),
+             QString("KV block size 32 tokens"));
+    QCOMPARE(QString::fromStdString(with_unit("Concurrent users", "users")),
+             QString("Concurrent users"));
+    QCOMPARE(QString::fromStdString(with_unit("Client timeout", "s")),
+             QString("Client timeout (s)"));
+    // A parameter of a labelled section: the section's label and its own name.
+    QCOMPARE(QString::fromStdString(key_label("workload.turns.mean")),
+             QString("Turns per conversation, mean"));
+    // An implementation: its section's label and the implementation's name.
+    QCOMPARE(QString::fromStdString(setting_label("workload.context_policy.impl", "window")),
+             QString("Context policy window"));
+    // Nothing labels it: its last part in words, with its declared unit.
+    QCOMPARE(QString::fromStdString(setting_label("pools[0].engine.max_model_len", "4096")),
+             QString("max model len 4096 tokens"));
+    QCOMPARE(QString::fromStdString(inline_label("workload.context_policy.turns")),
+             QString("turns kept"));
+    QCOMPARE(QString::fromStdString(inline_label("pools[0].engine.kv_cache_dtype")),
+             QString("KV precision"));
   }
 
   void compareModeDrawsOneLabelledCurveFamilyPerValue() {

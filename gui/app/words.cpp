@@ -113,9 +113,10 @@ std::string setting_label(const std::string& key, const std::string& value) {
   const bool impl = key.ends_with(".impl");
   const std::string k = impl ? key.substr(0, key.size() - 5) : key;
   std::string label = key_label(k);
-  if (label == k) {  // undeclared or unlabelled: its own name, as the scenario file spells it
+  if (label == k) {  // undeclared or unlabelled: its own name, in words ("max model len")
     const auto dot = k.find_last_of('.');
     label = dot == std::string::npos ? k : k.substr(dot + 1);
+    std::replace(label.begin(), label.end(), '_', ' ');
   }
   return label + " " + (impl || value == "unset" ? value : quantity(key, value));
 }

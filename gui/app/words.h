@@ -35,7 +35,7 @@ std::string value_label(const std::string& key, const std::string& value);
 
 // A setting as a list of differences says it: "Max running sequences 64", "Context policy
 // window" (an implementation under its section's label), "Client timeout unset". Keys nothing
-// labels are named by their last part, as the scenario file spells them.
+// labels are named by their last part in words ("max model len 4096").
 std::string setting_label(const std::string& key, const std::string& value);
 
 }  // namespace kvfleet::gui
