@@ -34,8 +34,9 @@ bool MainWindow::saveScenario(const QString& path) {
   for (const auto& [key, value] : edits_) sets.push_back(key + "=" + value);
   // A pin's overrides apply to the file it was pinned on; the saved file carries the edits, so
   // each pin also sets back its own value of every edited key it does not set itself.
-  const std::vector<Pin> before = pins_;
+  std::vector<std::vector<std::string>> before;  // the overrides only: a pin's points are big
   for (auto& pin : pins_) {
+    before.push_back(pin.overrides);
     const YAML::Node mine = YAML::Load(pin.resolved_yaml);
     std::vector<std::string> rebased;
     for (const auto& [key, value] : edits_) {
@@ -57,7 +58,8 @@ bool MainWindow::saveScenario(const QString& path) {
     if (had || !is_default(study())) text = with_study(text, study());
     sim::write_text_atomically(path.toStdString(), [&](std::ostream& o) { o << text; });
   } catch (const std::exception& e) {
-    pins_ = before;  // nothing saved: the pins stay relative to the file still open
+    // Nothing saved: the pins stay relative to the file still open.
+    for (std::size_t i = 0; i < pins_.size(); ++i) pins_[i].overrides = std::move(before[i]);
     showError(QString::fromStdString(e.what()));
     return false;
   }
