@@ -284,6 +284,23 @@ PRESET = {"A100": "A100-80GB", "H100": "H100-SXM", "RTX4090": "RTX-4090",
           "RTXPRO6000": "RTX-PRO-6000"}
 
 
+def ridge(g):
+    """The datasheet's ridge point, bf16 FLOP/s over memory bytes/s."""
+    P, B, _ = DATASHEET[g]
+    return P / B
+
+
+def gemm_median(fits, g):
+    """What a GPU left out gets (sim/cost/fitted.cpp, fit_for): the median of the other GPUs'
+    linear-layer fits, with the falloff m_half carried over as a fraction of each GPU's ridge
+    point and scaled to this one's (a GPU with more compute per byte needs more tokens to fill
+    it)."""
+    others = [h for h in fits if h != g]
+    p = np.median([fits[h] for h in others], axis=0)
+    p[1] = np.median([fits[h][1] / ridge(h) for h in others]) * ridge(g)
+    return p
+
+
 def cpp_table(out, F):
     """kvfleet's table of public fits (sim/cost/public_fits.inc): one entry per GPU with what
     was fitted on it. Per-token kernels and the sampler only from vLLM's own kernels
@@ -293,8 +310,9 @@ def cpp_table(out, F):
              "// from the public profiles in ../shared/reference (docs/validation.md, \"A roofline",
              "// fitted from every public profile\"); ctest fit_roofline fails when the profiles no",
              "// longer fit these numbers. Do not edit by hand.",
-             "// Fields: gemm {ec, m_half, em, t0_s}; attention {t0_s, per_seq_s, ea, ea_flop,",
-             "// ea_prefix}; kernels {t0_s, c}; sampler {a_s, c}."]
+             "// Fields: ridge (the datasheet's bf16 FLOP/s over bytes/s); gemm {ec, m_half, em,",
+             "// t0_s}; attention {t0_s, per_seq_s, ea, ea_flop, ea_prefix}; kernels {t0_s, c};",
+             "// sampler {a_s, c}."]
     num = lambda v: f"{v:.4g}"
     def fit(v):
         return "{true, {" + ", ".join(num(x) for x in v) + "}}"
@@ -305,7 +323,8 @@ def cpp_table(out, F):
         tps = sorted(set(int(x) for x in d.tp))
         source = (f"{'+'.join(srcs)} {g}: {len(models)} model{'s' if len(models) != 1 else ''}, "
                   f"TP {tps[0]}" + (f"-{tps[-1]}" if len(tps) > 1 else ""))
-        parts = [f'.name = "{PRESET.get(g, g)}"', f'.source = "{source}"']
+        parts = [f'.name = "{PRESET.get(g, g)}"', f'.source = "{source}"',
+                 f".ridge = {num(ridge(g))}"]
         if g in out["gemm"]:
             v = out["gemm"][g]
             parts.append(".gemm = " + fit([v["ec"], v["m_half"], v["em"], v["t0_s"]]))
@@ -373,7 +392,7 @@ def main():
     for g, d in D.groupby("gpu"):
         P, B, _ = DATASHEET[g]
         own = ape(gemm_pred(fits[g], d, P, B), d.t.values)
-        others = np.median([fits[h] for h in fits if h != g], axis=0)
+        others = gemm_median(fits, g)
         logo = ape(gemm_pred(others, d, P, B), d.t.values)
         # kvfleet's roofline before this fit: 70% of the FLOP rate, 85% of the bandwidth.
         today = ape(gemm_pred([0.7, 0, 0.85, 0], d, P, B), d.t.values)

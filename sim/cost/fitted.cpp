@@ -69,7 +69,7 @@ const char* stand_in(const std::string& kind) {
 }  // namespace
 
 FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
-                  const std::vector<std::string>& leave_out, std::string* from) {
+                  const std::vector<std::string>& leave_out, std::string* from, double ridge) {
   const Member mem = kinds().at(kind);
   if (use_own && !left_out(leave_out, gpu)) {
     for (const GpuFit& f : public_fits()) {
@@ -85,7 +85,7 @@ FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
   FitParams out;
   if (others.empty()) {
     if (const char* s = stand_in(kind)) {
-      out = fit_for(s, gpu, use_own, leave_out, from);
+      out = fit_for(s, gpu, use_own, leave_out, from, ridge);
       if (from) *from = std::string("the norm fit (") + *from + ")";
     } else if (from) {
       *from = "none";
@@ -98,7 +98,18 @@ FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
     for (const GpuFit* f : others) v.push_back((f->*mem).p[i]);
     out.p[i] = median(v);
   }
-  if (from) *from = (others.size() == 1 ? "" : "median of ") + names_of(others);
+  // The linear layers' falloff (m_half, tokens) carries over relative to the ridge point.
+  const bool scaled =
+      kind == "gemm" && ridge > 0 &&
+      std::all_of(others.begin(), others.end(), [](const GpuFit* f) { return f->ridge > 0; });
+  if (scaled) {
+    std::vector<double> v;
+    for (const GpuFit* f : others) v.push_back((f->*mem).p[1] / f->ridge);
+    out.p[1] = median(v) * ridge;
+  }
+  if (from)
+    *from = (others.size() == 1 ? "" : "median of ") + names_of(others) +
+            (scaled ? " (falloff scaled by the ridge point)" : "");
   return out;
 }
 
@@ -157,7 +168,7 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
   std::map<std::string, std::string> from;
   for (const auto& [kind, mem] : kinds()) {
     (void)mem;
-    fit[kind] = fit_for(kind, gpu.name, own, cfg.leave_out, &from[kind]);
+    fit[kind] = fit_for(kind, gpu.name, own, cfg.leave_out, &from[kind], P16 / B);
   }
   // Mixed batches: the GPU's own measurement of them, or (none, or by choice) the sum of the
   // prefill and decode fits; FlashAttention-2's mixed kernels on the two GPUs measured are not

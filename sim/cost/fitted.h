@@ -39,7 +39,8 @@ struct FitParams {
 struct GpuFit {
   const char* name = "";    // kvfleet's GPU preset where there is one
   const char* source = "";  // the profiles it was fitted to
-  FitParams gemm;           // ec, m_half, em, t0_s
+  double ridge = 0;  // the datasheet's bf16 FLOP/s over its bytes/s that the fit was made against
+  FitParams gemm;    // ec, m_half, em, t0_s
   FitParams attention_decode, attention_prefill,
       attention_mixed;                              // t0_s, ts, ea, ea_flop, ea_prefix
   FitParams norm, rotary, act, embedding, qk_norm;  // t0_s, c
@@ -52,8 +53,13 @@ const std::vector<GpuFit>& public_fits();
 // receives which.
 // `kind` is one of gemm, attention_decode, attention_prefill, attention_mixed, norm, rotary, act,
 // embedding, qk_norm, sampler.
+// `ridge` is the GPU's datasheet bf16 FLOP/s over its memory bytes/s. Where it is given, a
+// median of linear-layer fits takes the falloff m_half as a fraction of each GPU's ridge and
+// scales it to this one's: a GPU with more compute per byte needs more tokens to fill it
+// (docs/validation.md, "A roofline fitted from every public profile").
 FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
-                  const std::vector<std::string>& leave_out, std::string* from = nullptr);
+                  const std::vector<std::string>& leave_out, std::string* from = nullptr,
+                  double ridge = 0);
 
 class FittedCostModel final : public CostModel {
  public:

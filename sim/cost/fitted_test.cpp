@@ -83,6 +83,36 @@ TEST(Fitted, OwnFitWhereThereIsOneElseTheMedianOfTheOthers) {
   }
 }
 
+TEST(Fitted, AGpuLeftOutTakesTheFalloffRelativeToItsRidgePoint) {
+  // The median of the others' m_half, each over its own ridge point, times this GPU's; every
+  // other parameter is the plain median.
+  std::vector<double> ratio, ec;
+  for (const GpuFit& f : public_fits()) {
+    if (!f.gemm.has || std::string(f.name) == "RTX-4090") continue;
+    ASSERT_GT(f.ridge, 0) << f.name;
+    ratio.push_back(f.gemm.p[1] / f.ridge);
+    ec.push_back(f.gemm.p[0]);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  const double ridge = 165.2e12 / 1008e9;
+  std::string from;
+  const FitParams scaled = fit_for("gemm", "RTX-4090", true, {"RTX-4090"}, &from, ridge);
+  EXPECT_DOUBLE_EQ(scaled.p[1], median(ratio) * ridge);
+  EXPECT_DOUBLE_EQ(scaled.p[0], median(ec));
+  EXPECT_NE(from.find("ridge point"), std::string::npos) << from;
+  // Twice the compute per byte, twice the falloff; without a ridge, the plain median.
+  EXPECT_DOUBLE_EQ(fit_for("gemm", "RTX-4090", true, {"RTX-4090"}, nullptr, 2 * ridge).p[1],
+                   2 * scaled.p[1]);
+  const FitParams plain = fit_for("gemm", "RTX-4090", true, {"RTX-4090"});
+  EXPECT_NE(plain.p[1], scaled.p[1]);
+  // Its own fit is its own, whatever the ridge.
+  EXPECT_EQ(fit_for("gemm", "RTX-4090", true, {}, nullptr, ridge).p[1],
+            fit_for("gemm", "RTX-4090", true, {}).p[1]);
+}
 TEST(Fitted, APrefillOfManyTokensRunsAtTheFittedComputeRate) {
   // Llama-3.1-8B on an H100: 8,192 prompt tokens are compute bound; the linear layers take
   // 2 x 6.98e9 parameters x 8,192 tokens at the H100's 989 TFLOP/s x its fitted efficiency.

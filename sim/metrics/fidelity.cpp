@@ -15,8 +15,8 @@ std::span<const ValidatedRun> validated_runs() {
       {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "roofline", true, true, 0.3735, 0.0955, 0.089},
       // The fitted cost model as a GPU without a profile gets it: the run's own GPU's fit left
       // out (cost_model.leave_out), so the error it carries is that of an unprofiled GPU.
-      {"vllm-0.19-rtx4090-llama-3.1-8b", "fitted", false, true, 0.158, 0.1207, 0.1603},
-      {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "fitted", true, true, 0.1546, 0.0441, 0.0385},
+      {"vllm-0.19-rtx4090-llama-3.1-8b", "fitted", false, true, 0.0549, 0.0323, 0.0592},
+      {"vllm-0.19-rtxpro6000-qwen3-30b-a3b", "fitted", true, true, 0.1452, 0.0403, 0.0343},
       // casys-kaist/LLMServingSim bench/examples/RTXPRO6000 (commit 5daddb2), replayed by hand.
       {"LLMServingSim RTXPRO6000/Llama-3.1-8B", "profile", false, false, 0.021, 0.019, 0.0065},
       {"LLMServingSim RTXPRO6000/Llama-3.1-8B", "roofline", false, false, 0.04125, 0.00375, 0.009},
