@@ -10,11 +10,11 @@ void LockstepGroup::wake(SimTime now) {
   if (active_) return;
   // After any other arrival at the same instant has been delivered, as a lone engine does.
   active_ = true;
-  queue_.push(now, this, kStart, 0);
+  queue_.push(now, this, LockstepEvent::kStart);
 }
 
-void LockstepGroup::on_event(std::uint32_t kind, std::uint64_t, SimTime now) {
-  if (kind == kStart) {
+void LockstepGroup::handle(LockstepEvent kind, std::uint64_t, SimTime now) {
+  if (kind == LockstepEvent::kStart) {
     start(now);
     return;
   }
@@ -58,7 +58,7 @@ void LockstepGroup::start(SimTime now) {
   for (std::size_t r = 0; r < ranks_.size(); ++r)
     ranks_[r]->group_launch(now, costs[r], work[r], dur, scheduled_[r] != 0);
   ++steps_;
-  queue_.push(now + dur, this, kEnd, 0);
+  queue_.push(now + dur, this, LockstepEvent::kEnd);
 }
 
 }  // namespace kvfleet::sim

@@ -15,17 +15,20 @@ namespace kvfleet::sim {
 
 class Replica;
 
-class LockstepGroup final : public EventHandler {
+// A group step starts; a group step ends.
+enum class LockstepEvent : std::uint32_t { kStart, kEnd, kCount };
+
+class LockstepGroup final : public EventHandlerOf<LockstepEvent> {
  public:
   LockstepGroup(EventQueue& q, std::vector<Replica*> ranks) : queue_(q), ranks_(std::move(ranks)) {}
   // A rank received work: start a group step at `now` unless one is running or due.
   void wake(SimTime now);
   bool active() const { return active_; }
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   std::int64_t steps() const { return steps_; }
 
  private:
-  enum Kind : std::uint32_t { kStart = 0, kEnd = 1 };
+  void handle(LockstepEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "LockstepGroup"; }
   void start(SimTime now);
   EventQueue& queue_;
   std::vector<Replica*> ranks_;

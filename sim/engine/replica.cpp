@@ -126,15 +126,15 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
   } else if (!stepping_) {
     // Start a step at `now`, after any other arrival at the same instant has been delivered.
     stepping_ = true;
-    queue_.push(now, this, kStepStart, epoch_);
+    step_event_ = queue_.push(now, this, ReplicaEvent::kStepStart);
   }
 }
 
 bool Replica::idle() const { return group_ != nullptr ? !group_->active() : !stepping_; }
 
-void Replica::on_event(std::uint32_t kind, std::uint64_t epoch, SimTime now) {
-  if (epoch != epoch_) return;  // the engine stopped since
-  if (kind == kStepStart)
+void Replica::handle(ReplicaEvent kind, std::uint64_t, SimTime now) {
+  step_event_ = EventId();
+  if (kind == ReplicaEvent::kStepStart)
     start_step(now);
   else
     end_step(now);
@@ -461,7 +461,7 @@ void Replica::start_step(SimTime now) {
   const StepCost c = price_step(w);
   const SimTime dur = std::max<SimTime>(1, from_seconds(c.total_s()));
   launch(now, c, w, dur);
-  queue_.push(now + dur, this, kStepEnd, epoch_);
+  step_event_ = queue_.push(now + dur, this, ReplicaEvent::kStepEnd);
 }
 
 void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime dur) {

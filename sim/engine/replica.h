@@ -128,7 +128,10 @@ struct BatchTrace {
 
 class LockstepGroup;
 
-class Replica final : public EventHandler, private VictimChooser {
+// The events of one engine: a step starts (after every arrival of its instant), a step ends.
+enum class ReplicaEvent : std::uint32_t { kStepStart, kStepEnd, kCount };
+
+class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser {
  public:
   // Records every step into `out` (at most `limit` steps) while set; nullptr stops recording.
   void trace_steps(std::vector<StepTrace>* out, std::size_t limit) {
@@ -146,8 +149,6 @@ class Replica final : public EventHandler, private VictimChooser {
   // A request reaches this engine at `now`; the engine keeps its content (`spec.segments`). It is
   // rejected at once if it can never run here.
   void submit(std::uint32_t request, RequestSpec&& spec, SimTime now);
-
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
 
   // Load signals (as vLLM's metrics name them).
   int num_requests_running() const { return static_cast<int>(running_.size()); }
@@ -203,7 +204,8 @@ class Replica final : public EventHandler, private VictimChooser {
   void release_handoff(std::uint32_t request, SimTime now);
 
  private:
-  enum Kind : std::uint32_t { kStepStart = 0, kStepEnd = 1 };
+  void handle(ReplicaEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "Replica"; }
 
   struct Seq {
     std::uint32_t request = 0;
@@ -392,7 +394,7 @@ class Replica final : public EventHandler, private VictimChooser {
   std::int32_t step_emits_ = 0;
   SimTime seen_ = 0;
   SimTime finish_delay_ = 0;
-  std::uint64_t epoch_ = 0;  // bumped by stop(): step events of older epochs are void
+  EventId step_event_;  // the step start or end pending, cancelled by stop()
   std::vector<Scheduled> scheduled_;
   std::vector<PrefillChunk> chunks_;
   bool wants_contexts_ = false;                // the cost model reads decode contexts

@@ -60,11 +60,12 @@ void Replica::abandon(SimTime now) {
 }
 
 void Replica::stop(SimTime now, Outcome outcome) {
-  // A lockstep group's step events carry no epoch: its ranks never stop alone (failures,
+  // A lockstep group's step events are the group's: its ranks never stop alone (failures,
   // deploys and autoscaling are refused for data-parallel pools).
   if (group_ != nullptr)
     throw std::logic_error("replica " + setup_.name + ": a lockstep rank cannot stop alone");
-  ++epoch_;
+  queue_.cancel(step_event_);  // the step in flight (or due) never ends
+  step_event_ = EventId();
   stepping_ = false;
   in_flight_ = false;
   pending_cancels_.clear();

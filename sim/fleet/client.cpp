@@ -22,7 +22,7 @@ void Client::watch(std::uint32_t id, const RequestSpec& spec, SimTime now) {
   if (keep_specs_) kept_.emplace(id, spec);
 }
 
-void Client::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
+void Client::handle(ClientEvent kind, std::uint64_t arg, SimTime now) {
   switch (kind) {
     case kCancel: {
       const RequestRecord& r = log_[arg];
@@ -39,7 +39,7 @@ void Client::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       host_.deliver(pr.spec, now, pr.origin, pr.attempt);
       return;
     }
-    default:
+    case kCount:
       return;
   }
 }

@@ -132,7 +132,15 @@ class ClientHost {
 // The clients: each attempt's timeout and the user's patience (cancellation), and retries with
 // backoff under the retry budget. Owns its events (cancel, timeout, retry) and the attempts'
 // content a retry needs.
-class Client final : public EventHandler {
+// A client's events (arg: the request, or a retry's token).
+enum class ClientEvent : std::uint32_t {
+  kCancel,   // the user leaves (workload patience)
+  kTimeout,  // an attempt times out
+  kRetry,    // the next attempt is sent
+  kCount
+};
+
+class Client final : public EventHandlerOf<ClientEvent> {
  public:
   Client(const ClientConfig& c, std::uint64_t seed, EventQueue& queue, RequestLog& log,
          ClientHost& host);
@@ -150,14 +158,10 @@ class Client final : public EventHandler {
   // The run stopped early: retries not sent are not retries.
   void abandon();
 
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
-
  private:
-  enum Kind : std::uint32_t {
-    kCancel = 0,  // the user leaves (workload patience)
-    kTimeout,     // an attempt times out
-    kRetry,       // the next attempt is sent
-  };
+  using enum ClientEvent;
+  void handle(ClientEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "Client"; }
   struct PendingRetry {
     RequestSpec spec;
     std::uint64_t origin = 0;

@@ -51,7 +51,7 @@ void Disaggregation::on_prefilled(std::uint32_t request, SimTime now) {
   const SimTime arrive = send(static_cast<std::size_t>(r.replica),
                               host_.node_of(decode_pool_, it->second.decode_local), bytes, now);
   r.kv_transfer_s = static_cast<float>(to_seconds(arrive - now));
-  queue_.push(arrive, this, kTransfer, request);
+  queue_.push(arrive, this, DisaggregationEvent::kTransfer, request);
 }
 
 SimTime Disaggregation::send(std::size_t src, std::size_t dst, double bytes, SimTime now) {
@@ -65,8 +65,8 @@ SimTime Disaggregation::send(std::size_t src, std::size_t dst, double bytes, Sim
   return sent + from_seconds(config_.latency_s);
 }
 
-void Disaggregation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
-  if (kind == kTransfer) transfer_done(static_cast<std::uint32_t>(arg), now);
+void Disaggregation::handle(DisaggregationEvent kind, std::uint64_t arg, SimTime now) {
+  if (kind == DisaggregationEvent::kTransfer) transfer_done(static_cast<std::uint32_t>(arg), now);
 }
 
 void Disaggregation::transfer_done(std::uint32_t id, SimTime now) {

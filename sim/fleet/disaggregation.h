@@ -71,7 +71,10 @@ class DisaggregationHost {
   virtual void client_end(std::uint32_t request, SimTime now) = 0;
 };
 
-class Disaggregation final : public EventHandler {
+// The KV of a request reached its decode replica (arg: the request).
+enum class DisaggregationEvent : std::uint32_t { kTransfer, kCount };
+
+class Disaggregation final : public EventHandlerOf<DisaggregationEvent> {
  public:
   // `prefill_pool` and `decode_pool` are pool indices; `block_size` the decode pool's,
   // `kv_bytes_per_token` its KV per token (all layers, one copy).
@@ -96,10 +99,9 @@ class Disaggregation final : public EventHandler {
   }
   bool pending() const { return !handoffs_.empty(); }
 
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
-
  private:
-  enum Kind : std::uint32_t { kTransfer = 0 };  // the KV reached its decode replica (arg: request)
+  void handle(DisaggregationEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "Disaggregation"; }
   struct Handoff {
     RequestSpec spec;              // the whole request, for its decode stage
     std::size_t decode_local = 0;  // decode replica chosen when the transfer starts

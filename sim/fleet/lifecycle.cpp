@@ -46,11 +46,13 @@ void Lifecycle::finish(SimTime end) {
   }
 }
 
-void Lifecycle::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
+void Lifecycle::handle(LifecycleEvent kind, std::uint64_t arg, SimTime now) {
   switch (kind) {
     case kLife: {
       const LifeEvent e = LifeEvent::decode(arg);
-      if (e.gen == nodes_[e.node].gen) lifecycle(e.node, e.action, now);  // else superseded
+      std::vector<EventId>& due = nodes_[e.node].due;
+      due.erase(std::find(due.begin(), due.end(), queue_.current()));
+      lifecycle(e.node, e.action, now);
       return;
     }
     case kDeploy:
@@ -62,7 +64,7 @@ void Lifecycle::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       if (host_.active()) queue_.push(now + from_seconds(dt), this, kAutoscale, arg);
       return;
     }
-    default:
+    case kCount:
       return;
   }
 }
@@ -72,7 +74,8 @@ void Lifecycle::set_life(std::size_t n, Life l, SimTime now) {
   if (node.life != Life::kOff) node.paid_s += to_seconds(now - node.since);
   node.since = now;
   node.life = l;
-  ++node.gen;
+  for (EventId e : node.due) queue_.cancel(e);  // changes due in the old state are void
+  node.due.clear();
   Pool& p = pools_[node.pool];
   int active = 0;
   for (auto k : p.nodes) active += nodes_[k].life == Life::kUp || nodes_[k].life == Life::kStarting;
@@ -81,7 +84,7 @@ void Lifecycle::set_life(std::size_t n, Life l, SimTime now) {
 }
 
 void Lifecycle::push(std::size_t n, Action a, SimTime at) {
-  queue_.push(at, this, kLife, LifeEvent{n, nodes_[n].gen, a}.encode());
+  nodes_[n].due.push_back(queue_.push(at, this, kLife, LifeEvent{n, a}.encode()));
 }
 
 void Lifecycle::start_node(std::size_t n, SimTime now) {

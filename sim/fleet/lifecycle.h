@@ -138,8 +138,8 @@ enum class Life : std::uint8_t { kOff, kStarting, kUp, kDraining, kDown };
 struct FleetNode {
   std::size_t pool = 0, local = 0;
   Life life = Life::kUp;
-  std::uint32_t gen = 0;  // bumped at every state change: older lifecycle events are void
-  SimTime since = 0;      // paid time accounted up to here
+  std::vector<EventId> due;  // its state changes pending, cancelled at every state change
+  SimTime since = 0;         // paid time accounted up to here
   double paid_s = 0;
   bool restart_after_drain = false;  // deploy: restart; scale-in: switch off
   bool deploying = false;
@@ -182,7 +182,11 @@ struct LifecycleCounts {
 
 // Failures, rolling deploys and the autoscaler: the component that owns every replica's state
 // (FleetNode) and the events that change it.
-class Lifecycle final : public EventHandler {
+// A replica's state change is due (arg: Lifecycle::LifeEvent); a pool's next deploy step; a
+// pool's autoscaler decision (arg: the pool).
+enum class LifecycleEvent : std::uint32_t { kLife, kDeploy, kAutoscale, kCount };
+
+class Lifecycle final : public EventHandlerOf<LifecycleEvent> {
  public:
   Lifecycle(EventQueue& queue, LifecycleHost& host, std::uint64_t seed);
   // Adds a pool and its replicas (numbered on from those of earlier pools).
@@ -200,10 +204,10 @@ class Lifecycle final : public EventHandler {
   // Accounts paid time up to `end` (the end of the run).
   void finish(SimTime end);
 
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
-
  private:
-  enum Kind : std::uint32_t { kLife = 0, kDeploy, kAutoscale };
+  using enum LifecycleEvent;
+  void handle(LifecycleEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "Lifecycle"; }
   enum Action : std::uint8_t {
     kReady = 0,
     kRestart,
@@ -212,18 +216,13 @@ class Lifecycle final : public EventHandler {
     kDrainCheck,
     kDrainDeadline
   };
-  // A replica's state change due: void when the replica changed state since (gen).
+  // A replica's state change due (cancelled when the replica changes state before it).
   struct LifeEvent {
     std::size_t node;
-    std::uint32_t gen;
     Action action;
-    std::uint64_t encode() const {
-      return action | (static_cast<std::uint64_t>(node) << 4) |
-             (static_cast<std::uint64_t>(gen) << 32);
-    }
+    std::uint64_t encode() const { return action | (static_cast<std::uint64_t>(node) << 4); }
     static LifeEvent decode(std::uint64_t a) {
-      return {static_cast<std::size_t>((a >> 4) & 0xFFFFFFF), static_cast<std::uint32_t>(a >> 32),
-              static_cast<Action>(a & 0xF)};
+      return {static_cast<std::size_t>(a >> 4), static_cast<Action>(a & 0xF)};
     }
   };
   struct Pool {

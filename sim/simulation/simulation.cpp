@@ -397,9 +397,10 @@ double Simulation::gateway_queued(std::size_t pool) const { return pools_[pool].
 
 // ---- events ----------------------------------------------------------------------------------
 
-void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
+void Simulation::handle(SimulationEvent kind, std::uint64_t arg, SimTime now) {
   switch (kind) {
     case kScrape:
+      scrape_event_ = EventId();
       for (std::size_t p = 0; p < pools_.size(); ++p) {
         scrape(p);
         drain_gateway(p, now);
@@ -407,6 +408,7 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       if (active()) schedule_periodic(kScrape, now + scrape_interval_);
       return;
     case kSample:
+      sample_event_ = EventId();
       sample(now);
       if (progress_) progress_(now, log_.size());
       if (!huge_pages::promoted()) promote_when_paid();
@@ -424,10 +426,10 @@ void Simulation::on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) {
       return;
     case kArrival:
       break;
-    default:
-      throw std::logic_error("Simulation: unknown event kind " + std::to_string(kind));
+    case kCount:
+      return;
   }
-  if (arg != arrival_generation_) return;  // superseded by an earlier arrival
+  arrival_event_ = EventId();
   armed_at_ = kTimeNever;
   // Deliver every arrival at this instant before any replica starts a step for it.
   SimTime t;
@@ -442,7 +444,8 @@ void Simulation::arm_arrival() {
   SimTime t;
   if (!workload_->peek(t) || t >= armed_at_) return;
   armed_at_ = t;
-  queue_.push(std::max(t, queue_.now()), this, kArrival, ++arrival_generation_);
+  queue_.cancel(arrival_event_);  // superseded by this earlier one
+  arrival_event_ = queue_.push(std::max(t, queue_.now()), this, kArrival);
 }
 
 void Simulation::on_first_token(std::uint32_t request, SimTime) {
@@ -501,9 +504,9 @@ RunResult Simulation::run() {
   started_ = std::chrono::steady_clock::now();
   for (std::size_t p = 0; p < pools_.size(); ++p) scrape(p);
   lifecycle_->start();
-  if (scrape_interval_ > 0) queue_.push(0, this, kScrape);
+  if (scrape_interval_ > 0) scrape_event_ = queue_.push(0, this, kScrape);
   arm_arrival();
-  queue_.push(0, this, kSample);
+  sample_event_ = queue_.push(0, this, kSample);
   const double max_s = scenario_.config.simulation.max_time_s;
   RunResult res;
   if (cancel_ && cancel_->cancelled()) queue_.stop();

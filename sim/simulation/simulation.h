@@ -33,7 +33,17 @@ inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;
 // first and last rows in the time series (the rows between would repeat them).
 inline constexpr std::size_t kIdleRowsWritten = 10'000;
 
-class Simulation final : public EventHandler,
+// Simulation's own events.
+enum class SimulationEvent : std::uint32_t {
+  kArrival,   // the workload's next arrival is due
+  kSample,    // the time series' next row
+  kScrape,    // routers' and gateways' signals refresh
+  kWake,      // the next event is due: periodic events paused while idle resume
+  kFrontend,  // a request leaves its replica's API server for the engine (arg: its id)
+  kCount
+};
+
+class Simulation final : public EventHandlerOf<SimulationEvent>,
                          public RequestObserver,
                          private LifecycleHost,
                          private ClientHost,
@@ -57,19 +67,15 @@ class Simulation final : public EventHandler,
   // Records up to `max_steps` batches per replica into RunResult::batches (step-by-step checks).
   void record_batches(std::size_t max_steps);
 
-  void on_event(std::uint32_t kind, std::uint64_t arg, SimTime now) override;
   void on_request_end(std::uint32_t request, SimTime now) override;
   void on_first_token(std::uint32_t request, SimTime now) override;
   void on_handoff(std::uint32_t request, SimTime now) override;
 
  private:
-  enum Kind : std::uint32_t {
-    kArrival = 0,
-    kSample,
-    kScrape,    // routers' and gateways' signals refresh
-    kWake,      // the next event is due: periodic events paused while idle resume
-    kFrontend,  // a request leaves its replica's API server for the engine (arg: its id)
-  };
+  using Kind = SimulationEvent;
+  using enum SimulationEvent;
+  void handle(SimulationEvent kind, std::uint64_t arg, SimTime now) override;
+  const char* handler_name() const override { return "Simulation"; }
   // A request in its replica's API server (HTTP, tokenisation: FrontendConfig), not yet seen by
   // the engine.
   struct InFrontend {
@@ -136,6 +142,9 @@ class Simulation final : public EventHandler,
     // still due at resumption; its first row (a sample) or first refresh (a scrape) is owed.
     std::optional<EventQueue::Event> cancelled;
   };
+  // The scrape's and the sample's pending event (invalid while paused or delivered).
+  EventId scrape_event_, sample_event_;
+  EventId& periodic_event(Kind kind) { return kind == kScrape ? scrape_event_ : sample_event_; }
   // Nothing is queued, running or in transit anywhere: until the next event, no state changes.
   bool quiet() const;
   // Schedules the periodic event `kind` (kScrape or kSample) at `next`, or, while the fleet is
@@ -172,7 +181,7 @@ class Simulation final : public EventHandler,
   std::unique_ptr<Disaggregation> disaggregation_;  // prefill and decode pools, or null
   std::int64_t released_blocks_ = 0;                // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;                   // time of the live arrival event, if any
-  std::uint64_t arrival_generation_ = 0;            // events of older generations are stale
+  EventId arrival_event_;  // the live arrival event, cancelled when an earlier one is armed
   SimTime sample_interval_;
   // Periodic events paused while the fleet is quiet: when each is next due (kTimeNever: running).
   Paused paused_scrape_, paused_sample_;

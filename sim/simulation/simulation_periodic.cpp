@@ -22,15 +22,16 @@ bool Simulation::quiet() const {
 
 void Simulation::schedule_periodic(Kind kind, SimTime next) {
   if (!fast_forward_idle_ || !quiet()) {
-    queue_.push(next, this, kind);
+    periodic_event(kind) = queue_.push(next, this, kind);
     return;
   }
   // Both periodic events pause together (the other is taken out of the queue), so that only an
   // event that can change something wakes them.
   (kind == kScrape ? paused_scrape_ : paused_sample_) = {next, std::nullopt};
   const Kind other = kind == kScrape ? kSample : kScrape;
-  if (auto e = queue_.cancel(this, other))
+  if (auto e = queue_.remove(periodic_event(other)))
     (other == kScrape ? paused_scrape_ : paused_sample_) = {e->time, e};
+  periodic_event(other) = EventId();
   queue_.wake_before_next(this, kWake);
 }
 
@@ -51,7 +52,7 @@ void Simulation::resume_periodic(SimTime now) {
   if (paused_scrape_.due != kTimeNever) {
     const SimTime at = first_at_or_after(paused_scrape_.due, scrape_interval_);
     if (at == paused_scrape_.due && paused_scrape_.cancelled) {
-      queue_.reinsert(*paused_scrape_.cancelled);
+      scrape_event_ = queue_.reinsert(*paused_scrape_.cancelled);
     } else {
       // A scrape taken out of the queue and skipped would have seen the fleet at rest.
       if (paused_scrape_.cancelled)
@@ -63,7 +64,7 @@ void Simulation::resume_periodic(SimTime now) {
     const SimTime first = paused_sample_.due;
     catch_up_samples(paused_sample_, now);
     if (paused_sample_.due == first && paused_sample_.cancelled)
-      queue_.reinsert(*paused_sample_.cancelled);
+      sample_event_ = queue_.reinsert(*paused_sample_.cancelled);
     else
       due.push_back({kSample, paused_sample_.due, sample_interval_});
   }
@@ -71,7 +72,7 @@ void Simulation::resume_periodic(SimTime now) {
   std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
     return a.at - a.interval < b.at - b.interval;
   });
-  for (const Due& d : due) queue_.push(d.at, this, d.kind);
+  for (const Due& d : due) periodic_event(d.kind) = queue_.push(d.at, this, d.kind);
 }
 
 void Simulation::catch_up_samples(Paused& p, SimTime until) {
