@@ -53,9 +53,9 @@ void Client::leave(std::uint32_t id, SimTime now, Outcome as, bool propagate) {
     // Still at the gateway: it never reaches a replica (the queue drops it lazily).
     r.outcome = as;
     r.finish = now;
-    host_.forget_at_gateway(static_cast<std::size_t>(r.pool));
+    host_.forget_at_gateway(PoolId{static_cast<std::size_t>(r.pool)});
   } else if (propagate) {
-    host_.cancel_at_replica(static_cast<std::size_t>(r.replica), id, now);
+    host_.cancel_at_replica(NodeId{static_cast<std::size_t>(r.replica)}, RequestId{id}, now);
   }
   // Else the engine goes on and the work is wasted when it ends.
   end(id, now);
@@ -76,7 +76,7 @@ void Client::end(std::uint32_t id, SimTime now) {
   if (retry && kept != kept_.end()) {
     r.retried = true;
     const double after =
-        o == Outcome::kRejected ? host_.retry_after_s(static_cast<std::size_t>(r.pool)) : 0;
+        o == Outcome::kRejected ? host_.retry_after_s(PoolId{static_cast<std::size_t>(r.pool)}) : 0;
     const double delay = backoff_delay_s(c, r.attempt + 1, after, backoff_rng_);
     PendingRetry pr{std::move(kept->second), r.origin, static_cast<std::int16_t>(r.attempt + 1),
                     id};

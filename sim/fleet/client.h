@@ -11,6 +11,7 @@
 
 #include "sim/config/params.h"
 #include "sim/core/event_queue.h"
+#include "sim/core/ids.h"
 #include "sim/core/rng.h"
 #include "sim/request/request.h"
 #include "sim/request/request_log.h"
@@ -122,11 +123,11 @@ class ClientHost {
   // The request is over for the user (the workload may send the conversation's next turn).
   virtual void request_done(const RequestRecord& seen, SimTime now) = 0;
   // Stops attempt `id` on the engine it runs on.
-  virtual void cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) = 0;
+  virtual void cancel_at_replica(NodeId replica, RequestId id, SimTime now) = 0;
   // Attempt of `pool` left while queued at the gateway.
-  virtual void forget_at_gateway(std::size_t pool) = 0;
+  virtual void forget_at_gateway(PoolId pool) = 0;
   // The gateway's retry-after for a rejected attempt.
-  virtual double retry_after_s(std::size_t pool) const = 0;
+  virtual double retry_after_s(PoolId pool) const = 0;
 };
 
 // The clients: each attempt's timeout and the user's patience (cancellation), and retries with

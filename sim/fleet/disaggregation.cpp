@@ -6,8 +6,8 @@
 
 namespace kvfleet::sim {
 
-Disaggregation::Disaggregation(const DisaggregationConfig& c, std::size_t prefill_pool,
-                               std::size_t decode_pool, int block_size, double kv_bytes_per_token,
+Disaggregation::Disaggregation(const DisaggregationConfig& c, PoolId prefill_pool,
+                               PoolId decode_pool, int block_size, double kv_bytes_per_token,
                                std::size_t replicas, EventQueue& queue, RequestLog& log,
                                DisaggregationHost& host)
     : config_(c),
@@ -26,8 +26,8 @@ bool Disaggregation::prefill_remotely(const RequestSpec& spec) {
   prompt_block_hashes(spec, block_size_, hash_scratch_);
   if (!hash_scratch_.empty())
     for (std::size_t i = 0; i < host_.pool_size(decode_pool_); ++i)
-      cached =
-          std::max(cached, host_.cached_blocks_if_up(decode_pool_, i, hash_scratch_) * block_size_);
+      cached = std::max(
+          cached, host_.cached_blocks_if_up(decode_pool_, LocalId{i}, hash_scratch_) * block_size_);
   return spec.input_tokens - cached >= config_.direct_decode_tokens;
 }
 
@@ -35,26 +35,28 @@ void Disaggregation::on_prefilled(std::uint32_t request, SimTime now) {
   RequestRecord& r = log_[request];
   r.prefill_replica = r.replica;
   auto it = handoffs_.find(request);
-  it->second.prefill_node = static_cast<std::size_t>(r.replica);
+  const NodeId prefill{static_cast<std::size_t>(r.replica)};
+  it->second.prefill_node = prefill;
   const auto sig = host_.signals(decode_pool_);
   if (std::none_of(sig.begin(), sig.end(), [](const ReplicaLoad& x) { return x.available; })) {
     handoffs_.erase(it);  // nowhere to decode
-    host_.release_handoff(static_cast<std::size_t>(r.replica), request, now);
+    host_.release_handoff(prefill, RequestId{request}, now);
     r.outcome = Outcome::kFailed;
     r.finish = now;
-    if (!r.client_gone) host_.client_end(request, now);
+    if (!r.client_gone) host_.client_end(RequestId{request}, now);
     return;
   }
   // The decode replica is chosen now and the KV pushed to it.
   it->second.decode_local = host_.pick(decode_pool_, it->second.spec, sig);
   const double bytes = static_cast<double>(r.input_tokens) * kv_bytes_per_token_;
-  const SimTime arrive = send(static_cast<std::size_t>(r.replica),
-                              host_.node_of(decode_pool_, it->second.decode_local), bytes, now);
+  const SimTime arrive =
+      send(prefill, host_.node_of(decode_pool_, it->second.decode_local), bytes, now);
   r.kv_transfer_s = static_cast<float>(to_seconds(arrive - now));
   queue_.push(arrive, this, DisaggregationEvent::kTransfer, request);
 }
 
-SimTime Disaggregation::send(std::size_t src, std::size_t dst, double bytes, SimTime now) {
+SimTime Disaggregation::send(NodeId src_node, NodeId dst_node, double bytes, SimTime now) {
+  const std::size_t src = src_node.value(), dst = dst_node.value();
   // Each replica's link carries one transfer at a time, in each direction: the transfer starts
   // when both the prefill replica's outbound and the decode replica's inbound link are free,
   // takes bytes / bandwidth, and arrives a latency later.
@@ -73,19 +75,19 @@ void Disaggregation::transfer_done(std::uint32_t id, SimTime now) {
   auto it = handoffs_.find(id);
   Handoff h = std::move(it->second);
   handoffs_.erase(it);
-  host_.release_handoff(h.prefill_node, id, now);  // the KV has left the prefill replica
+  host_.release_handoff(h.prefill_node, RequestId{id}, now);  // the KV has left the prefill replica
   RequestRecord& r = log_[id];
   if (r.client_gone) {  // the client left meanwhile (and was told then)
     r.outcome = r.gone_as;
     r.finish = now;
     return;
   }
-  const std::size_t node = host_.node_of(decode_pool_, h.decode_local);
-  r.pool = static_cast<std::int16_t>(decode_pool_);
+  const NodeId node = host_.node_of(decode_pool_, h.decode_local);
+  r.pool = static_cast<std::int16_t>(decode_pool_.value());
   if (!host_.replica_up(node)) {  // it went away while the KV was on its way
     r.outcome = Outcome::kFailed;
     r.finish = now;
-    host_.client_end(id, now);
+    host_.client_end(RequestId{id}, now);
     return;
   }
   RequestSpec& spec = h.spec;
@@ -94,7 +96,7 @@ void Disaggregation::transfer_done(std::uint32_t id, SimTime now) {
   spec.output_tokens -= 1;
   spec.output_offset = 1;
   spec.handoff = false;
-  host_.submit_decode(decode_pool_, node, id, std::move(spec), now);
+  host_.submit_decode(decode_pool_, node, RequestId{id}, std::move(spec), now);
 }
 
 }  // namespace kvfleet::sim

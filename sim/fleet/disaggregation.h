@@ -11,6 +11,7 @@
 
 #include "sim/config/params.h"
 #include "sim/core/event_queue.h"
+#include "sim/core/ids.h"
 #include "sim/fleet/router.h"
 #include "sim/request/request.h"
 #include "sim/request/request_log.h"
@@ -52,23 +53,23 @@ struct DisaggregationConfig {
 class DisaggregationHost {
  public:
   virtual ~DisaggregationHost() = default;
-  virtual std::span<const ReplicaLoad> signals(std::size_t pool) = 0;
-  // The replica of `pool` (index within the pool) its router picks for `spec`.
-  virtual std::size_t pick(std::size_t pool, const RequestSpec& spec,
-                           std::span<const ReplicaLoad> loads) = 0;
+  virtual std::span<const ReplicaLoad> signals(PoolId pool) = 0;
+  // The replica of `pool` its router picks for `spec`.
+  virtual LocalId pick(PoolId pool, const RequestSpec& spec,
+                       std::span<const ReplicaLoad> loads) = 0;
   // Full blocks of `hashes` cached on replica `local` of `pool`, if it is up (else 0).
-  virtual std::int64_t cached_blocks_if_up(std::size_t pool, std::size_t local,
+  virtual std::int64_t cached_blocks_if_up(PoolId pool, LocalId local,
                                            std::span<const std::uint64_t> hashes) const = 0;
-  virtual std::size_t pool_size(std::size_t pool) const = 0;
-  virtual std::size_t node_of(std::size_t pool, std::size_t local) const = 0;
-  virtual bool replica_up(std::size_t node) const = 0;
+  virtual std::size_t pool_size(PoolId pool) const = 0;
+  virtual NodeId node_of(PoolId pool, LocalId local) const = 0;
+  virtual bool replica_up(NodeId node) const = 0;
   // The prefill replica `node` may free the KV of `request`: it has left.
-  virtual void release_handoff(std::size_t node, std::uint32_t request, SimTime now) = 0;
+  virtual void release_handoff(NodeId node, RequestId request, SimTime now) = 0;
   // The decode stage of `request` starts on replica `node` of `pool`.
-  virtual void submit_decode(std::size_t pool, std::size_t node, std::uint32_t request,
-                             RequestSpec&& spec, SimTime now) = 0;
+  virtual void submit_decode(PoolId pool, NodeId node, RequestId request, RequestSpec&& spec,
+                             SimTime now) = 0;
   // The client learns how `request` ended.
-  virtual void client_end(std::uint32_t request, SimTime now) = 0;
+  virtual void client_end(RequestId request, SimTime now) = 0;
 };
 
 // The KV of a request reached its decode replica (arg: the request).
@@ -76,20 +77,20 @@ enum class DisaggregationEvent : std::uint32_t { kTransfer, kCount };
 
 class Disaggregation final : public EventHandlerOf<DisaggregationEvent> {
  public:
-  // `prefill_pool` and `decode_pool` are pool indices; `block_size` the decode pool's,
-  // `kv_bytes_per_token` its KV per token (all layers, one copy).
-  Disaggregation(const DisaggregationConfig& c, std::size_t prefill_pool, std::size_t decode_pool,
+  // `block_size` is the decode pool's, `kv_bytes_per_token` its KV per token (all layers, one
+  // copy), `replicas` the fleet's.
+  Disaggregation(const DisaggregationConfig& c, PoolId prefill_pool, PoolId decode_pool,
                  int block_size, double kv_bytes_per_token, std::size_t replicas, EventQueue& queue,
                  RequestLog& log, DisaggregationHost& host);
-  std::size_t prefill_pool() const { return prefill_pool_; }
-  std::size_t decode_pool() const { return decode_pool_; }
+  PoolId prefill_pool() const { return prefill_pool_; }
+  PoolId decode_pool() const { return decode_pool_; }
   // The decider, for a request bound for the prefill pool: true to prefill it there and decode
   // remotely, false to run it whole on the decode pool (little of its prompt is uncached on the
   // best decode replica).
   bool prefill_remotely(const RequestSpec& spec);
   // Keeps the whole request for its decode stage (the prefill replica gets a one-token copy).
   void hold(std::uint32_t request, const RequestSpec& spec) {
-    handoffs_.emplace(request, Handoff{spec, 0, 0});
+    handoffs_.emplace(request, Handoff{spec, LocalId{}, NodeId{}});
   }
   // Its prefill replica produced the first token: choose the decode replica and send the KV.
   void on_prefilled(std::uint32_t request, SimTime now);
@@ -103,16 +104,16 @@ class Disaggregation final : public EventHandlerOf<DisaggregationEvent> {
   void handle(DisaggregationEvent kind, std::uint64_t arg, SimTime now) override;
   const char* handler_name() const override { return "Disaggregation"; }
   struct Handoff {
-    RequestSpec spec;              // the whole request, for its decode stage
-    std::size_t decode_local = 0;  // decode replica chosen when the transfer starts
-    std::size_t prefill_node = 0;  // holds the KV until the transfer completes
+    RequestSpec spec;      // the whole request, for its decode stage
+    LocalId decode_local;  // decode replica chosen when the transfer starts
+    NodeId prefill_node;   // holds the KV until the transfer completes
   };
   // When the KV of `bytes` sent from `src` to `dst` from `now` arrives.
-  SimTime send(std::size_t src, std::size_t dst, double bytes, SimTime now);
+  SimTime send(NodeId src, NodeId dst, double bytes, SimTime now);
   void transfer_done(std::uint32_t request, SimTime now);
 
   const DisaggregationConfig& config_;
-  std::size_t prefill_pool_, decode_pool_;
+  PoolId prefill_pool_, decode_pool_;
   int block_size_;
   double kv_bytes_per_token_;
   EventQueue& queue_;

@@ -80,7 +80,7 @@ void Lifecycle::set_life(std::size_t n, Life l, SimTime now) {
   int active = 0;
   for (auto k : p.nodes) active += nodes_[k].life == Life::kUp || nodes_[k].life == Life::kStarting;
   p.counts.peak_replicas = std::max(p.counts.peak_replicas, active);
-  host_.membership_changed(node.pool);  // the gateway learns of membership changes at once
+  host_.membership_changed(PoolId{node.pool});  // the gateway learns of membership changes at once
 }
 
 void Lifecycle::push(std::size_t n, Action a, SimTime at) {
@@ -98,7 +98,7 @@ void Lifecycle::fail(std::size_t n, SimTime now) {
   if (node.life != Life::kUp && node.life != Life::kDraining) return;
   ++node.failures;
   set_life(n, Life::kDown, now);
-  host_.stop_replica(n, now);  // its requests fail; clients may retry them elsewhere
+  host_.stop_replica(NodeId{n}, now);  // its requests fail; clients may retry them elsewhere
   push(n, kRestart, now + from_seconds(pools_[node.pool].config.failures.repair_s));
 }
 
@@ -116,7 +116,7 @@ void Lifecycle::end_drain(std::size_t n, SimTime now) {
   } else {
     set_life(n, Life::kOff, now);
   }
-  host_.stop_replica(n, now);  // requests still there (deadline) fail
+  host_.stop_replica(NodeId{n}, now);  // requests still there (deadline) fail
 }
 
 void Lifecycle::lifecycle(std::size_t n, Action a, SimTime now) {
@@ -133,7 +133,7 @@ void Lifecycle::lifecycle(std::size_t n, Action a, SimTime now) {
         node.deploying = false;
         queue_.push(now, this, kDeploy, pool);
       }
-      host_.replica_up(pool, now);
+      host_.replica_came_up(PoolId{pool}, now);
       return;
     }
     case kRandomFail:
@@ -146,7 +146,7 @@ void Lifecycle::lifecycle(std::size_t n, Action a, SimTime now) {
       if (node.life == Life::kDown) start_node(n, now);
       return;
     case kDrainCheck:
-      if (node.life == Life::kDraining && host_.replica_idle(n)) end_drain(n, now);
+      if (node.life == Life::kDraining && host_.replica_idle(NodeId{n})) end_drain(n, now);
       return;
     case kDrainDeadline:
       if (node.life == Life::kDraining) end_drain(n, now);
@@ -163,8 +163,8 @@ void Lifecycle::deploy_next(std::size_t pool, SimTime now) {
     if (p.config.deploy.drain) {
       begin_drain(n, now, true);
     } else {
-      start_node(n, now);          // takes no more requests ...
-      host_.stop_replica(n, now);  // ... and those in flight fail at once
+      start_node(n, now);                  // takes no more requests ...
+      host_.stop_replica(NodeId{n}, now);  // ... and those in flight fail at once
     }
     return;
   }
@@ -173,9 +173,9 @@ void Lifecycle::deploy_next(std::size_t pool, SimTime now) {
 void Lifecycle::autoscale(std::size_t pool, SimTime now) {
   Pool& p = pools_[pool];
   const AutoscaleConfig& a = p.config.autoscale;
-  const auto sig = host_.signals(pool);
+  const auto sig = host_.signals(PoolId{pool});
   int ready = 0, starting = 0;
-  double waiting = host_.gateway_queued(pool), running = 0, kv = 0;
+  double waiting = host_.gateway_queued(PoolId{pool}), running = 0, kv = 0;
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const Life l = nodes_[p.nodes[i]].life;
     if (l == Life::kStarting) ++starting;

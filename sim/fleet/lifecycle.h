@@ -12,6 +12,7 @@
 
 #include "sim/config/params.h"
 #include "sim/core/event_queue.h"
+#include "sim/core/ids.h"
 #include "sim/core/rng.h"
 #include "sim/fleet/router.h"
 
@@ -152,16 +153,16 @@ class LifecycleHost {
  public:
   virtual ~LifecycleHost() = default;
   // The engine of `node` stops: every request still there fails, its KV is gone.
-  virtual void stop_replica(std::size_t node, SimTime now) = 0;
-  virtual bool replica_idle(std::size_t node) const = 0;
+  virtual void stop_replica(NodeId node, SimTime now) = 0;
+  virtual bool replica_idle(NodeId node) const = 0;
   // A replica of `pool` changed state: the gateway and routers see it at once.
-  virtual void membership_changed(std::size_t pool) = 0;
+  virtual void membership_changed(PoolId pool) = 0;
   // A replica of `pool` came up: requests queued at its gateway may go.
-  virtual void replica_up(std::size_t pool, SimTime now) = 0;
+  virtual void replica_came_up(PoolId pool, SimTime now) = 0;
   // Anything left to do (arrivals, requests in flight): no failures and no autoscaler after.
   virtual bool active() const = 0;
-  virtual std::span<const ReplicaLoad> signals(std::size_t pool) = 0;
-  virtual double gateway_queued(std::size_t pool) const = 0;
+  virtual std::span<const ReplicaLoad> signals(PoolId pool) = 0;
+  virtual double gateway_queued(PoolId pool) const = 0;
 };
 
 // One pool as the lifecycle sees it.
@@ -194,13 +195,13 @@ class Lifecycle final : public EventHandlerOf<LifecycleEvent> {
   // Schedules the failures, deploys and autoscaler decisions of every pool.
   void start();
   // A request left `node` (ended or handed over): a draining replica may be done.
-  void on_request_left(std::size_t node, SimTime now) {
-    if (nodes_[node].life == Life::kDraining) push(node, kDrainCheck, now);
+  void on_request_left(NodeId node, SimTime now) {
+    if (nodes_[node.value()].life == Life::kDraining) push(node.value(), kDrainCheck, now);
   }
-  bool up(std::size_t node) const { return nodes_[node].life == Life::kUp; }
-  const FleetNode& node(std::size_t n) const { return nodes_[n]; }
+  bool up(NodeId node) const { return nodes_[node.value()].life == Life::kUp; }
+  const FleetNode& node(NodeId n) const { return nodes_[n.value()]; }
   std::size_t size() const { return nodes_.size(); }
-  const LifecycleCounts& counts(std::size_t pool) const { return pools_[pool].counts; }
+  const LifecycleCounts& counts(PoolId pool) const { return pools_[pool.value()].counts; }
   // Accounts paid time up to `end` (the end of the run).
   void finish(SimTime end);
 

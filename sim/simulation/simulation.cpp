@@ -112,7 +112,7 @@ Simulation::Simulation(const Scenario& sc)
     }
     const Scenario::PoolInfo& info = sc.pools[decode];
     disaggregation_ = std::make_unique<Disaggregation>(
-        d, prefill, decode, sc.config.pools[decode].engine.block_size,
+        d, PoolId{prefill}, PoolId{decode}, sc.config.pools[decode].engine.block_size,
         info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype)), replicas_.size(), queue_,
         log_, static_cast<DisaggregationHost&>(*this));
   }
@@ -139,7 +139,8 @@ double Simulation::start_delay_s(std::size_t pool) const {
   return s;
 }
 
-std::span<const ReplicaLoad> Simulation::signals(std::size_t pool) {
+std::span<const ReplicaLoad> Simulation::signals(PoolId id) {
+  const std::size_t pool = id.value();
   if (scrape_interval_ == 0 || pools_[pool].signals.empty()) scrape(pool);
   return pools_[pool].signals;
 }
@@ -150,7 +151,7 @@ void Simulation::scrape(std::size_t pool) {
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const Replica& r = *replicas_[p.nodes[i]];
     p.signals[i] = {r.num_requests_running(), r.num_requests_waiting(), r.kv_cache_usage(),
-                    lifecycle_->up(p.nodes[i])};
+                    lifecycle_->up(NodeId{p.nodes[i]})};
   }
 }
 
@@ -181,10 +182,10 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
     spec.pool = long_pool_;
   std::size_t pool = spec.pool >= 0 ? static_cast<std::size_t>(spec.pool) : 0;
   bool handoff = false;
-  if (disaggregation_ && pool == disaggregation_->prefill_pool() && spec.output_tokens > 1 &&
-      !spec.context_overflow) {
+  if (disaggregation_ && PoolId{pool} == disaggregation_->prefill_pool() &&
+      spec.output_tokens > 1 && !spec.context_overflow) {
     handoff = disaggregation_->prefill_remotely(spec);
-    if (!handoff) pool = disaggregation_->decode_pool();
+    if (!handoff) pool = disaggregation_->decode_pool().value();
   }
   rec.pool = static_cast<std::int16_t>(pool);
   log_.push_back(rec);
@@ -207,7 +208,7 @@ void Simulation::deliver(RequestSpec& spec, SimTime now, std::uint64_t origin,
   Pool& p = pools_[pool];
   RejectReason why = RejectReason::kNone;
   const std::int64_t total = static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens;
-  switch (p.gateway->arrive(id, spec, rec.input_tokens, total, signals(pool), why)) {
+  switch (p.gateway->arrive(id, spec, rec.input_tokens, total, signals(PoolId{pool}), why)) {
     case PoolGateway::Verdict::kDispatch:
       dispatch(id, std::move(spec), pool, now);
       break;
@@ -246,7 +247,7 @@ std::size_t Simulation::pick_rank(std::size_t pool, std::size_t r) const {
 
 void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now) {
   Pool& p = pools_[pool];
-  const std::size_t r = p.router->pick(spec, signals(pool));
+  const std::size_t r = p.router->pick(spec, signals(PoolId{pool}));
   // The router's hashes of the prompt go with it, so that the engine need not hash it again.
   int hash_block = 0;
   const auto hashes = p.router->prompt_hashes(hash_block);
@@ -288,7 +289,7 @@ void Simulation::leave_frontend(std::uint32_t id, SimTime now) {
   RequestRecord& r = log_[id];
   if (r.outcome != Outcome::kPending) return;  // ended meanwhile (the run stopped)
   const auto pool = static_cast<std::size_t>(r.pool);
-  const Life life = lifecycle_->node(f.node).life;
+  const Life life = lifecycle_->node(NodeId{f.node}).life;
   if (!f.cancelled && (life == Life::kUp || life == Life::kDraining)) {
     // (A client that left without its cancellation reaching the server leaves work that is
     // wasted when it ends, as in the engine.)
@@ -301,7 +302,7 @@ void Simulation::leave_frontend(std::uint32_t id, SimTime now) {
   r.finish = now;
   pools_[pool].gateway->on_end(r.input_tokens,
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, false);
-  lifecycle_->on_request_left(f.node, now);
+  lifecycle_->on_request_left(NodeId{f.node}, now);
   if (!r.client_gone) client_->end(id, now);
   drain_gateway(pool, now);
 }
@@ -325,7 +326,7 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
       continue;
     }
     const std::int64_t total = static_cast<std::int64_t>(r.input_tokens) + r.output_tokens;
-    if (!p.gateway->admits(r.input_tokens, total, signals(pool))) break;
+    if (!p.gateway->admits(r.input_tokens, total, signals(PoolId{pool}))) break;
     dispatch(id, p.gateway->dispatch_front(), pool, now);
   }
 }
@@ -337,63 +338,65 @@ void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   arm_arrival();
 }
 
-void Simulation::cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) {
-  if (auto it = in_frontend_.find(id); it != in_frontend_.end()) {
+void Simulation::cancel_at_replica(NodeId replica, RequestId id, SimTime now) {
+  if (auto it = in_frontend_.find(id.value()); it != in_frontend_.end()) {
     it->second.cancelled = true;  // still in the API server: it ends when it leaves it
     return;
   }
-  replicas_[replica]->cancel(id, now);
+  replicas_[replica.value()]->cancel(id.value(), now);
 }
 
-void Simulation::forget_at_gateway(std::size_t pool) { pools_[pool].gateway->forget(); }
+void Simulation::forget_at_gateway(PoolId pool) { pools_[pool.value()].gateway->forget(); }
 
-double Simulation::retry_after_s(std::size_t pool) const {
-  return pools_[pool].gateway->config().retry_after_s;
+double Simulation::retry_after_s(PoolId pool) const {
+  return pools_[pool.value()].gateway->config().retry_after_s;
 }
 
 // ---- disaggregation's view of the fleet -------------------------------------------------------
 
-std::size_t Simulation::pick(std::size_t pool, const RequestSpec& spec,
-                             std::span<const ReplicaLoad> loads) {
-  return pools_[pool].router->pick(spec, loads);
+LocalId Simulation::pick(PoolId pool, const RequestSpec& spec, std::span<const ReplicaLoad> loads) {
+  return LocalId{pools_[pool.value()].router->pick(spec, loads)};
 }
 
-std::int64_t Simulation::cached_blocks_if_up(std::size_t pool, std::size_t local,
+std::int64_t Simulation::cached_blocks_if_up(PoolId pool, LocalId local,
                                              std::span<const std::uint64_t> hashes) const {
-  return lifecycle_->up(pools_[pool].nodes[local]) ? probes_[pool]->cached_blocks(local, hashes)
-                                                   : 0;
+  const std::size_t p = pool.value(), i = local.value();
+  return lifecycle_->up(NodeId{pools_[p].nodes[i]}) ? probes_[p]->cached_blocks(i, hashes) : 0;
 }
 
-std::size_t Simulation::pool_size(std::size_t pool) const { return pools_[pool].nodes.size(); }
+std::size_t Simulation::pool_size(PoolId pool) const { return pools_[pool.value()].nodes.size(); }
 
-std::size_t Simulation::node_of(std::size_t pool, std::size_t local) const {
-  return pools_[pool].nodes[local];
+NodeId Simulation::node_of(PoolId pool, LocalId local) const {
+  return NodeId{pools_[pool.value()].nodes[local.value()]};
 }
 
-bool Simulation::replica_up(std::size_t node) const { return lifecycle_->up(node); }
+bool Simulation::replica_up(NodeId node) const { return lifecycle_->up(node); }
 
-void Simulation::release_handoff(std::size_t node, std::uint32_t request, SimTime now) {
-  replicas_[node]->release_handoff(request, now);
+void Simulation::release_handoff(NodeId node, RequestId request, SimTime now) {
+  replicas_[node.value()]->release_handoff(request.value(), now);
 }
 
-void Simulation::submit_decode(std::size_t pool, std::size_t node, std::uint32_t request,
-                               RequestSpec&& spec, SimTime now) {
-  const RequestRecord& r = log_[request];
-  pools_[pool].gateway->on_dispatch(0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
-  replicas_[node]->submit(request, std::move(spec), now);
+void Simulation::submit_decode(PoolId pool, NodeId node, RequestId request, RequestSpec&& spec,
+                               SimTime now) {
+  const RequestRecord& r = log_[request.value()];
+  pools_[pool.value()].gateway->on_dispatch(
+      0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
+  replicas_[node.value()]->submit(request.value(), std::move(spec), now);
 }
 
-void Simulation::client_end(std::uint32_t request, SimTime now) { client_->end(request, now); }
+void Simulation::client_end(RequestId request, SimTime now) { client_->end(request.value(), now); }
 
 // ---- the lifecycle's view of the fleet ---------------------------------------------------------
 
-void Simulation::stop_replica(std::size_t node, SimTime now) { replicas_[node]->stop(now); }
-bool Simulation::replica_idle(std::size_t node) const {
-  return replicas_[node]->idle() && frontend_count_[node] == 0;
+void Simulation::stop_replica(NodeId node, SimTime now) { replicas_[node.value()]->stop(now); }
+bool Simulation::replica_idle(NodeId node) const {
+  return replicas_[node.value()]->idle() && frontend_count_[node.value()] == 0;
 }
-void Simulation::membership_changed(std::size_t pool) { scrape(pool); }
-void Simulation::replica_up(std::size_t pool, SimTime now) { drain_gateway(pool, now); }
-double Simulation::gateway_queued(std::size_t pool) const { return pools_[pool].gateway->queued(); }
+void Simulation::membership_changed(PoolId pool) { scrape(pool.value()); }
+void Simulation::replica_came_up(PoolId pool, SimTime now) { drain_gateway(pool.value(), now); }
+double Simulation::gateway_queued(PoolId pool) const {
+  return pools_[pool.value()].gateway->queued();
+}
 
 // ---- events ----------------------------------------------------------------------------------
 
@@ -458,7 +461,7 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
   const auto pp = static_cast<std::size_t>(r.pool);
   pools_[pp].gateway->on_end(r.input_tokens,
                              static_cast<std::int64_t>(r.input_tokens) + r.output_tokens, true);
-  lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
+  lifecycle_->on_request_left(NodeId{static_cast<std::size_t>(r.replica)}, now);
   disaggregation_->on_prefilled(request, now);
   drain_gateway(pp, now);
 }
@@ -470,7 +473,7 @@ void Simulation::on_request_end(std::uint32_t request, SimTime now) {
   pools_[pool].gateway->on_end(r.input_tokens,
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,
                                r.first_token >= 0);
-  if (r.replica >= 0) lifecycle_->on_request_left(static_cast<std::size_t>(r.replica), now);
+  if (r.replica >= 0) lifecycle_->on_request_left(NodeId{static_cast<std::size_t>(r.replica)}, now);
   if (!r.client_gone) client_->end(request, now);
   drain_gateway(pool, now);
 }
@@ -541,7 +544,7 @@ void Simulation::collect(RunResult& res) {
   lifecycle_->finish(res.end_time);
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     const Replica& rep = *replicas_[i];
-    const FleetNode& node = lifecycle_->node(i);
+    const FleetNode& node = lifecycle_->node(NodeId{i});
     ReplicaResult rr{
         rep.name(), scenario_.config.pools[node.pool].name, rep.stats(), rep.memory(), {}, {}};
     rr.gpus = scenario_.config.pools[node.pool].gpus_per_replica();
@@ -559,7 +562,7 @@ void Simulation::collect(RunResult& res) {
     PoolResult pr = pools_[p].result;
     pr.gateway_queued = pools_[p].gateway->queued_total();
     pr.gateway_rejected = pools_[p].gateway->rejected_total();
-    const LifecycleCounts& c = lifecycle_->counts(p);
+    const LifecycleCounts& c = lifecycle_->counts(PoolId{p});
     pr.scale_ups = c.scale_ups;
     pr.scale_downs = c.scale_downs;
     pr.peak_replicas = c.peak_replicas;

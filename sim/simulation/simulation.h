@@ -95,30 +95,29 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   class Probe;
 
   void scrape(std::size_t pool);  // refreshes the load signals routers see
-  std::span<const ReplicaLoad> signals(std::size_t pool) override;
+  std::span<const ReplicaLoad> signals(PoolId pool) override;
   // LifecycleHost.
-  void stop_replica(std::size_t node, SimTime now) override;
-  bool replica_idle(std::size_t node) const override;
-  void membership_changed(std::size_t pool) override;
-  void replica_up(std::size_t pool, SimTime now) override;
-  double gateway_queued(std::size_t pool) const override;
+  void stop_replica(NodeId node, SimTime now) override;
+  bool replica_idle(NodeId node) const override;
+  void membership_changed(PoolId pool) override;
+  void replica_came_up(PoolId pool, SimTime now) override;
+  double gateway_queued(PoolId pool) const override;
   // ClientHost.
   void request_done(const RequestRecord& seen, SimTime now) override;
-  void cancel_at_replica(std::size_t replica, std::uint32_t id, SimTime now) override;
-  void forget_at_gateway(std::size_t pool) override;
-  double retry_after_s(std::size_t pool) const override;
+  void cancel_at_replica(NodeId replica, RequestId id, SimTime now) override;
+  void forget_at_gateway(PoolId pool) override;
+  double retry_after_s(PoolId pool) const override;
   // DisaggregationHost.
-  std::size_t pick(std::size_t pool, const RequestSpec& spec,
-                   std::span<const ReplicaLoad> loads) override;
-  std::int64_t cached_blocks_if_up(std::size_t pool, std::size_t local,
+  LocalId pick(PoolId pool, const RequestSpec& spec, std::span<const ReplicaLoad> loads) override;
+  std::int64_t cached_blocks_if_up(PoolId pool, LocalId local,
                                    std::span<const std::uint64_t> hashes) const override;
-  std::size_t pool_size(std::size_t pool) const override;
-  std::size_t node_of(std::size_t pool, std::size_t local) const override;
-  bool replica_up(std::size_t node) const override;
-  void release_handoff(std::size_t node, std::uint32_t request, SimTime now) override;
-  void submit_decode(std::size_t pool, std::size_t node, std::uint32_t request, RequestSpec&& spec,
+  std::size_t pool_size(PoolId pool) const override;
+  NodeId node_of(PoolId pool, LocalId local) const override;
+  bool replica_up(NodeId node) const override;
+  void release_handoff(NodeId node, RequestId request, SimTime now) override;
+  void submit_decode(PoolId pool, NodeId node, RequestId request, RequestSpec&& spec,
                      SimTime now) override;
-  void client_end(std::uint32_t request, SimTime now) override;
+  void client_end(RequestId request, SimTime now) override;
   // A request (first attempt or retry) reaches the gateway.
   void deliver(RequestSpec& spec, SimTime now, std::uint64_t origin, std::int16_t attempt) override;
   void dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool, SimTime now);

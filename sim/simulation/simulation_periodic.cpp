@@ -121,7 +121,7 @@ void Simulation::sample(SimTime now) {
     ts.num_preemptions.push_back(r.stats().num_preemptions);
     ts.prompt_tokens.push_back(r.stats().prompt_tokens);
     ts.generation_tokens.push_back(r.stats().generation_tokens);
-    ts.available.push_back(lifecycle_->up(i));
+    ts.available.push_back(lifecycle_->up(NodeId{i}));
     Cumulative& last = last_sample_[i];
     const EngineStats& st = r.stats();
     const double dt = to_seconds(now) - last.t_s;
