@@ -28,13 +28,13 @@ static_assert(!std::is_invocable_v<decltype(&DisaggregationHost::node_of), Disag
                                    LocalId, PoolId>);
 static_assert(!std::is_invocable_v<decltype(&DisaggregationHost::node_of), DisaggregationHost*,
                                    std::size_t, std::size_t>);
-static_assert(!std::is_invocable_v<decltype(&DisaggregationHost::submit_decode),
-                                   DisaggregationHost*, NodeId, PoolId, RequestId, RequestSpec&&,
-                                   SimTime>);
-static_assert(!std::is_invocable_v<decltype(&ClientHost::cancel_at_replica), ClientHost*,
-                                   RequestId, NodeId, SimTime>);
-static_assert(!std::is_invocable_v<decltype(&LifecycleHost::stop_replica), LifecycleHost*, PoolId,
-                                   SimTime>);
+static_assert(
+    !std::is_invocable_v<decltype(&DisaggregationHost::submit_decode), DisaggregationHost*, NodeId,
+                         PoolId, RequestId, RequestSpec&&, SimTime>);
+static_assert(!std::is_invocable_v<decltype(&ClientHost::cancel_at_replica), ClientHost*, RequestId,
+                                   NodeId, SimTime>);
+static_assert(
+    !std::is_invocable_v<decltype(&LifecycleHost::stop_replica), LifecycleHost*, PoolId, SimTime>);
 
 TEST(StrongId, ComparesHashesAndPrintsAsItsInteger) {
   EXPECT_EQ(PoolId{3}, PoolId{3});

@@ -107,14 +107,18 @@ YAML::Node length_dist(const YAML::Node& n, const std::string& where, const std:
   return d;
 }
 
-}  // namespace
+// The number at `n` (config key `key`), from lo to hi.
+double number_at(const std::string& where, const YAML::Node& n, const std::string& key, double lo,
+                 double hi) {
+  try {
+    const double v = n.as<double>();
+    if (std::isfinite(v) && v >= lo && v <= hi) return v;
+  } catch (const YAML::Exception&) {
+  }
+  throw InputError(where, key, "must be a number from " + fmt("%g", lo) + " to " + fmt("%g", hi));
+}
 
-BenchReplay plan_inference_perf(const BenchOptions& o) {
-  BenchReplay plan;
-  plan.format = "inference-perf";
-  plan.source = o.path;
-  plan.tpot = TpotRule::kToLastToken;
-  const IpFiles f = ip_files(o.path);
+YAML::Node read_config(const BenchOptions& o, const IpFiles& f) {
   if (f.config.empty())
     throw InputError(o.path, "config.yaml",
                      "not found: the resolved config.yaml inference-perf writes into its result "
@@ -129,29 +133,13 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
     throw InputError(cfg_where, "", std::string("not valid YAML: ") + e.what());
   }
   if (!cfg.IsMap()) throw InputError(cfg_where, "", "must be a mapping");
-  // Per-stage measurements.
-  std::map<int, json> stage_json;
-  for (const auto& [i, p] : f.stages)
-    stage_json[i] = parse_json(
-        read_input_file(p.string(), "inference-perf stage metrics", 256u << 20), p.string());
-  // The load.
-  const YAML::Node load = cfg["load"];
-  if (!load || !load.IsMap()) throw InputError(cfg_where, "load", "missing");
-  const std::string ltype =
-      load["type"] && load["type"].IsScalar() ? load["type"].Scalar() : "constant";
-  if (ltype != "constant" && ltype != "poisson")
-    throw InputError(cfg_where, "load.type",
-                     "'" + ltype + "' is not replayed (constant and poisson are)");
+  return cfg;
+}
+
+// The load's stages (rate_per_s, duration_s): config.yaml's, or a sweep's from its stage files.
+YAML::Node load_stages(const YAML::Node& load, const std::string& cfg_where, const IpFiles& f,
+                       const std::map<int, json>& stage_json, BenchReplay& plan) {
   YAML::Node stages(YAML::NodeType::Sequence);
-  auto number_at = [&](const YAML::Node& n, const std::string& key, double lo, double hi) {
-    try {
-      const double v = n.as<double>();
-      if (std::isfinite(v) && v >= lo && v <= hi) return v;
-    } catch (const YAML::Exception&) {
-    }
-    throw InputError(cfg_where, key,
-                     "must be a number from " + fmt("%g", lo) + " to " + fmt("%g", hi));
-  };
   if (load["stages"] && load["stages"].IsSequence() && load["stages"].size() > 0) {
     for (std::size_t i = 0; i < load["stages"].size(); ++i) {
       const YAML::Node s = load["stages"][i];
@@ -159,16 +147,16 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
       if (!s.IsMap() || !s["rate"] || !s["duration"])
         throw InputError(cfg_where, k, "needs rate and duration");
       YAML::Node st;
-      st["rate_per_s"] = number_at(s["rate"], k + ".rate", 1e-9, 1e7);
-      st["duration_s"] = number_at(s["duration"], k + ".duration", 1e-9, 1e7);
+      st["rate_per_s"] = number_at(cfg_where, s["rate"], k + ".rate", 1e-9, 1e7);
+      st["duration_s"] = number_at(cfg_where, s["duration"], k + ".duration", 1e-9, 1e7);
       stages.push_back(st);
     }
   } else {
     // A sweep writes no stages into its config: the stage files hold each stage's rate.
-    const double dur =
-        load["sweep"] && load["sweep"]["stage_duration"]
-            ? number_at(load["sweep"]["stage_duration"], "load.sweep.stage_duration", 1e-9, 1e7)
-            : NAN;
+    const double dur = load["sweep"] && load["sweep"]["stage_duration"]
+                           ? number_at(cfg_where, load["sweep"]["stage_duration"],
+                                       "load.sweep.stage_duration", 1e-9, 1e7)
+                           : NAN;
     for (const auto& [i, j] : stage_json) {
       const auto summary = JsonObject(j, f.stages.at(i).string()).object("load_summary");
       if (!summary)
@@ -185,50 +173,59 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
     plan.notes.push_back("stages: rates from the stage files (a sweep's config.yaml lists none)");
   }
   if (stages.size() == 0) throw InputError(cfg_where, "load.stages", "no stage to replay");
-  // The workload.
+  return stages;
+}
+
+// data.type shared_prefix as kvfleet's shared_prefix workload.
+void shared_prefix_workload(const YAML::Node& data, const std::string& cfg_where, YAML::Node& wl,
+                            BenchReplay& plan) {
+  const YAML::Node sp = data["shared_prefix"];
+  if (!sp || !sp.IsMap()) throw InputError(cfg_where, "data.shared_prefix", "missing");
+  auto pick = [&](const char* a, const char* b, double dflt) {
+    const YAML::Node n = sp[a] ? sp[a] : sp[b];
+    return n ? number_at(cfg_where, n, std::string("data.shared_prefix.") + (sp[a] ? a : b), 1, 1e6)
+             : dflt;
+  };
+  wl["impl"] = "shared_prefix";
+  wl["num_groups"] = static_cast<long long>(pick("num_groups", "num_unique_system_prompts", 10));
+  wl["num_prompts_per_group"] =
+      static_cast<long long>(pick("num_prompts_per_group", "num_users_per_system_prompt", 10));
+  auto len = [&](const char* key, const char* legacy, double dflt) {
+    const std::string k = std::string("data.shared_prefix.") + key;
+    if (legacy && sp[legacy] && !sp[legacy].IsNull())
+      return length_dist(sp[legacy], cfg_where, std::string("data.shared_prefix.") + legacy,
+                         plan.notes);
+    if (sp[key] && !sp[key].IsNull()) return length_dist(sp[key], cfg_where, k, plan.notes);
+    YAML::Node d;
+    d["impl"] = "fixed";
+    d["value"] = dflt;
+    return d;
+  };
+  wl["system_prompt_len"] = len("system_prompt_len", nullptr, 100);
+  wl["question_len"] = len("question_len", "question_distribution", 50);
+  wl["output_len"] = len("output_len", "output_distribution", 50);
+  const bool multi = sp["enable_multi_turn_chat"] && sp["enable_multi_turn_chat"].IsScalar() &&
+                     (sp["enable_multi_turn_chat"].Scalar() == "true" ||
+                      sp["enable_multi_turn_chat"].Scalar() == "True");
+  if (multi) {
+    wl["multi_turn"] = true;
+    plan.notes.push_back(
+        "multi-turn chat: each prompt a session, each round after the one "
+        "before with the conversation so far in front (enable_multi_turn_chat)");
+  }
+  plan.notes.push_back("workload: shared_prefix, " + wl["num_groups"].as<std::string>() +
+                       " groups × " + wl["num_prompts_per_group"].as<std::string>() +
+                       " prompts, sent round-robin (config.yaml data.shared_prefix)");
+}
+
+// The workload that config.yaml's data describes (its load is added by the caller).
+YAML::Node data_workload(const YAML::Node& cfg, const std::string& cfg_where, BenchReplay& plan) {
   const YAML::Node data = cfg["data"];
   const std::string dtype =
       data && data["type"] && data["type"].IsScalar() ? data["type"].Scalar() : "mock";
-  YAML::Node sc = base_scenario(
-      o, "replay-" + fs::absolute(o.path).lexically_normal().filename().string(), plan.notes);
   YAML::Node wl;
   if (dtype == "shared_prefix") {
-    const YAML::Node sp = data["shared_prefix"];
-    if (!sp || !sp.IsMap()) throw InputError(cfg_where, "data.shared_prefix", "missing");
-    auto pick = [&](const char* a, const char* b, double dflt) {
-      const YAML::Node n = sp[a] ? sp[a] : sp[b];
-      return n ? number_at(n, std::string("data.shared_prefix.") + (sp[a] ? a : b), 1, 1e6) : dflt;
-    };
-    wl["impl"] = "shared_prefix";
-    wl["num_groups"] = static_cast<long long>(pick("num_groups", "num_unique_system_prompts", 10));
-    wl["num_prompts_per_group"] =
-        static_cast<long long>(pick("num_prompts_per_group", "num_users_per_system_prompt", 10));
-    auto len = [&](const char* key, const char* legacy, double dflt) {
-      const std::string k = std::string("data.shared_prefix.") + key;
-      if (legacy && sp[legacy] && !sp[legacy].IsNull())
-        return length_dist(sp[legacy], cfg_where, std::string("data.shared_prefix.") + legacy,
-                           plan.notes);
-      if (sp[key] && !sp[key].IsNull()) return length_dist(sp[key], cfg_where, k, plan.notes);
-      YAML::Node d;
-      d["impl"] = "fixed";
-      d["value"] = dflt;
-      return d;
-    };
-    wl["system_prompt_len"] = len("system_prompt_len", nullptr, 100);
-    wl["question_len"] = len("question_len", "question_distribution", 50);
-    wl["output_len"] = len("output_len", "output_distribution", 50);
-    const bool multi = sp["enable_multi_turn_chat"] && sp["enable_multi_turn_chat"].IsScalar() &&
-                       (sp["enable_multi_turn_chat"].Scalar() == "true" ||
-                        sp["enable_multi_turn_chat"].Scalar() == "True");
-    if (multi) {
-      wl["multi_turn"] = true;
-      plan.notes.push_back(
-          "multi-turn chat: each prompt a session, each round after the one "
-          "before with the conversation so far in front (enable_multi_turn_chat)");
-    }
-    plan.notes.push_back("workload: shared_prefix, " + wl["num_groups"].as<std::string>() +
-                         " groups × " + wl["num_prompts_per_group"].as<std::string>() +
-                         " prompts, sent round-robin (config.yaml data.shared_prefix)");
+    shared_prefix_workload(data, cfg_where, wl, plan);
   } else if (dtype == "synthetic" || dtype == "random") {
     if (data["trace"] && !data["trace"].IsNull())
       throw InputError(cfg_where, "data.trace",
@@ -248,17 +245,12 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
     throw InputError(cfg_where, "data.type",
                      "'" + dtype + "' is not replayed (shared_prefix, synthetic and random are)");
   }
-  YAML::Node ld;
-  ld["type"] = ltype;
-  ld["interval_s"] = load["interval"] ? number_at(load["interval"], "load.interval", 0, 1e6) : 1.0;
-  ld["lead_in_s"] = 1.0;
-  ld["drain"] = true;
-  ld["stages"] = stages;
-  wl["load"] = ld;
-  sc["workload"] = wl;
-  plan.notes.push_back("load: " + std::to_string(stages.size()) + " " + ltype +
-                       " stages, each drained before the next (config.yaml load)");
-  // The model and the server.
+  return wl;
+}
+
+// The model (server.model_name, else the tokenizer's) and the engine's arguments.
+void model_and_engine(const BenchOptions& o, const YAML::Node& cfg, const std::string& cfg_where,
+                      YAML::Node& sc, BenchReplay& plan) {
   std::string model_name;
   if (const YAML::Node s = cfg["server"]; s && s["model_name"] && s["model_name"].IsScalar())
     model_name = s["model_name"].Scalar();
@@ -279,10 +271,11 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
         "or serve_args.txt in the folder): kvfleet's defaults");
   }
   set_model(o, model_name, cfg_where, sc, pool, plan.notes);
-  const YAML::Node api = cfg["api"];
-  const bool streaming =
-      api && api["streaming"] && api["streaming"].IsScalar() && api["streaming"].Scalar() == "true";
-  // The measured groups: each stage, and the whole run.
+}
+
+// The measured groups: each stage, and the whole run.
+void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int, json>& stage_json,
+                     const YAML::Node& stages, bool streaming, BenchReplay& plan) {
   for (const auto& [i, j] : stage_json) {
     const std::string where = f.stages.at(i).string();
     const JsonObject root(j, where);
@@ -323,6 +316,53 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
   if (plan.groups.empty())
     throw InputError(o.path, "",
                      "holds no stage_N_lifecycle_metrics.json nor summary_lifecycle_metrics.json");
+}
+
+}  // namespace
+
+BenchReplay plan_inference_perf(const BenchOptions& o) {
+  BenchReplay plan;
+  plan.format = "inference-perf";
+  plan.source = o.path;
+  plan.tpot = TpotRule::kToLastToken;
+  const IpFiles f = ip_files(o.path);
+  const YAML::Node cfg = read_config(o, f);
+  const std::string cfg_where = f.config.string();
+  // Per-stage measurements.
+  std::map<int, json> stage_json;
+  for (const auto& [i, p] : f.stages)
+    stage_json[i] = parse_json(
+        read_input_file(p.string(), "inference-perf stage metrics", 256u << 20), p.string());
+  // The load.
+  const YAML::Node load = cfg["load"];
+  if (!load || !load.IsMap()) throw InputError(cfg_where, "load", "missing");
+  const std::string ltype =
+      load["type"] && load["type"].IsScalar() ? load["type"].Scalar() : "constant";
+  if (ltype != "constant" && ltype != "poisson")
+    throw InputError(cfg_where, "load.type",
+                     "'" + ltype + "' is not replayed (constant and poisson are)");
+  const YAML::Node stages = load_stages(load, cfg_where, f, stage_json, plan);
+  // The workload.
+  YAML::Node sc = base_scenario(
+      o, "replay-" + fs::absolute(o.path).lexically_normal().filename().string(), plan.notes);
+  YAML::Node wl = data_workload(cfg, cfg_where, plan);
+  YAML::Node ld;
+  ld["type"] = ltype;
+  ld["interval_s"] =
+      load["interval"] ? number_at(cfg_where, load["interval"], "load.interval", 0, 1e6) : 1.0;
+  ld["lead_in_s"] = 1.0;
+  ld["drain"] = true;
+  ld["stages"] = stages;
+  wl["load"] = ld;
+  sc["workload"] = wl;
+  plan.notes.push_back("load: " + std::to_string(stages.size()) + " " + ltype +
+                       " stages, each drained before the next (config.yaml load)");
+  // The model and the server.
+  model_and_engine(o, cfg, cfg_where, sc, plan);
+  const YAML::Node api = cfg["api"];
+  const bool streaming =
+      api && api["streaming"] && api["streaming"].IsScalar() && api["streaming"].Scalar() == "true";
+  measured_groups(o, f, stage_json, stages, streaming, plan);
   if (!streaming)
     plan.notes.push_back("api.streaming was off: inference-perf measured request latency only");
   plan.notes.push_back(
