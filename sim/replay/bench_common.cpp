@@ -286,4 +286,17 @@ IpFiles ip_files(const fs::path& dir) {
   return f;
 }
 
+void apply_engine_args_file(const std::string& file, YAML::Node pool, std::string& model,
+                            const char* beside, std::vector<std::string>& notes) {
+  if (file.empty()) {
+    notes.push_back(std::string("engine arguments: none given (--engine-args FILE, or "
+                                "engine_args.json or serve_args.txt ") +
+                    beside + "): kvfleet's defaults");
+    return;
+  }
+  const EngineArgs a = read_engine_args(file);
+  apply_engine_args(a, pool, notes);
+  if (model.empty()) model = a.model;
+}
+
 }  // namespace kvfleet::sim::bench_detail

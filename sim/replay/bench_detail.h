@@ -30,6 +30,10 @@ EngineArgs read_engine_args(const std::string& path);
 std::string engine_args_beside(const fs::path& dir);
 // Sets the pool's engine and parallelism from engine arguments, strictly typed.
 void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::string>& notes);
+// Applies the engine arguments of `file` (none: a note that kvfleet's defaults apply, `beside`
+// saying where they were looked for); `model` takes theirs if it is empty.
+void apply_engine_args_file(const std::string& file, YAML::Node pool, std::string& model,
+                            const char* beside, std::vector<std::string>& notes);
 // The pool's model: --model-config, --model, else the preset the result's model name matches.
 void set_model(const BenchOptions& o, const std::string& name_from_run, const std::string& where,
                YAML::Node sc, YAML::Node pool, std::vector<std::string>& notes);

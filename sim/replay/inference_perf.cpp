@@ -261,15 +261,7 @@ void model_and_engine(const BenchOptions& o, const YAML::Node& cfg, const std::s
   YAML::Node pool = sc["pools"][0];
   const std::string engine_args =
       o.engine_args.empty() ? engine_args_beside(o.path) : o.engine_args;
-  if (!engine_args.empty()) {
-    const EngineArgs a = read_engine_args(engine_args);
-    apply_engine_args(a, pool, plan.notes);
-    if (model_name.empty()) model_name = a.model;
-  } else {
-    plan.notes.push_back(
-        "engine arguments: none given (--engine-args FILE, or engine_args.json "
-        "or serve_args.txt in the folder): kvfleet's defaults");
-  }
+  apply_engine_args_file(engine_args, pool, model_name, "in the folder", plan.notes);
   set_model(o, model_name, cfg_where, sc, pool, plan.notes);
 }
 

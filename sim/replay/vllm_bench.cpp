@@ -267,15 +267,7 @@ BenchReplay plan_vllm_bench(const BenchOptions& o) {
   std::string model = r.string("model_id").value_or("");
   const std::string engine_args =
       o.engine_args.empty() ? engine_args_beside(fs::path(o.path).parent_path()) : o.engine_args;
-  if (!engine_args.empty()) {
-    const EngineArgs a = read_engine_args(engine_args);
-    apply_engine_args(a, pool, plan.notes);
-    if (model.empty()) model = a.model;
-  } else {
-    plan.notes.push_back(
-        "engine arguments: none given (--engine-args FILE, or engine_args.json "
-        "or serve_args.txt beside the result): kvfleet's defaults");
-  }
+  apply_engine_args_file(engine_args, pool, model, "beside the result", plan.notes);
   set_model(o, model, o.path, sc, pool, plan.notes);
   // Per-request data (--save-detailed): the lengths in dispatch order, and the arrivals where the
   // newest versions record them (start_times − queue_times).
