@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
@@ -261,180 +262,182 @@ SloCheck check_slo(const ScenarioSource& source, const std::vector<std::string>&
   return c;
 }
 
-CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
-                             const CapacityOptions& opt) {
-  check_capacity_options(opt);
-  CapacityResult res;
-  const Scenario base = source.load(opt.sets);
-  const YAML::Node resolved = YAML::Load(base.resolved_yaml);
-  const YAML::Node wl = resolved["workload"];
-  res.key = load_key(base, opt.load, opt.key, &res.start);
-  // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
-  const bool integer = opt.load == "users" || declared_key(res.key).integer;
-  if (!(res.start > 0)) res.start = 1;
-  // Closed-loop users beyond the workload's conversations have nothing to send: every load past
-  // num_sessions is the load at num_sessions, and would pass for a higher capacity.
-  const double cap = load_cap(base, res.key);
-  const std::string cap_why =
-      "workload.num_sessions: the workload holds " + config::format_double(cap) +
-      " conversations, so more users than that would have nothing to send (raise num_sessions "
-      "to search further)";
-  {
-    YAML::Emitter e;
-    e << wl;
-    res.workload_yaml = e.c_str();
-  }
-  const int reps = std::max(1, opt.replicates);
-  res.per_seed.assign(reps, 0);
-  for (int r = 0; r < reps; ++r) res.seeds.push_back(base.config.seed + r);
-  std::atomic<int> runs{0};
-  std::mutex mu;
-  CancelToken stop;  // a run failed: the others stop (between events) and their seeds end
-  struct Stopped {};
-  std::vector<std::string> extra;  // the step-time scaling of a sensitivity search
-  // Per replicate: the failing targets at the lowest load that failed (for CapacityResult's
-  // not_met).
-  std::vector<std::pair<double, std::string>> lowest_fail(static_cast<std::size_t>(reps),
-                                                          {INFINITY, ""});
-  auto holds = [&](int r, double x) {
-    if (stop.cancelled()) throw Stopped{};
-    std::vector<std::string> sets = opt.sets;
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    sets.push_back(res.key + "=" + config::format_double(x));
-    sets.push_back("seed=" + std::to_string(res.seeds[r]));
-    const SloCheck c = check_slo(source, sets, slo, &stop);
-    if (c.cancelled) throw Stopped{};
-    ++runs;
-    if (!c.ok) {
-      std::lock_guard<std::mutex> lock(mu);
-      auto& lf = lowest_fail[static_cast<std::size_t>(r)];
-      if (x < lf.first) lf = {x, c.failed};
-    }
-    if (opt.on_run) {
-      std::lock_guard<std::mutex> lock(mu);
-      opt.on_run(res.seeds[r], x, c.ok);
-    }
-    return c.ok;
-  };
-  auto search = [&](int r) {
-    auto round = [&](double x) { return integer ? std::max(1.0, std::round(x)) : x; };
-    double lo = 0, hi = 0;
-    double x = std::min(round(res.start), cap);
-    if (holds(r, x)) {
-      lo = x;
-      for (int i = 0; i < 30; ++i) {
-        const double y = std::min(round(lo * 2), cap);
-        if (y <= lo) {  // at the cap, and the SLO still holds
-          std::lock_guard<std::mutex> lock(mu);
-          if (res.limited_by.empty()) res.limited_by = cap_why;
-          return lo;
-        }
-        bool ok;
-        try {
-          ok = holds(r, y);
-        } catch (const InputError& e) {
-          // The load cannot go higher (beyond the key's range, or the scenario no longer fits
-          // at it): the SLO holds up to there.
-          std::lock_guard<std::mutex> lock(mu);
-          if (res.limited_by.empty()) res.limited_by = e.what();
-          return lo;
-        }
-        if (!ok) {
-          hi = y;
-          break;
-        }
-        lo = y;
-      }
-      if (hi == 0) return lo;  // holds far beyond the start: report the largest load tried
-    } else {
-      hi = x;
-      // Down to 1/1024 of the scenario's load: the SLO that fails that far down fails unloaded
-      // (lower loads only stretch the simulated time toward the clock's range).
-      for (int i = 0; i < 10; ++i) {
-        const double y = round(hi / 2);
-        if (integer && y >= hi) return 0.0;
-        bool ok;
-        try {
-          ok = holds(r, y);
-        } catch (const InputError& e) {
-          // The load cannot go lower (below the key's range, or a run at it would outlast the
-          // clock): the SLO holds at no load tried.
-          if (e.key() != res.key && e.where() != "simulated time") throw;
-          return 0.0;
-        }
-        if (ok) {
-          lo = y;
-          break;
-        }
-        hi = y;
-      }
-      if (lo == 0) return 0.0;
-    }
-    for (int i = 0; i < 40 && (hi - lo) / lo > opt.tolerance; ++i) {
-      const double mid = round(0.5 * (lo + hi));
-      if (mid <= lo || mid >= hi) break;
-      (holds(r, mid) ? lo : hi) = mid;
-    }
-    return lo;
-  };
-  const PointRunnerOptions ro = searching_options(opt.threads, &stop, opt.poll);
+namespace {
+
+// One capacity search: every seed's bisection of the load at which the SLO holds, run in
+// parallel, under the step-time scaling `extra` of a sensitivity search.
+class CapacitySearch {
+ public:
+  CapacitySearch(const ScenarioSource& source, const std::vector<Slo>& slo,
+                 const CapacityOptions& opt, const Scenario& base, CapacityResult& res)
+      : source_(source),
+        slo_(slo),
+        opt_(opt),
+        res_(res),
+        reps_(std::max(1, opt.replicates)),
+        // A key declared an integer (users, replicas, max_num_seqs) is varied in whole steps.
+        integer_(opt.load == "users" || declared_key(res.key).integer),
+        // Closed-loop users beyond the workload's conversations have nothing to send: every load
+        // past num_sessions is the load at num_sessions, and would pass for a higher capacity.
+        cap_(load_cap(base, res.key)),
+        cap_why_("workload.num_sessions: the workload holds " + config::format_double(cap_) +
+                 " conversations, so more users than that would have nothing to send (raise "
+                 "num_sessions to search further)"),
+        lowest_fail_(static_cast<std::size_t>(reps_), {INFINITY, ""}),
+        ro_(searching_options(opt.threads, &stop_, opt.poll)) {}
+
   // Every seed's capacity under the current `extra` settings.
-  auto search_all = [&]() {
-    std::vector<double> per_seed(static_cast<std::size_t>(reps), 0.0);
+  std::vector<double> search_all() {
+    std::vector<double> per_seed(static_cast<std::size_t>(reps_), 0.0);
     std::exception_ptr failure;
     run_points(
-        static_cast<std::size_t>(reps),
+        static_cast<std::size_t>(reps_),
         [&](std::size_t r) {
           try {
             per_seed[r] = search(static_cast<int>(r));
           } catch (const Stopped&) {
           } catch (...) {
-            std::lock_guard<std::mutex> lock(mu);
+            std::lock_guard<std::mutex> lock(mu_);
             if (!failure) failure = std::current_exception();
-            stop.cancel();
+            stop_.cancel();
           }
         },
-        ro);
+        ro_);
     if (failure) std::rethrow_exception(failure);
     return per_seed;
-  };
-  res.per_seed = search_all();
-  {
-    // Every seed found no load at which the SLO holds: say what failed at the lowest load.
-    bool none = !res.per_seed.empty();
-    for (double v : res.per_seed) none = none && v == 0;
-    if (none) {
-      const auto& lf = lowest_fail.front();
-      if (std::isfinite(lf.first))
-        res.not_met = "at the lowest load tried, " + res.key + " = " +
-                      config::format_double(lf.first) + " (seed " +
-                      std::to_string(res.seeds.front()) + "): " + lf.second;
+  }
+  std::vector<std::string>& extra() { return extra_; }
+  int runs() const { return runs_.load(); }
+  // The first seed's failing targets at the lowest load that failed, or "" when none failed.
+  std::string lowest_failure() const {
+    const auto& lf = lowest_fail_.front();
+    if (!std::isfinite(lf.first)) return "";
+    return "at the lowest load tried, " + res_.key + " = " + config::format_double(lf.first) +
+           " (seed " + std::to_string(res_.seeds.front()) + "): " + lf.second;
+  }
+
+ private:
+  struct Stopped {};
+  double round(double x) const { return integer_ ? std::max(1.0, std::round(x)) : x; }
+
+  bool holds(int r, double x) {
+    if (stop_.cancelled()) throw Stopped{};
+    std::vector<std::string> sets = opt_.sets;
+    sets.insert(sets.end(), extra_.begin(), extra_.end());
+    sets.push_back(res_.key + "=" + config::format_double(x));
+    sets.push_back("seed=" + std::to_string(res_.seeds[r]));
+    const SloCheck c = check_slo(source_, sets, slo_, &stop_);
+    if (c.cancelled) throw Stopped{};
+    ++runs_;
+    if (!c.ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& lf = lowest_fail_[static_cast<std::size_t>(r)];
+      if (x < lf.first) lf = {x, c.failed};
     }
-  }
-  auto mean_of = [](const std::vector<double>& v) {
-    double sum = 0;
-    for (double x : v) sum += x;
-    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
-  };
-  if (opt.step_time_sensitivity > 0 && res.not_met.empty()) {
-    res.sensitivity = opt.step_time_sensitivity;
-    for (const double f : {1 + opt.step_time_sensitivity, 1 - opt.step_time_sensitivity}) {
-      extra.clear();
-      for (std::size_t p = 0; p < base.config.pools.size(); ++p)
-        extra.push_back("pools[" + std::to_string(p) + "].step_time_scale=" +
-                        config::format_double(base.config.pools[p].step_time_scale * f));
-      (f > 1 ? res.slower_steps : res.faster_steps) = mean_of(search_all());
+    if (opt_.on_run) {
+      std::lock_guard<std::mutex> lock(mu_);
+      opt_.on_run(res_.seeds[r], x, c.ok);
     }
-    extra.clear();
+    return c.ok;
   }
-  // The cost model's expected error: the pool whose TPOT is least certain.
-  for (std::size_t p = 0; p < base.config.pools.size(); ++p) {
-    const ExpectedError e =
-        expected_error(base.config.pools[p].cost_model.impl, base.pools[p].model.moe());
-    if (p == 0 || (e.runs > 0 && (res.expected.runs == 0 || e.tpot > res.expected.tpot)))
-      res.expected = e;
+
+  void limited_by(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (res_.limited_by.empty()) res_.limited_by = why;
   }
-  res.runs = runs.load();
+
+  // From a load that holds, doubling until one fails: {lo, hi}, hi 0 when none failed (lo is
+  // then the answer).
+  std::pair<double, double> bracket_up(int r, double x) {
+    double lo = x;
+    for (int i = 0; i < 30; ++i) {
+      const double y = std::min(round(lo * 2), cap_);
+      if (y <= lo) {  // at the cap, and the SLO still holds
+        limited_by(cap_why_);
+        return {lo, 0};
+      }
+      bool ok;
+      try {
+        ok = holds(r, y);
+      } catch (const InputError& e) {
+        // The load cannot go higher (beyond the key's range, or the scenario no longer fits at
+        // it): the SLO holds up to there.
+        limited_by(e.what());
+        return {lo, 0};
+      }
+      if (!ok) return {lo, y};
+      lo = y;
+    }
+    return {lo, 0};  // holds far beyond the start: report the largest load tried
+  }
+
+  // From a load that fails, halving until one holds: {lo, hi}, lo 0 when none held.
+  std::pair<double, double> bracket_down(int r, double x) {
+    double hi = x;
+    // Down to 1/1024 of the scenario's load: the SLO that fails that far down fails unloaded
+    // (lower loads only stretch the simulated time toward the clock's range).
+    for (int i = 0; i < 10; ++i) {
+      const double y = round(hi / 2);
+      if (integer_ && y >= hi) return {0, hi};
+      bool ok;
+      try {
+        ok = holds(r, y);
+      } catch (const InputError& e) {
+        // The load cannot go lower (below the key's range, or a run at it would outlast the
+        // clock): the SLO holds at no load tried.
+        if (e.key() != res_.key && e.where() != "simulated time") throw;
+        return {0, hi};
+      }
+      if (ok) return {y, hi};
+      hi = y;
+    }
+    return {0, hi};
+  }
+
+  double search(int r) {
+    const double x = std::min(round(res_.start), cap_);
+    double lo, hi;
+    if (holds(r, x)) {
+      std::tie(lo, hi) = bracket_up(r, x);
+      if (hi == 0) return lo;
+    } else {
+      std::tie(lo, hi) = bracket_down(r, x);
+      if (lo == 0) return 0.0;
+    }
+    for (int i = 0; i < 40 && (hi - lo) / lo > opt_.tolerance; ++i) {
+      const double mid = round(0.5 * (lo + hi));
+      if (mid <= lo || mid >= hi) break;
+      (holds(r, mid) ? lo : hi) = mid;
+    }
+    return lo;
+  }
+
+  const ScenarioSource& source_;
+  const std::vector<Slo>& slo_;
+  const CapacityOptions& opt_;
+  CapacityResult& res_;
+  const int reps_;
+  const bool integer_;
+  const double cap_;
+  const std::string cap_why_;
+  std::atomic<int> runs_{0};
+  std::mutex mu_;
+  CancelToken stop_;  // a run failed: the others stop (between events) and their seeds end
+  std::vector<std::string> extra_;  // the step-time scaling of a sensitivity search
+  // Per replicate: the failing targets at the lowest load that failed (for not_met).
+  std::vector<std::pair<double, std::string>> lowest_fail_;
+  const PointRunnerOptions ro_;
+};
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+// The mean over the seeds, its 95% interval, and the band the expected TPOT error gives through
+// the sensitivity searches.
+void finish_statistics(CapacityResult& res, int reps) {
   double sum = 0;
   for (double v : res.per_seed) sum += v;
   res.mean = sum / reps;
@@ -456,6 +459,52 @@ CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo
       res.expected_high = res.mean * (1 + band);
     }
   }
+}
+
+}  // namespace
+
+CapacityResult find_capacity(const ScenarioSource& source, const std::vector<Slo>& slo,
+                             const CapacityOptions& opt) {
+  check_capacity_options(opt);
+  CapacityResult res;
+  const Scenario base = source.load(opt.sets);
+  const YAML::Node resolved = YAML::Load(base.resolved_yaml);
+  res.key = load_key(base, opt.load, opt.key, &res.start);
+  if (!(res.start > 0)) res.start = 1;
+  {
+    YAML::Emitter e;
+    e << resolved["workload"];
+    res.workload_yaml = e.c_str();
+  }
+  const int reps = std::max(1, opt.replicates);
+  res.per_seed.assign(reps, 0);
+  for (int r = 0; r < reps; ++r) res.seeds.push_back(base.config.seed + r);
+  CapacitySearch search(source, slo, opt, base, res);
+  res.per_seed = search.search_all();
+  // Every seed found no load at which the SLO holds: say what failed at the lowest load.
+  bool none = !res.per_seed.empty();
+  for (double v : res.per_seed) none = none && v == 0;
+  if (none) res.not_met = search.lowest_failure();
+  if (opt.step_time_sensitivity > 0 && res.not_met.empty()) {
+    res.sensitivity = opt.step_time_sensitivity;
+    for (const double f : {1 + opt.step_time_sensitivity, 1 - opt.step_time_sensitivity}) {
+      search.extra().clear();
+      for (std::size_t p = 0; p < base.config.pools.size(); ++p)
+        search.extra().push_back("pools[" + std::to_string(p) + "].step_time_scale=" +
+                                 config::format_double(base.config.pools[p].step_time_scale * f));
+      (f > 1 ? res.slower_steps : res.faster_steps) = mean_of(search.search_all());
+    }
+    search.extra().clear();
+  }
+  // The cost model's expected error: the pool whose TPOT is least certain.
+  for (std::size_t p = 0; p < base.config.pools.size(); ++p) {
+    const ExpectedError e =
+        expected_error(base.config.pools[p].cost_model.impl, base.pools[p].model.moe());
+    if (p == 0 || (e.runs > 0 && (res.expected.runs == 0 || e.tpot > res.expected.tpot)))
+      res.expected = e;
+  }
+  res.runs = search.runs();
+  finish_statistics(res, reps);
   return res;
 }
 
