@@ -12,6 +12,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -178,6 +179,127 @@ std::string known_list(const std::vector<std::string>& v) {
   return out;
 }
 
+// Every key once, however spelled (pools.0.x is pools[0].x): a key varied twice would give points
+// whose second value silently wins. An axis cannot take the name of a column /points has anyway
+// (point, seed, ...) or of a metric.
+void check_unique_key(const SweepSpec& s, const std::string& name, config::Reader& top,
+                      const std::vector<std::string>& metric_names, const std::string& key,
+                      const YAML::Node& at, const std::string& p) {
+  static const std::set<std::string> fixed = {"point",  "replicate", "seed",
+                                              "status", "error",     "wall_s"};
+  if (fixed.count(key) ||
+      std::find(metric_names.begin(), metric_names.end(), key) != metric_names.end())
+    top.fail(at, p,
+             "'" + key + "' names a column the results have already" +
+                 (key == "seed" ? " (vary seeds with replicates:)" : std::string()));
+  const std::string canon = config::canonical_key(key, name + ": " + p);
+  for (const auto& a : s.axes)
+    if (config::canonical_key(a.key, name) == canon)
+      top.fail(at, p, "'" + key + "' is varied twice (each key once)");
+}
+
+// An axis of named cases, each a list of settings.
+void read_cases(const AxisConfig& a, const YAML::Node& an, const std::string& p, config::Reader& ar,
+                SweepAxis& ax) {
+  for (std::size_t j = 0; j < a.cases.size(); ++j) {
+    const CaseConfig& cs = a.cases[j];
+    const YAML::Node cn = an["cases"][j];
+    const std::string cp = p + ".cases[" + std::to_string(j) + "]";
+    if (std::find(ax.values.begin(), ax.values.end(), cs.name) != ax.values.end())
+      ar.fail(cn["name"], cp + ".name", "'" + cs.name + "' names two cases");
+    for (std::size_t k = 0; k < cs.set.size(); ++k)
+      if (cs.set[k].find('=') == std::string::npos)
+        ar.fail(cn["set"][k], cp + ".set[" + std::to_string(k) + "]", "expected key=value");
+    ax.values.push_back(cs.name);
+    ax.cases.push_back(cs.set);
+  }
+}
+
+// An axis of listed values: a value given twice would run the same point twice, with the same
+// seed, and count as a replicate it is not (10, 10.0 and 1e1 are one value).
+void read_values(const AxisConfig& a, const YAML::Node& an, config::Reader& ar, SweepAxis& ax) {
+  ax.values = a.values;
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t k = 0; k < a.values.size(); ++k) {
+    const std::string& v = a.values[k];
+    const std::string norm = canonical_value(v);
+    if (const auto it = seen.find(norm); it != seen.end())
+      ar.fail(an["values"][k], ar.child_path("values") + "[" + std::to_string(k) + "]",
+              "'" + v + "' is the value of values[" + std::to_string(it->second) +
+                  "] again (each value once; replicates: runs each point with more seeds)");
+    seen.emplace(norm, k);
+  }
+}
+
+// start, start + step, ... up to stop (with a relative slack for rounding); each value must differ
+// from the one before (a step below the values' precision would repeat them).
+void read_range(const RangeConfig& r, config::Reader& ar, SweepAxis& ax) {
+  const double n = std::floor((r.stop - r.start) / r.step) + 1;
+  if (!(n <= static_cast<double>(kMaxSweepPoints)))
+    ar.fail_key("range", "gives " + config::format_double(n) + " values, above the limit of " +
+                             std::to_string(kMaxSweepPoints) + " points of a sweep");
+  double limit = r.stop * (1 + 1e-12) + 1e-12;
+  if (!std::isfinite(limit)) limit = r.stop;
+  for (double x = r.start; x <= limit;) {
+    ax.values.push_back(config::format_double(x));
+    const double next = x + r.step;
+    if (!(next <= limit) || (!(next > x) && x >= r.stop)) break;
+    if (!(next > x) || ax.values.size() > kMaxSweepPoints)
+      ar.fail_key("range", "the step " + config::format_double(r.step) +
+                               " is below the precision of values near " +
+                               config::format_double(x));
+    x = next;
+  }
+}
+
+// The sampled points' axes (one per key, every axis with n values, not combined).
+void read_sample(
+    const SampleConfig& smp, const YAML::Node& root, config::Reader& top,
+    const std::function<void(const std::string&, const YAML::Node&, const std::string&)>& unique,
+    SweepSpec& s) {
+  if (smp.keys.empty()) top.fail(root["sample"], "sample.keys", "expected a non-empty list");
+  const auto n = static_cast<std::size_t>(smp.n);
+  // kvfleet's own stream: the same samples from every standard library.
+  RngStream rng(static_cast<std::uint64_t>(smp.seed), "sweep.sample");
+  for (std::size_t i = 0; i < smp.keys.size(); ++i) {
+    const SampleKeyConfig& k = smp.keys[i];
+    unique(k.key, root["sample"]["keys"][i]["key"], "sample.keys[" + std::to_string(i) + "].key");
+    std::vector<std::size_t> strata(n);
+    for (std::size_t j = 0; j < n; ++j) strata[j] = j;
+    const bool lhs = smp.method == "latin_hypercube";
+    if (lhs)  // Fisher-Yates
+      for (std::size_t j = n; j > 1; --j) std::swap(strata[j - 1], strata[rng.below(j)]);
+    SweepAxis ax;
+    ax.key = k.key;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double f = lhs ? (strata[j] + rng.uniform()) / n : rng.uniform();
+      double x = k.log ? k.min * std::pow(k.max / k.min, f) : k.min + f * (k.max - k.min);
+      if (k.integer) x = std::round(x);
+      ax.values.push_back(config::format_double(x));
+    }
+    s.axes.push_back(std::move(ax));
+  }
+  s.sampled = true;
+}
+
+// Metrics by their one name; aliases (ttft_p99) are accepted and stored as that name.
+void read_metrics(const SweepFileConfig& c, const YAML::Node& root, config::Reader& top,
+                  const std::vector<std::string>& known, SweepSpec& s) {
+  for (std::size_t i = 0; i < c.metrics.size(); ++i) {
+    const std::string m = canonical_metric(c.metrics[i]);
+    if (m.empty() || std::find(known.begin(), known.end(), m) == known.end())
+      top.fail(root["metrics"][i], "metrics",
+               "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) +
+                   "; aliases: ttft, tpot, e2e, queue for the latency stems, e.g. ttft_p99)");
+    for (std::size_t j = 0; j < i; ++j)
+      if (s.metrics[j] == m)
+        top.fail(root["metrics"][i], "metrics",
+                 "'" + c.metrics[i] + "' is listed twice" +
+                     (m == c.metrics[i] ? "" : " (as " + m + ")"));
+    s.metrics.push_back(m);
+  }
+}
+
 }  // namespace
 
 SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
@@ -215,22 +337,9 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   if (has_axes && has_sample) top.fail_key("sample", "give axes or sample, not both");
   if (!has_axes && !has_sample) top.fail_key("axes", "a sweep needs axes or a sample");
   if (has_axes && c.axes.empty()) top.fail_key("axes", "expected a non-empty list");
-  // Every key once, however spelled (pools.0.x is pools[0].x): a key varied twice would give
-  // points whose second value silently wins. An axis cannot take the name of a column /points
-  // has anyway (point, seed, ...) or of a metric.
   const auto metric_names = summary_metric_names();
-  auto check_unique_key = [&](const std::string& key, const YAML::Node& at, const std::string& p) {
-    static const std::set<std::string> fixed = {"point",  "replicate", "seed",
-                                                "status", "error",     "wall_s"};
-    if (fixed.count(key) ||
-        std::find(metric_names.begin(), metric_names.end(), key) != metric_names.end())
-      top.fail(at, p,
-               "'" + key + "' names a column the results have already" +
-                   (key == "seed" ? " (vary seeds with replicates:)" : std::string()));
-    const std::string canon = config::canonical_key(key, name + ": " + p);
-    for (const auto& a : s.axes)
-      if (config::canonical_key(a.key, name) == canon)
-        top.fail(at, p, "'" + key + "' is varied twice (each key once)");
+  auto unique = [&](const std::string& key, const YAML::Node& at, const std::string& p) {
+    check_unique_key(s, name, top, metric_names, key, at, p);
   };
   double points = 1;
   for (std::size_t i = 0; i < c.axes.size(); ++i) {
@@ -238,56 +347,15 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
     const YAML::Node an = root["axes"][i];
     const std::string p = "axes[" + std::to_string(i) + "]";
     config::Reader ar(an, p, src);
-    check_unique_key(a.key, an["key"], p + ".key");
+    unique(a.key, an["key"], p + ".key");
     SweepAxis ax;
     ax.key = a.key;
     if (an["cases"].IsDefined()) {
-      for (std::size_t j = 0; j < a.cases.size(); ++j) {
-        const CaseConfig& cs = a.cases[j];
-        const YAML::Node cn = an["cases"][j];
-        const std::string cp = p + ".cases[" + std::to_string(j) + "]";
-        if (std::find(ax.values.begin(), ax.values.end(), cs.name) != ax.values.end())
-          ar.fail(cn["name"], cp + ".name", "'" + cs.name + "' names two cases");
-        for (std::size_t k = 0; k < cs.set.size(); ++k)
-          if (cs.set[k].find('=') == std::string::npos)
-            ar.fail(cn["set"][k], cp + ".set[" + std::to_string(k) + "]", "expected key=value");
-        ax.values.push_back(cs.name);
-        ax.cases.push_back(cs.set);
-      }
+      read_cases(a, an, p, ar, ax);
     } else if (an["values"].IsDefined()) {
-      ax.values = a.values;
-      // A value given twice would run the same point twice, with the same seed, and count as
-      // a replicate it is not (10, 10.0 and 1e1 are one value).
-      std::map<std::string, std::size_t> seen;
-      for (std::size_t k = 0; k < a.values.size(); ++k) {
-        const std::string& v = a.values[k];
-        const std::string norm = canonical_value(v);
-        if (const auto it = seen.find(norm); it != seen.end())
-          ar.fail(an["values"][k], ar.child_path("values") + "[" + std::to_string(k) + "]",
-                  "'" + v + "' is the value of values[" + std::to_string(it->second) +
-                      "] again (each value once; replicates: runs each point with more seeds)");
-        seen.emplace(norm, k);
-      }
+      read_values(a, an, ar, ax);
     } else if (an["range"].IsDefined()) {
-      const RangeConfig& r = a.range;
-      const double n = std::floor((r.stop - r.start) / r.step) + 1;
-      if (!(n <= static_cast<double>(kMaxSweepPoints)))
-        ar.fail_key("range", "gives " + config::format_double(n) + " values, above the limit of " +
-                                 std::to_string(kMaxSweepPoints) + " points of a sweep");
-      // start, start + step, ... up to stop (with a relative slack for rounding); each value
-      // must differ from the one before (a step below the values' precision would repeat them).
-      double limit = r.stop * (1 + 1e-12) + 1e-12;
-      if (!std::isfinite(limit)) limit = r.stop;
-      for (double x = r.start; x <= limit;) {
-        ax.values.push_back(config::format_double(x));
-        const double next = x + r.step;
-        if (!(next <= limit) || (!(next > x) && x >= r.stop)) break;
-        if (!(next > x) || ax.values.size() > kMaxSweepPoints)
-          ar.fail_key("range", "the step " + config::format_double(r.step) +
-                                   " is below the precision of values near " +
-                                   config::format_double(x));
-        x = next;
-      }
+      read_range(a.range, ar, ax);
     } else {
       const LogRangeConfig& lr = a.log_range;
       for (std::int64_t j = 0; j < lr.num; ++j) {
@@ -299,32 +367,8 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
     s.axes.push_back(std::move(ax));
   }
   if (has_sample) {
-    const SampleConfig& smp = c.sample;
-    if (smp.keys.empty()) top.fail(root["sample"], "sample.keys", "expected a non-empty list");
-    const auto n = static_cast<std::size_t>(smp.n);
-    // kvfleet's own stream: the same samples from every standard library.
-    RngStream rng(static_cast<std::uint64_t>(smp.seed), "sweep.sample");
-    for (std::size_t i = 0; i < smp.keys.size(); ++i) {
-      const SampleKeyConfig& k = smp.keys[i];
-      check_unique_key(k.key, root["sample"]["keys"][i]["key"],
-                       "sample.keys[" + std::to_string(i) + "].key");
-      std::vector<std::size_t> strata(n);
-      for (std::size_t j = 0; j < n; ++j) strata[j] = j;
-      const bool lhs = smp.method == "latin_hypercube";
-      if (lhs)  // Fisher-Yates
-        for (std::size_t j = n; j > 1; --j) std::swap(strata[j - 1], strata[rng.below(j)]);
-      SweepAxis ax;
-      ax.key = k.key;
-      for (std::size_t j = 0; j < n; ++j) {
-        const double f = lhs ? (strata[j] + rng.uniform()) / n : rng.uniform();
-        double x = k.log ? k.min * std::pow(k.max / k.min, f) : k.min + f * (k.max - k.min);
-        if (k.integer) x = std::round(x);
-        ax.values.push_back(config::format_double(x));
-      }
-      s.axes.push_back(std::move(ax));
-    }
-    s.sampled = true;
-    points = static_cast<double>(n);
+    read_sample(c.sample, root, top, unique, s);
+    points = static_cast<double>(c.sample.n);
   }
   s.replicates = static_cast<int>(c.replicates);
   if (points * static_cast<double>(s.replicates) > static_cast<double>(kMaxSweepPoints)) {
@@ -336,21 +380,7 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   s.seed = c.seed;
   if (s.seed > 9007199254740992ll - s.replicates)
     top.fail_key("seed", "with the replicates' seeds after it, must stay within 2^53");
-  // Metrics by their one name; aliases (ttft_p99) are accepted and stored as that name.
-  const auto& known = metric_names;
-  for (std::size_t i = 0; i < c.metrics.size(); ++i) {
-    const std::string m = canonical_metric(c.metrics[i]);
-    if (m.empty() || std::find(known.begin(), known.end(), m) == known.end())
-      top.fail(root["metrics"][i], "metrics",
-               "unknown metric '" + c.metrics[i] + "' (known: " + known_list(known) +
-                   "; aliases: ttft, tpot, e2e, queue for the latency stems, e.g. ttft_p99)");
-    for (std::size_t j = 0; j < i; ++j)
-      if (s.metrics[j] == m)
-        top.fail(root["metrics"][i], "metrics",
-                 "'" + c.metrics[i] + "' is listed twice" +
-                     (m == c.metrics[i] ? "" : " (as " + m + ")"));
-    s.metrics.push_back(m);
-  }
+  read_metrics(c, root, top, metric_names, s);
   s.curves = c.curves;
   return s;
 }
