@@ -73,13 +73,8 @@ std::string weight_dtype(const JsonObject& c) {
                               "compressed-tensors)");
 }
 
-}  // namespace
-
-ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& where,
-                               const std::string& name) {
-  const JsonObject c(json, where);
-  const std::string type = c.need_string("model_type");
-  // What it cannot model, refused by name.
+// What it cannot model, refused by name.
+void refuse_unmodelled(const JsonObject& c, const std::string& type) {
   if (c.has("text_config") || c.has("vision_config") || c.has("audio_config"))
     c.fail(c.has("text_config") ? "text_config" : "vision_config",
            "a multimodal model ('" + type +
@@ -96,7 +91,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& wh
                                   ": layers other than full attention (sliding window, linear "
                                   "or state-space) are not modelled");
   }
-  const std::int64_t max_pos = c.need_integer("max_position_embeddings", 1, 1ll << 31);
+}
+
+// Sliding-window attention and MLPs other than SwiGLU, refused by name.
+void refuse_unmodelled_layers(const JsonObject& c, std::int64_t max_pos) {
   if (const auto w = c.integer("sliding_window", 0, 1ll << 31)) {
     const bool used = c.boolean("use_sliding_window").value_or(true);
     if (used && *w > 0 && *w < max_pos)
@@ -106,18 +104,11 @@ ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& wh
   }
   if (const auto act = c.string("hidden_act"); act && *act != "silu" && *act != "swiglu")
     c.fail("hidden_act", "'" + *act + "': only SwiGLU MLPs (silu) are modelled");
+}
 
-  ModelSpec m;
-  m.name = name;
-  m.architecture = type;
-  m.num_layers = static_cast<int>(c.need_integer("num_hidden_layers", 1, 100000));
-  m.hidden_size = static_cast<int>(c.need_integer("hidden_size", 1, 1 << 24));
-  m.num_attention_heads = static_cast<int>(c.need_integer("num_attention_heads", 1, 1 << 20));
-  m.vocab_size = static_cast<int>(c.need_integer("vocab_size", 1, 1 << 28));
-  m.intermediate_size = static_cast<int>(c.need_integer("intermediate_size", 1, 1 << 26));
-  m.dtype = weight_dtype(c);
-  // The longest context vLLM derives: max_position_embeddings, times the rope scaling factor
-  // for scalings that stretch it (linear, dynamic, yarn); llama3's already counts it.
+// The longest context vLLM derives: max_position_embeddings, times the rope scaling factor for
+// scalings that stretch it (linear, dynamic, yarn); llama3's already counts it.
+int context_positions(const JsonObject& c, std::int64_t max_pos) {
   double positions = static_cast<double>(max_pos);
   if (const auto rs = c.object("rope_scaling")) {
     const std::string rt = rs->string("rope_type").value_or(rs->string("type").value_or(""));
@@ -129,12 +120,13 @@ ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& wh
           f;
     }
   }
-  m.max_position_embeddings = static_cast<int>(std::min(positions, 2147483647.0));
+  return static_cast<int>(std::min(positions, 2147483647.0));
+}
 
-  const double H = m.hidden_size, V = m.vocab_size, L = m.num_layers;
-  const bool tied = c.boolean("tie_word_embeddings").value_or(false);
-  double params = V * H * (tied ? 1 : 2) + H;  // embeddings, lm_head, final norm
-  double attention = 0;                        // per layer
+// The attention's shapes into `m`, and its parameters per layer.
+double attention_params(const JsonObject& c, const std::string& type, ModelSpec& m) {
+  const double H = m.hidden_size;
+  double attention = 0;
   if (c.has("kv_lora_rank")) {
     // Multi-head latent attention (DeepSeek-V2/V3).
     m.attention = "mla";
@@ -151,70 +143,101 @@ ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& wh
     else
       attention += H * heads * (nope + rope);
     attention += H * (kv + rope) + kv + kv * heads * (nope + vdim) + heads * vdim * H;
-  } else {
-    m.attention = "gqa";
-    m.num_kv_heads = static_cast<int>(
-        c.integer("num_key_value_heads", 1, 1 << 20).value_or(m.num_attention_heads));
-    if (m.num_attention_heads % m.num_kv_heads != 0)
-      c.fail("num_key_value_heads",
-             "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
-    m.head_dim = static_cast<int>(
-        c.integer("head_dim", 1, 1 << 20).value_or(m.hidden_size / m.num_attention_heads));
-    const double q = m.num_attention_heads * static_cast<double>(m.head_dim);
-    const double kv = m.num_kv_heads * static_cast<double>(m.head_dim);
-    attention = H * q + 2 * H * kv + q * H;
-    // Biases: Qwen2's on q, k and v always; attention_bias (Llama, Qwen3) on all four.
-    if (type == "qwen2" || type == "qwen2_moe") attention += q + 2 * kv;
-    if (c.boolean("attention_bias").value_or(false)) attention += q + 2 * kv + H;
-    if (type == "qwen3" || type == "qwen3_moe") attention += 2 * m.head_dim;  // q and k norms
+    return attention;
   }
+  m.attention = "gqa";
+  m.num_kv_heads = static_cast<int>(
+      c.integer("num_key_value_heads", 1, 1 << 20).value_or(m.num_attention_heads));
+  if (m.num_attention_heads % m.num_kv_heads != 0)
+    c.fail("num_key_value_heads",
+           "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
+  m.head_dim = static_cast<int>(
+      c.integer("head_dim", 1, 1 << 20).value_or(m.hidden_size / m.num_attention_heads));
+  const double q = m.num_attention_heads * static_cast<double>(m.head_dim);
+  const double kv = m.num_kv_heads * static_cast<double>(m.head_dim);
+  attention = H * q + 2 * H * kv + q * H;
+  // Biases: Qwen2's on q, k and v always; attention_bias (Llama, Qwen3) on all four.
+  if (type == "qwen2" || type == "qwen2_moe") attention += q + 2 * kv;
+  if (c.boolean("attention_bias").value_or(false)) attention += q + 2 * kv + H;
+  if (type == "qwen3" || type == "qwen3_moe") attention += 2 * m.head_dim;  // q and k norms
+  return attention;
+}
+
+// A mixture-of-experts model's experts into `m`, and the parameters of all its MLP layers (MoE
+// and the dense ones before them).
+double moe_params(const JsonObject& c, const std::string& type, ModelSpec& m) {
+  const double H = m.hidden_size, L = m.num_layers;
+  int experts = 0, top_k = 0, expert_inter = 0, shared = 0, dense_layers = 0;
+  double shared_params = 0, router_extra = 0;
+  top_k = static_cast<int>(c.need_integer("num_experts_per_tok", 1, 1 << 16));
+  if (type == "mixtral") {
+    experts = static_cast<int>(c.need_integer("num_local_experts", 1, 1 << 16));
+    expert_inter = m.intermediate_size;
+  } else if (type == "qwen3_moe" || type == "qwen2_moe") {
+    experts = static_cast<int>(c.need_integer("num_experts", 1, 1 << 16));
+    expert_inter = static_cast<int>(c.need_integer("moe_intermediate_size", 1, 1 << 26));
+    if (c.integer("decoder_sparse_step", 1, 1 << 16).value_or(1) != 1)
+      c.fail("decoder_sparse_step", "MoE on every n-th layer only is not modelled (1)");
+    if (const auto* only = c.find("mlp_only_layers"); only && !only->empty())
+      c.fail("mlp_only_layers", "dense layers among the MoE layers are not modelled");
+    if (const auto si = c.integer("shared_expert_intermediate_size", 0, 1 << 26); si && *si) {
+      // One shared expert of its own width, with a gate of one output.
+      shared_params = 3 * H * static_cast<double>(*si) + H;
+    }
+  } else {  // deepseek_v2 / v3
+    experts = static_cast<int>(c.need_integer("n_routed_experts", 1, 1 << 16));
+    expert_inter = static_cast<int>(c.need_integer("moe_intermediate_size", 1, 1 << 26));
+    shared = static_cast<int>(c.integer("n_shared_experts", 0, 1 << 16).value_or(0));
+    dense_layers = static_cast<int>(c.integer("first_k_dense_replace", 0, 100000).value_or(0));
+    if (c.integer("moe_layer_freq", 1, 1 << 16).value_or(1) != 1)
+      c.fail("moe_layer_freq", "MoE on every n-th layer only is not modelled (1)");
+    shared_params = shared * 3 * H * static_cast<double>(expert_inter);
+    if (type == "deepseek_v3") router_extra = experts;  // e_score_correction_bias
+  }
+  if (top_k > experts) c.fail("num_experts_per_tok", "exceeds the number of experts");
+  if (dense_layers >= m.num_layers) c.fail("first_k_dense_replace", "leaves no MoE layer");
+  m.num_experts = experts;
+  m.experts_per_token = top_k;
+  m.moe_intermediate_size = expert_inter;
+  m.num_shared_experts = shared;
+  m.first_dense_layers = dense_layers;
+  const double moe_layers = L - dense_layers;
+  const double moe_layer = experts * 3 * H * static_cast<double>(expert_inter) + H * experts +
+                           router_extra + shared_params;
+  // Shared experts: every token uses them. ModelSpec prices them as part of the active
+  // parameters (num_params minus the unused routed experts).
+  const double mlp_dense = 3 * H * m.intermediate_size;
+  return moe_layers * moe_layer + dense_layers * mlp_dense;
+}
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const nlohmann::json& json, const std::string& where,
+                               const std::string& name) {
+  const JsonObject c(json, where);
+  const std::string type = c.need_string("model_type");
+  refuse_unmodelled(c, type);
+  const std::int64_t max_pos = c.need_integer("max_position_embeddings", 1, 1ll << 31);
+  refuse_unmodelled_layers(c, max_pos);
+
+  ModelSpec m;
+  m.name = name;
+  m.architecture = type;
+  m.num_layers = static_cast<int>(c.need_integer("num_hidden_layers", 1, 100000));
+  m.hidden_size = static_cast<int>(c.need_integer("hidden_size", 1, 1 << 24));
+  m.num_attention_heads = static_cast<int>(c.need_integer("num_attention_heads", 1, 1 << 20));
+  m.vocab_size = static_cast<int>(c.need_integer("vocab_size", 1, 1 << 28));
+  m.intermediate_size = static_cast<int>(c.need_integer("intermediate_size", 1, 1 << 26));
+  m.dtype = weight_dtype(c);
+  m.max_position_embeddings = context_positions(c, max_pos);
+
+  const double H = m.hidden_size, V = m.vocab_size, L = m.num_layers;
+  const bool tied = c.boolean("tie_word_embeddings").value_or(false);
+  double params = V * H * (tied ? 1 : 2) + H;  // embeddings, lm_head, final norm
+  const double attention = attention_params(c, type, m);
   const double mlp_dense = 3 * H * m.intermediate_size;
   double layers_params = L * (attention + 2 * H);
-
-  if (kMoe.count(type)) {
-    int experts = 0, top_k = 0, expert_inter = 0, shared = 0, dense_layers = 0;
-    double shared_params = 0, router_extra = 0;
-    top_k = static_cast<int>(c.need_integer("num_experts_per_tok", 1, 1 << 16));
-    if (type == "mixtral") {
-      experts = static_cast<int>(c.need_integer("num_local_experts", 1, 1 << 16));
-      expert_inter = m.intermediate_size;
-    } else if (type == "qwen3_moe" || type == "qwen2_moe") {
-      experts = static_cast<int>(c.need_integer("num_experts", 1, 1 << 16));
-      expert_inter = static_cast<int>(c.need_integer("moe_intermediate_size", 1, 1 << 26));
-      if (c.integer("decoder_sparse_step", 1, 1 << 16).value_or(1) != 1)
-        c.fail("decoder_sparse_step", "MoE on every n-th layer only is not modelled (1)");
-      if (const auto* only = c.find("mlp_only_layers"); only && !only->empty())
-        c.fail("mlp_only_layers", "dense layers among the MoE layers are not modelled");
-      if (const auto si = c.integer("shared_expert_intermediate_size", 0, 1 << 26); si && *si) {
-        // One shared expert of its own width, with a gate of one output.
-        shared_params = 3 * H * static_cast<double>(*si) + H;
-      }
-    } else {  // deepseek_v2 / v3
-      experts = static_cast<int>(c.need_integer("n_routed_experts", 1, 1 << 16));
-      expert_inter = static_cast<int>(c.need_integer("moe_intermediate_size", 1, 1 << 26));
-      shared = static_cast<int>(c.integer("n_shared_experts", 0, 1 << 16).value_or(0));
-      dense_layers = static_cast<int>(c.integer("first_k_dense_replace", 0, 100000).value_or(0));
-      if (c.integer("moe_layer_freq", 1, 1 << 16).value_or(1) != 1)
-        c.fail("moe_layer_freq", "MoE on every n-th layer only is not modelled (1)");
-      shared_params = shared * 3 * H * static_cast<double>(expert_inter);
-      if (type == "deepseek_v3") router_extra = experts;  // e_score_correction_bias
-    }
-    if (top_k > experts) c.fail("num_experts_per_tok", "exceeds the number of experts");
-    if (dense_layers >= m.num_layers) c.fail("first_k_dense_replace", "leaves no MoE layer");
-    m.num_experts = experts;
-    m.experts_per_token = top_k;
-    m.moe_intermediate_size = expert_inter;
-    m.num_shared_experts = shared;
-    m.first_dense_layers = dense_layers;
-    const double moe_layers = L - dense_layers;
-    const double moe_layer = experts * 3 * H * static_cast<double>(expert_inter) + H * experts +
-                             router_extra + shared_params;
-    layers_params += moe_layers * moe_layer + dense_layers * mlp_dense;
-    // Shared experts: every token uses them. ModelSpec prices them as part of the active
-    // parameters (num_params minus the unused routed experts).
-  } else {
-    layers_params += L * mlp_dense;
-  }
+  layers_params += kMoe.count(type) ? moe_params(c, type, m) : L * mlp_dense;
   params += layers_params;
   m.num_params = params;
   m.source = "Hugging Face config.json (" + where + ", model_type " + type + "); " +
