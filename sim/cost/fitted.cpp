@@ -153,17 +153,125 @@ ProfileCurve max_of_lines(std::string op, std::string scope, std::string axis, d
   return c;
 }
 
+// The fitted form of one linear layer of n outputs and k inputs over m tokens:
+// t0 + max(2mnk / (peak ec m / (m + m_half)), (nk weight + (mk + mn) activation bytes) / (B em)).
+struct GemmForm {
+  double ec, mh, em, t0, B;
+  double seconds(double m, double n, double k, double peak, double wbytes) const {
+    return t0 + std::max(2 * n * k * (m + mh) / (peak * ec),
+                         (n * k * wbytes + m * (n + k) * 2) / (B * em));
+  }
+  // The same form as a curve (exact under interpolation), `count` times per layer (or step).
+  void add(Profile& p, const std::string& op, const std::string& scope, const std::string& axis,
+           double count, double n, double k, double peak, double wbytes) const {
+    if (count <= 0 || n <= 0 || k <= 0) return;
+    p.curves.push_back(max_of_lines(op, scope, axis, count, t0, 2 * n * k / (peak * ec), mh,
+                                    n * k * wbytes / (B * em), 2 * (n + k) / (B * em)));
+  }
+};
+
+// The step's operations other than attention and the MoE layer, as curves of the fitted forms.
+void add_operation_curves(Profile& p, const ModelSpec& m, const CostContext& ctx,
+                          const GemmForm& gemm, std::map<std::string, FitParams>& fit, double P,
+                          double P16, double B) {
+  const double tp = ctx.tensor_parallel;
+  const double wb = ctx.weight_elem_bytes;
+  // A per-token kernel over `width` elements.
+  auto kernel = [&](const std::string& kind, const std::string& op, const std::string& scope,
+                    double count, double width) {
+    const double* q = fit[kind].p;
+    if (count <= 0) return;
+    p.curves.push_back(
+        max_of_lines(op, scope, "tokens", count, q[0], 0, 0, 0, q[1] * width * 2 / B));
+  };
+  const double H = m.hidden_size, heads = m.num_attention_heads / tp, hd = m.head_dim;
+  const double kvh = std::max(1.0, m.num_kv_heads / tp);
+  const double moe_share = m.moe() ? m.moe_layers() / static_cast<double>(m.num_layers) : 0;
+  if (m.attention == "mla") {
+    // Latent attention: the queries' projection and the compressed KV's, approximately.
+    gemm.add(p, "qkv_proj", "layer", "tokens", 1, heads * hd + m.kv_lora_rank + m.qk_rope_head_dim,
+             H, P, wb);
+  } else {
+    gemm.add(p, "qkv_proj", "layer", "tokens", 1, (heads + 2 * kvh) * hd, H, P, wb);
+  }
+  gemm.add(p, "o_proj", "layer", "tokens", 1, H, heads * hd, P, wb);
+  const double I = m.intermediate_size / tp;
+  gemm.add(p, "gate_up_proj", "layer", "tokens", 1 - moe_share, 2 * I, H, P, wb);
+  gemm.add(p, "down_proj", "layer", "tokens", 1 - moe_share, H, I, P, wb);
+  if (m.moe() && m.num_shared_experts > 0) {
+    const double Is = static_cast<double>(m.moe_intermediate_size) * m.num_shared_experts / tp;
+    gemm.add(p, "shared_gate_up_proj", "layer", "tokens", moe_share, 2 * Is, H, P, wb);
+    gemm.add(p, "shared_down_proj", "layer", "tokens", moe_share, H, Is, P, wb);
+  }
+  gemm.add(p, "lm_head", "step", "sequences", 1, m.vocab_size / tp, H, P16, 2);
+  kernel("norm", "layernorm", "layer", 2, H);
+  kernel("norm", "final_layernorm", "step", 1, H);
+  kernel("rotary", "rotary_emb", "layer", 1, (heads + kvh) * hd);
+  kernel("act", "act_fn", "layer", 1 - moe_share, I);
+  kernel("embedding", "embedding", "step", 1, H);
+  if (m.architecture.rfind("qwen3", 0) == 0)
+    kernel("qk_norm", "qk_norm", "layer", 1, (heads + kvh) * hd);
+  const double* q = fit["sampler"].p;
+  p.curves.push_back(max_of_lines("sampler", "step", "sequences", 1, q[0], 0, 0, 0,
+                                  q[1] * (m.vocab_size / tp) * 4 / B));
+}
+
+// Attention per layer from the decode-only, prefill-only and (where measured) mixed fits.
+auto attention_formula(const ModelSpec& m, const CostContext& ctx,
+                       std::map<std::string, FitParams>& fit, double P16, double B) {
+  const double tp = ctx.tensor_parallel;
+  const double heads = m.num_attention_heads / tp, hd = m.head_dim;
+  const double kvh = std::max(1.0, m.num_kv_heads / tp);
+  const double kv_elem = ctx.kv_elem_bytes;
+  const double kvb = m.attention == "mla" ? (m.kv_lora_rank + m.qk_rope_head_dim) * kv_elem
+                                          : 2 * kvh * hd * kv_elem;
+  const double fpp = m.attention == "mla" ? 2 * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim)
+                                          : 4 * heads * hd;
+  const FitParams ad = fit["attention_decode"], ap = fit["attention_prefill"],
+                  am = fit["attention_mixed"];
+  return [=](double chunk, double prefix, double n, double kv, double* ps, double* ds) {
+    if (chunk <= 0 && n <= 0) return;
+    // One fit for the whole batch (decode only, prefill only, or mixed where measured), or the
+    // prefill fit for the chunk and the decode fit for the decodes, one launch time.
+    const bool both = chunk > 0 && n > 0;
+    const double* qp = both && am.has ? am.p : ap.p;
+    const double* qd = both && am.has ? am.p : ad.p;
+    if (chunk > 0) {
+      const double pairs = chunk * prefix + 0.5 * chunk * (chunk + 1);
+      *ps = qp[0] + std::max(fpp * pairs / (P16 * qp[3]), (prefix + chunk) * kvb / (B * qp[4]));
+    }
+    if (n > 0) *ds = (chunk > 0 ? 0 : qd[0]) + n * qd[1] + n * kv * kvb / (B * qd[2]);
+  };
+}
+
+// A MoE layer: the router, the experts' two fused GEMMs at the tokens each activated expert
+// sees (the falloff at that size), and their activation.
+auto moe_formula(const ModelSpec& m, const CostContext& ctx, const GemmForm& gemm,
+                 const FitParams& act, double P, double P16, double B) {
+  const double E = m.num_experts, k = m.experts_per_token, Ie = m.moe_intermediate_size;
+  const double H = m.hidden_size, wb = ctx.weight_elem_bytes;
+  return [=](double tokens, double experts) {
+    if (tokens <= 0) return 0.0;
+    const double x = std::max(1.0, experts), pairs = tokens * k, me = pairs / x;
+    const double slow = (me + gemm.mh) / me;  // the falloff at the tokens each expert sees
+    auto fused = [&](double n, double kk) {
+      return gemm.t0 + std::max(2 * pairs * n * kk * slow / (P * gemm.ec),
+                                (x * n * kk * wb + pairs * (n + kk) * 2) / (B * gemm.em));
+    };
+    const double router = gemm.seconds(tokens, E, H, P16, 2);
+    return router + fused(2 * Ie, H) + fused(H, Ie) + act.p[0] + act.p[1] * pairs * Ie * 2 / B;
+  };
+}
+
 }  // namespace
 
 FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
   const ModelSpec& m = ctx.model;
   const GpuSpec& gpu = ctx.gpu;
   const bool own = cfg.fit == "auto";
-  const double tp = ctx.tensor_parallel;
   const double P = ctx.gemm_peak_flops > 0 ? ctx.gemm_peak_flops : gpu.bf16_flops;
   const double P16 = gpu.bf16_flops;
   const double B = gpu.memory_bandwidth_Bps;
-  const double wb = ctx.weight_elem_bytes;
   std::map<std::string, FitParams> fit;
   std::map<std::string, std::string> from;
   for (const auto& [kind, mem] : kinds()) {
@@ -188,102 +296,15 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
       throw InputError("", "cost_model.leave_out", std::string("no fit of ") + k + " is left");
   }
   const double* g = fit["gemm"].p;
-  const double ec = g[0], mh = g[1], em = g[2], t0 = g[3];
+  const GemmForm gemm{g[0], g[1], g[2], g[3], B};
 
   Profile p;
   p.set("tensor_parallel", std::to_string(ctx.tensor_parallel));
   set_model_facts(p, m);
-  // The fitted form of one linear layer of n outputs and k inputs over m tokens:
-  // t0 + max(2mnk / (peak ec m / (m + m_half)), (nk weight + (mk + mn) activation bytes) / (B em)).
-  auto gemm_s = [=](double m, double n, double k, double peak, double wbytes) {
-    return t0 + std::max(2 * n * k * (m + mh) / (peak * ec),
-                         (n * k * wbytes + m * (n + k) * 2) / (B * em));
-  };
-  // The same form as a curve (exact under interpolation), `count` times per layer (or step).
-  auto gemm = [&](const std::string& op, const std::string& scope, const std::string& axis,
-                  double count, double n, double k, double peak, double wbytes) {
-    if (count <= 0 || n <= 0 || k <= 0) return;
-    p.curves.push_back(max_of_lines(op, scope, axis, count, t0, 2 * n * k / (peak * ec), mh,
-                                    n * k * wbytes / (B * em), 2 * (n + k) / (B * em)));
-  };
-  // A per-token kernel over `width` elements.
-  auto kernel = [&](const std::string& kind, const std::string& op, const std::string& scope,
-                    double count, double width) {
-    const double* q = fit[kind].p;
-    if (count <= 0) return;
-    p.curves.push_back(
-        max_of_lines(op, scope, "tokens", count, q[0], 0, 0, 0, q[1] * width * 2 / B));
-  };
-  const double H = m.hidden_size, heads = m.num_attention_heads / tp, hd = m.head_dim;
-  const double kvh = std::max(1.0, m.num_kv_heads / tp);
-  const double layers = m.num_layers;
-  const double moe_share = m.moe() ? m.moe_layers() / layers : 0;
-  if (m.attention == "mla") {
-    // Latent attention: the queries' projection and the compressed KV's, approximately.
-    gemm("qkv_proj", "layer", "tokens", 1, heads * hd + m.kv_lora_rank + m.qk_rope_head_dim, H, P,
-         wb);
-  } else {
-    gemm("qkv_proj", "layer", "tokens", 1, (heads + 2 * kvh) * hd, H, P, wb);
-  }
-  gemm("o_proj", "layer", "tokens", 1, H, heads * hd, P, wb);
-  const double I = m.intermediate_size / tp;
-  gemm("gate_up_proj", "layer", "tokens", 1 - moe_share, 2 * I, H, P, wb);
-  gemm("down_proj", "layer", "tokens", 1 - moe_share, H, I, P, wb);
-  if (m.moe() && m.num_shared_experts > 0) {
-    const double Is = static_cast<double>(m.moe_intermediate_size) * m.num_shared_experts / tp;
-    gemm("shared_gate_up_proj", "layer", "tokens", moe_share, 2 * Is, H, P, wb);
-    gemm("shared_down_proj", "layer", "tokens", moe_share, H, Is, P, wb);
-  }
-  gemm("lm_head", "step", "sequences", 1, m.vocab_size / tp, H, P16, 2);
-  kernel("norm", "layernorm", "layer", 2, H);
-  kernel("norm", "final_layernorm", "step", 1, H);
-  kernel("rotary", "rotary_emb", "layer", 1, (heads + kvh) * hd);
-  kernel("act", "act_fn", "layer", 1 - moe_share, I);
-  kernel("embedding", "embedding", "step", 1, H);
-  if (m.architecture.rfind("qwen3", 0) == 0)
-    kernel("qk_norm", "qk_norm", "layer", 1, (heads + kvh) * hd);
-  {
-    const double* q = fit["sampler"].p;
-    p.curves.push_back(max_of_lines("sampler", "step", "sequences", 1, q[0], 0, 0, 0,
-                                    q[1] * (m.vocab_size / tp) * 4 / B));
-  }
-
+  add_operation_curves(p, m, ctx, gemm, fit, P, P16, B);
   ProfileCostModel::Formulas f;
-  const double kv_elem = ctx.kv_elem_bytes;
-  const double kvb = m.attention == "mla" ? (m.kv_lora_rank + m.qk_rope_head_dim) * kv_elem
-                                          : 2 * kvh * hd * kv_elem;
-  const double fpp = m.attention == "mla" ? 2 * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim)
-                                          : 4 * heads * hd;
-  const FitParams ad = fit["attention_decode"], ap = fit["attention_prefill"],
-                  am = fit["attention_mixed"];
-  f.attention = [=](double chunk, double prefix, double n, double kv, double* ps, double* ds) {
-    if (chunk <= 0 && n <= 0) return;
-    // One fit for the whole batch (decode only, prefill only, or mixed where measured), or the
-    // prefill fit for the chunk and the decode fit for the decodes, one launch time.
-    const bool both = chunk > 0 && n > 0;
-    const double* qp = both && am.has ? am.p : ap.p;
-    const double* qd = both && am.has ? am.p : ad.p;
-    if (chunk > 0) {
-      const double pairs = chunk * prefix + 0.5 * chunk * (chunk + 1);
-      *ps = qp[0] + std::max(fpp * pairs / (P16 * qp[3]), (prefix + chunk) * kvb / (B * qp[4]));
-    }
-    if (n > 0) *ds = (chunk > 0 ? 0 : qd[0]) + n * qd[1] + n * kv * kvb / (B * qd[2]);
-  };
-  if (m.moe()) {
-    const double E = m.num_experts, k = m.experts_per_token, Ie = m.moe_intermediate_size;
-    const FitParams act = fit["act"];  // a copy: the lambda outlives this constructor
-    f.moe = [=](double tokens, double experts) {
-      if (tokens <= 0) return 0.0;
-      const double x = std::max(1.0, experts), pairs = tokens * k, me = pairs / x;
-      const double slow = (me + mh) / me;  // the falloff at the tokens each expert sees
-      auto fused = [&](double n, double kk) {
-        return t0 + std::max(2 * pairs * n * kk * slow / (P * ec),
-                             (x * n * kk * wb + pairs * (n + kk) * 2) / (B * em));
-      };
-      const double router = gemm_s(tokens, E, H, P16, 2);
-      return router + fused(2 * Ie, H) + fused(H, Ie) + act.p[0] + act.p[1] * pairs * Ie * 2 / B;
-    };
-  }
+  f.attention = attention_formula(m, ctx, fit, P16, B);
+  if (m.moe()) f.moe = moe_formula(m, ctx, gemm, fit["act"], P, P16, B);
   ProfileCostModel::Config pc;
   static_cast<StepComposition&>(pc) = cfg.composition;
   pc.path = "cost_model (fitted)";
