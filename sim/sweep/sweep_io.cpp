@@ -185,6 +185,107 @@ std::vector<TableDoc> sweep_table_docs() {
   return d;
 }
 
+namespace {
+
+using I64 = std::vector<std::int64_t>;
+using F64 = std::vector<double>;
+using Str = std::vector<std::string>;
+
+// Typed access to a sweep file's tables that names what is missing or of the wrong type.
+struct SweepTables {
+  const std::string& path;
+  const Column& column(const Table& tb, const char* ds, const std::string& n) const {
+    if (const Column* c = tb.find(n)) return *c;
+    throw InputError(path, std::string(ds) + "." + n, "column is missing");
+  }
+  template <class V>
+  const V& typed(const Table& tb, const char* ds, const std::string& n, const char* kind) const {
+    if (auto* v = std::get_if<V>(&column(tb, ds, n).data)) return *v;
+    throw InputError(path, std::string(ds) + "." + n, std::string("is not ") + kind);
+  }
+};
+
+// A point's axis value as its text.
+std::string axis_value(const Column& c, std::size_t row) {
+  if (auto* d = std::get_if<F64>(&c.data)) return config::format_double((*d)[row]);
+  if (auto* x = std::get_if<Str>(&c.data)) return (*x)[row];
+  if (auto* k = std::get_if<Categorical>(&c.data)) return k->name(row);
+  return std::to_string(std::get<I64>(c.data)[row]);
+}
+
+// /points into r.points and r.axis_values; returns each point's index in r.points.
+std::map<std::int64_t, std::size_t> read_points(const SweepTables& at, const Table& t,
+                                                const SweepSpec& spec, SweepResults& r) {
+  const auto& point = at.typed<I64>(t, "points", "point", "integer");
+  const auto& replicate = at.typed<I64>(t, "points", "replicate", "integer");
+  const auto& seed = at.typed<I64>(t, "points", "seed", "integer");
+  const auto& status = at.typed<Str>(t, "points", "status", "text");
+  const auto& error = at.typed<Str>(t, "points", "error", "text");
+  // wall_s: only in files written with --timing (and every file before it was optional).
+  const bool has_wall = t.find("wall_s") != nullptr;
+  r.record_wall_time = has_wall;
+  static const F64 no_wall;
+  const auto& wall = has_wall ? at.typed<F64>(t, "points", "wall_s", "a number") : no_wall;
+  // A metric column: numbers, or a count (integers, kFailedCount for a failed point).
+  std::vector<const Column*> metrics;
+  for (const auto& m : r.metric_names) {
+    const Column& c = at.column(t, "points", m);
+    if (!std::holds_alternative<F64>(c.data) && !std::holds_alternative<I64>(c.data))
+      throw InputError(at.path, "points." + m, "is not a number");
+    metrics.push_back(&c);
+  }
+  std::vector<const Column*> axis_cols;
+  for (const auto& k : r.axis_keys) axis_cols.push_back(&at.column(t, "points", k));
+  std::map<std::int64_t, std::size_t> index;
+  for (std::size_t row = 0; row < point.size(); ++row) {
+    PointResult p;
+    p.point = point[row];
+    if (p.point < 0 || static_cast<std::size_t>(p.point) >= spec.num_points() ||
+        index.count(p.point))
+      throw InputError(at.path + ": points row " + std::to_string(row + 1), "point",
+                       std::to_string(p.point) + " is not a point of this sweep, or appears twice");
+    p.replicate = static_cast<std::int32_t>(replicate[row]);
+    p.seed = seed[row];
+    p.done = true;
+    p.ok = status[row] == "ok";
+    p.error = error[row];
+    p.wall_s = has_wall ? wall[row] : 0.0;
+    for (const Column* m : metrics) {
+      if (auto* d = std::get_if<F64>(&m->data)) {
+        p.metrics.push_back((*d)[row]);
+      } else {
+        const std::int64_t v = std::get<I64>(m->data)[row];
+        p.metrics.push_back(v == kFailedCount && !p.ok ? std::nan("") : static_cast<double>(v));
+      }
+    }
+    std::vector<std::string> av;
+    for (const Column* c : axis_cols) av.push_back(axis_value(*c, row));
+    index[p.point] = r.points.size();
+    r.points.push_back(std::move(p));
+    r.axis_values.push_back(std::move(av));
+  }
+  return index;
+}
+
+// /curves: each point's latency percentiles.
+void read_curves(const SweepTables& at, const Table& cv,
+                 const std::map<std::int64_t, std::size_t>& index, SweepResults& r) {
+  const auto& cp = at.typed<I64>(cv, "curves", "point", "integer");
+  const auto& val = at.typed<F64>(cv, "curves", "value_s", "a number");
+  for (std::size_t row = 0; row < cp.size(); ++row) {
+    auto it = index.find(cp[row]);
+    if (it != index.end()) r.points[it->second].curves.push_back(val[row]);
+  }
+  for (const auto& p : r.points)
+    if (!p.curves.empty() && p.curves.size() != 3 * kCurvePercentiles)
+      throw InputError(at.path, "curves",
+                       "point " + std::to_string(p.point) + " has " +
+                           std::to_string(p.curves.size()) + " curve values, not " +
+                           std::to_string(3 * kCurvePercentiles));
+}
+
+}  // namespace
+
 SweepResults read_sweep_h5(const std::string& path) {
   const h5::H5 file = h5::open_for_reading(path, "sweep results");
   auto read_text = [&](const char* name) {
@@ -212,93 +313,11 @@ SweepResults read_sweep_h5(const std::string& path) {
   for (const auto& a : spec.axes) r.axis_keys.push_back(a.key);
   const std::set<std::string> fixed = {"point", "replicate", "seed", "status", "error", "wall_s"};
   const std::set<std::string> axes(r.axis_keys.begin(), r.axis_keys.end());
-  std::map<std::string, const Column*> cols;
-  for (const auto& c : t.columns) {
-    cols[c.name] = &c;
+  for (const auto& c : t.columns)
     if (!fixed.count(c.name) && !axes.count(c.name)) r.metric_names.push_back(c.name);
-  }
-  // Typed access that names what is missing or of the wrong type.
-  auto column = [&](const Table& tb, const char* ds, const std::string& n) -> const Column& {
-    if (const Column* c = tb.find(n)) return *c;
-    throw InputError(path, std::string(ds) + "." + n, "column is missing");
-  };
-  auto typed = [&]<class V>(const Table& tb, const char* ds, const std::string& n,
-                            const char* kind) -> const V& {
-    if (auto* v = std::get_if<V>(&column(tb, ds, n).data)) return *v;
-    throw InputError(path, std::string(ds) + "." + n, std::string("is not ") + kind);
-  };
-  using I64 = std::vector<std::int64_t>;
-  using F64 = std::vector<double>;
-  using Str = std::vector<std::string>;
-  const auto& point = typed.operator()<I64>(t, "points", "point", "integer");
-  const auto& replicate = typed.operator()<I64>(t, "points", "replicate", "integer");
-  const auto& seed = typed.operator()<I64>(t, "points", "seed", "integer");
-  const auto& status = typed.operator()<Str>(t, "points", "status", "text");
-  const auto& error = typed.operator()<Str>(t, "points", "error", "text");
-  // wall_s: only in files written with --timing (and every file before it was optional).
-  const bool has_wall = t.find("wall_s") != nullptr;
-  r.record_wall_time = has_wall;
-  static const F64 no_wall;
-  const auto& wall = has_wall ? typed.operator()<F64>(t, "points", "wall_s", "a number") : no_wall;
-  // A metric column: numbers, or a count (integers, kFailedCount for a failed point).
-  std::vector<const Column*> metrics;
-  for (const auto& m : r.metric_names) {
-    const Column& c = column(t, "points", m);
-    if (!std::holds_alternative<F64>(c.data) && !std::holds_alternative<I64>(c.data))
-      throw InputError(path, "points." + m, "is not a number");
-    metrics.push_back(&c);
-  }
-  std::vector<const Column*> axis_cols;
-  for (const auto& k : r.axis_keys) axis_cols.push_back(&column(t, "points", k));
-  std::map<std::int64_t, std::size_t> index;
-  for (std::size_t row = 0; row < point.size(); ++row) {
-    PointResult p;
-    p.point = point[row];
-    if (p.point < 0 || static_cast<std::size_t>(p.point) >= spec.num_points() ||
-        index.count(p.point))
-      throw InputError(path + ": points row " + std::to_string(row + 1), "point",
-                       std::to_string(p.point) + " is not a point of this sweep, or appears twice");
-    p.replicate = static_cast<std::int32_t>(replicate[row]);
-    p.seed = seed[row];
-    p.done = true;
-    p.ok = status[row] == "ok";
-    p.error = error[row];
-    p.wall_s = has_wall ? wall[row] : 0.0;
-    for (const Column* m : metrics) {
-      if (auto* d = std::get_if<F64>(&m->data)) {
-        p.metrics.push_back((*d)[row]);
-      } else {
-        const std::int64_t v = std::get<I64>(m->data)[row];
-        p.metrics.push_back(v == kFailedCount && !p.ok ? std::nan("") : static_cast<double>(v));
-      }
-    }
-    std::vector<std::string> av;
-    for (const Column* c : axis_cols) {
-      if (auto* d = std::get_if<F64>(&c->data))
-        av.push_back(config::format_double((*d)[row]));
-      else if (auto* x = std::get_if<Str>(&c->data))
-        av.push_back((*x)[row]);
-      else if (auto* k = std::get_if<Categorical>(&c->data))
-        av.push_back(k->name(row));
-      else
-        av.push_back(std::to_string(std::get<I64>(c->data)[row]));
-    }
-    index[p.point] = r.points.size();
-    r.points.push_back(std::move(p));
-    r.axis_values.push_back(std::move(av));
-  }
-  const auto& cp = typed.operator()<I64>(cv, "curves", "point", "integer");
-  const auto& val = typed.operator()<F64>(cv, "curves", "value_s", "a number");
-  for (std::size_t row = 0; row < cp.size(); ++row) {
-    auto it = index.find(cp[row]);
-    if (it != index.end()) r.points[it->second].curves.push_back(val[row]);
-  }
-  for (const auto& p : r.points)
-    if (!p.curves.empty() && p.curves.size() != 3 * kCurvePercentiles)
-      throw InputError(path, "curves",
-                       "point " + std::to_string(p.point) + " has " +
-                           std::to_string(p.curves.size()) + " curve values, not " +
-                           std::to_string(3 * kCurvePercentiles));
+  const SweepTables at{path};
+  const auto index = read_points(at, t, spec, r);
+  read_curves(at, cv, index, r);
   return r;
 }
 
