@@ -55,18 +55,8 @@ struct Done {
   std::int64_t gaps;
 };
 
-}  // namespace
-
-void write_openmetrics(const std::string& path, const Scenario& sc, const RunResult& r,
-                       double epoch_s) {
-  std::map<std::string, std::string> model_of, gpu_of;  // replica -> model, GPU name
-  for (const auto& rep : r.replicas) {
-    for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
-      if (sc.config.pools[p].name != rep.pool) continue;
-      model_of[rep.name] = sc.pools[p].model.name;
-      gpu_of[rep.name] = sc.pools[p].gpu.name;
-    }
-  }
+// Each replica's completed requests in order of finish.
+std::vector<std::vector<Done>> finished_by_replica(const RunResult& r) {
   std::vector<std::vector<Done>> done(r.replicas.size());
   for (const auto& q : r.requests) {
     if (q.outcome != Outcome::kOk || q.replica < 0 ||
@@ -79,98 +69,132 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
   for (auto& d : done)
     std::sort(d.begin(), d.end(),
               [](const Done& a, const Done& b) { return a.finish_s < b.finish_s; });
+  return done;
+}
 
-  write_text_atomically(path, [&](std::ostream& o) {
-    auto labels = [&](std::size_t i) {
-      const auto& name = r.timeseries[i].replica;
-      return "model_name=\"" + escape(model_of[name]) + "\",engine=\"" + escape(name) + "\"";
-    };
-    // DCGM exporter's labels as well, for GPU dashboards: the replica stands for its host; its
-    // GPUs share one series (they do the same work).
-    auto dcgm_labels = [&](std::size_t i) {
-      const auto& name = r.timeseries[i].replica;
-      return labels(i) + ",gpu=\"0\",Hostname=\"" + escape(name) + "\",modelName=\"" +
-             escape(gpu_of[name]) + "\"";
-    };
-    auto family = [&](const char* name, const char* type, const char* help, auto value,
-                      bool dcgm = false) {
-      o << "# TYPE " << name << " " << type << "\n# HELP " << name << " " << help << "\n";
-      const std::string sample =
-          std::string(name) + (std::string(type) == "counter" ? "_total" : "");
-      for (std::size_t i = 0; i < r.timeseries.size(); ++i) {
-        const auto& t = r.timeseries[i];
-        const std::string l = dcgm ? dcgm_labels(i) : labels(i);
-        for (std::size_t k = 0; k < t.t_s.size(); ++k) {
-          o << sample << "{" << l << "} " << num(value(t, k)) << " " << ts(epoch_s, t.t_s[k])
-            << "\n";
-        }
+// One run's families, each series a replica's.
+class OpenMetricsWriter {
+ public:
+  OpenMetricsWriter(std::ostream& o, const Scenario& sc, const RunResult& r, double epoch_s)
+      : o_(o), r_(r), epoch_s_(epoch_s), done_(finished_by_replica(r)) {
+    for (const auto& rep : r.replicas) {
+      for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
+        if (sc.config.pools[p].name != rep.pool) continue;
+        model_of_[rep.name] = sc.pools[p].model.name;
+        gpu_of_[rep.name] = sc.pools[p].gpu.name;
       }
-    };
-    family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
-           [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_running[k]); });
-    family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
-           [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_waiting[k]); });
-    family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
-           [](const TimeSeries& t, std::size_t k) { return t.kv_cache_usage[k]; });
-    family("vllm:num_preemptions", "counter", "Cumulative number of preemptions.",
-           [](const TimeSeries& t, std::size_t k) { return double(t.num_preemptions[k]); });
-    family("vllm:prompt_tokens", "counter", "Number of prefill tokens processed.",
-           [](const TimeSeries& t, std::size_t k) { return double(t.prompt_tokens[k]); });
-    family("vllm:generation_tokens", "counter", "Number of generation tokens processed.",
-           [](const TimeSeries& t, std::size_t k) { return double(t.generation_tokens[k]); });
+    }
+  }
+
+  // A gauge or counter sampled at every time-series row; `dcgm` adds DCGM exporter's labels.
+  template <class Value>
+  void family(const char* name, const char* type, const char* help, Value value,
+              bool dcgm = false) {
+    o_ << "# TYPE " << name << " " << type << "\n# HELP " << name << " " << help << "\n";
+    const std::string sample = std::string(name) + (std::string(type) == "counter" ? "_total" : "");
+    for (std::size_t i = 0; i < r_.timeseries.size(); ++i) {
+      const auto& t = r_.timeseries[i];
+      const std::string l = dcgm ? dcgm_labels(i) : labels(i);
+      for (std::size_t k = 0; k < t.t_s.size(); ++k) {
+        o_ << sample << "{" << l << "} " << num(value(t, k)) << " " << ts(epoch_s_, t.t_s[k])
+           << "\n";
+      }
+    }
+  }
+
+  // A histogram of the completed requests, cumulative at every time-series row; `observe` gives
+  // a request's value and how many observations it counts for.
+  template <class Observe>
+  void histogram(const char* name, const char* help, const std::vector<double>& bounds,
+                 Observe observe) {
+    o_ << "# TYPE " << name << " histogram\n# HELP " << name << " " << help << "\n";
+    for (std::size_t i = 0; i < r_.timeseries.size() && i < done_.size(); ++i) {
+      const auto& t = r_.timeseries[i];
+      std::vector<double> counts(bounds.size() + 1, 0.0);  // per bucket, last = +Inf only
+      double sum = 0, count = 0;
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < t.t_s.size(); ++k) {
+        for (; next < done_[i].size() && done_[i][next].finish_s <= t.t_s[k]; ++next) {
+          double v = 0, n = 0;
+          observe(done_[i][next], &v, &n);
+          if (n <= 0) continue;
+          const std::size_t b = std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin();
+          counts[b] += n;
+          sum += v * n;
+          count += n;
+        }
+        double cum = 0;
+        const std::string stamp = ts(epoch_s_, t.t_s[k]);
+        for (std::size_t b = 0; b <= bounds.size(); ++b) {
+          cum += counts[b];
+          o_ << name << "_bucket{" << labels(i) << ",le=\""
+             << (b < bounds.size() ? bound(bounds[b]) : "+Inf") << "\"} " << num(cum) << " "
+             << stamp << "\n";
+        }
+        o_ << name << "_count{" << labels(i) << "} " << num(count) << " " << stamp << "\n";
+        o_ << name << "_sum{" << labels(i) << "} " << num(sum) << " " << stamp << "\n";
+      }
+    }
+  }
+
+ private:
+  std::string labels(std::size_t i) {
+    const auto& name = r_.timeseries[i].replica;
+    return "model_name=\"" + escape(model_of_[name]) + "\",engine=\"" + escape(name) + "\"";
+  }
+  // DCGM exporter's labels as well, for GPU dashboards: the replica stands for its host; its GPUs
+  // share one series (they do the same work).
+  std::string dcgm_labels(std::size_t i) {
+    const auto& name = r_.timeseries[i].replica;
+    return labels(i) + ",gpu=\"0\",Hostname=\"" + escape(name) + "\",modelName=\"" +
+           escape(gpu_of_[name]) + "\"";
+  }
+
+  std::ostream& o_;
+  const RunResult& r_;
+  const double epoch_s_;
+  std::map<std::string, std::string> model_of_, gpu_of_;  // replica -> model, GPU name
+  const std::vector<std::vector<Done>> done_;
+};
+
+}  // namespace
+
+void write_openmetrics(const std::string& path, const Scenario& sc, const RunResult& r,
+                       double epoch_s) {
+  write_text_atomically(path, [&](std::ostream& o) {
+    OpenMetricsWriter w(o, sc, r, epoch_s);
+    w.family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+             [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_running[k]); });
+    w.family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+             [](const TimeSeries& t, std::size_t k) { return double(t.num_requests_waiting[k]); });
+    w.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+             [](const TimeSeries& t, std::size_t k) { return t.kv_cache_usage[k]; });
+    w.family("vllm:num_preemptions", "counter", "Cumulative number of preemptions.",
+             [](const TimeSeries& t, std::size_t k) { return double(t.num_preemptions[k]); });
+    w.family("vllm:prompt_tokens", "counter", "Number of prefill tokens processed.",
+             [](const TimeSeries& t, std::size_t k) { return double(t.prompt_tokens[k]); });
+    w.family("vllm:generation_tokens", "counter", "Number of generation tokens processed.",
+             [](const TimeSeries& t, std::size_t k) { return double(t.generation_tokens[k]); });
     // Utilisation under DCGM's profiling names (ratios over the scrape interval): achieved over
     // peak tensor FLOP/s, and over peak device-memory bandwidth.
-    family(
+    w.family(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
         "Ratio of cycles the tensor (HMMA) pipe is active (simulated: achieved / peak FLOP/s).",
         [](const TimeSeries& t, std::size_t k) { return t.compute_utilization[k]; }, true);
-    family(
+    w.family(
         "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
         "Ratio of cycles the device memory interface is active (simulated: achieved / peak "
         "bandwidth).",
         [](const TimeSeries& t, std::size_t k) { return t.memory_bandwidth_utilization[k]; }, true);
-
-    auto histogram = [&](const char* name, const char* help, const std::vector<double>& bounds,
-                         auto observe) {
-      o << "# TYPE " << name << " histogram\n# HELP " << name << " " << help << "\n";
-      for (std::size_t i = 0; i < r.timeseries.size() && i < done.size(); ++i) {
-        const auto& t = r.timeseries[i];
-        std::vector<double> counts(bounds.size() + 1, 0.0);  // per bucket, last = +Inf only
-        double sum = 0, count = 0;
-        std::size_t next = 0;
-        for (std::size_t k = 0; k < t.t_s.size(); ++k) {
-          for (; next < done[i].size() && done[i][next].finish_s <= t.t_s[k]; ++next) {
-            double v = 0, n = 0;
-            observe(done[i][next], &v, &n);
-            if (n <= 0) continue;
-            const std::size_t b =
-                std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin();
-            counts[b] += n;
-            sum += v * n;
-            count += n;
-          }
-          double cum = 0;
-          const std::string stamp = ts(epoch_s, t.t_s[k]);
-          for (std::size_t b = 0; b <= bounds.size(); ++b) {
-            cum += counts[b];
-            o << name << "_bucket{" << labels(i) << ",le=\""
-              << (b < bounds.size() ? bound(bounds[b]) : "+Inf") << "\"} " << num(cum) << " "
-              << stamp << "\n";
-          }
-          o << name << "_count{" << labels(i) << "} " << num(count) << " " << stamp << "\n";
-          o << name << "_sum{" << labels(i) << "} " << num(sum) << " " << stamp << "\n";
-        }
-      }
-    };
-    histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-              kTtftBuckets, [](const Done& d, double* v, double* n) { *v = d.ttft_s, *n = 1; });
-    histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-              kItlBuckets, [](const Done& d, double* v, double* n) {
-                *v = d.tpot_s;
-                *n = d.tpot_s >= 0 ? static_cast<double>(d.gaps) : 0;
-              });
-    histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-              kE2eBuckets, [](const Done& d, double* v, double* n) { *v = d.e2e_s, *n = 1; });
+    w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                kTtftBuckets, [](const Done& d, double* v, double* n) { *v = d.ttft_s, *n = 1; });
+    w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                kItlBuckets, [](const Done& d, double* v, double* n) {
+                  *v = d.tpot_s;
+                  *n = d.tpot_s >= 0 ? static_cast<double>(d.gaps) : 0;
+                });
+    w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+                kE2eBuckets, [](const Done& d, double* v, double* n) { *v = d.e2e_s, *n = 1; });
     o << "# EOF\n";
   });
 }
