@@ -129,30 +129,28 @@ void ScenarioConfig::visit(V& v) {
                    "warn of (docs/operations.md)"});
 }
 
-void ScenarioConfig::check(config::Reader& r) const {
-  for (std::size_t i = 0; i < pools.size(); ++i)
+namespace {
+
+// Extra models and GPUs: each name once, and none a preset's (which it would hide silently).
+void check_custom_names(const config::Reader& r, const char* key, const auto& custom,
+                        const auto& presets) {
+  for (std::size_t i = 0; i < custom.size(); ++i) {
+    config::Reader cr(r.node()[key][i], std::string(key) + "[" + std::to_string(i) + "]",
+                      r.source());
     for (std::size_t j = 0; j < i; ++j)
-      if (pools[i].name == pools[j].name)
-        r.fail_key("pools", "two pools are named '" + pools[i].name + "'");
-  // Extra models and GPUs: each name once, and none a preset's (which it would hide silently).
-  auto check_names = [&](const char* key, const auto& custom, const auto& presets) {
-    for (std::size_t i = 0; i < custom.size(); ++i) {
-      config::Reader cr(r.node()[key][i], std::string(key) + "[" + std::to_string(i) + "]",
-                        r.source());
-      for (std::size_t j = 0; j < i; ++j)
-        if (custom[j].name == custom[i].name)
-          cr.fail_key("name", "'" + custom[i].name + "' is declared twice");
-      for (const auto& p : presets)
-        if (p.name == custom[i].name)
-          cr.fail_key("name", "'" + custom[i].name +
-                                  "' is a preset's name; give yours another (presets are "
-                                  "listed by kvfleet presets)");
-    }
-  };
-  check_names("models", models, model_presets());
-  check_names("gpus", gpus, gpu_presets());
-  // Pool names name replicas, HDF5 groups and CSV files: letters, digits, '_', '-', '.', and
-  // every replica's file name ("pool" or "pool_3") distinct.
+      if (custom[j].name == custom[i].name)
+        cr.fail_key("name", "'" + custom[i].name + "' is declared twice");
+    for (const auto& p : presets)
+      if (p.name == custom[i].name)
+        cr.fail_key("name", "'" + custom[i].name +
+                                "' is a preset's name; give yours another (presets are "
+                                "listed by kvfleet presets)");
+  }
+}
+
+// Pool names name replicas, HDF5 groups and CSV files: letters, digits, '_', '-', '.', and every
+// replica's file name ("pool" or "pool_3") distinct.
+void check_pool_names(const config::Reader& r, const std::vector<PoolConfig>& pools) {
   std::map<std::string, std::size_t> replica_files;
   for (std::size_t i = 0; i < pools.size(); ++i) {
     const std::string& n = pools[i].name;
@@ -178,6 +176,58 @@ void ScenarioConfig::check(config::Reader& r) const {
                                 pools[at->second].name + "'; rename one of them");
     }
   }
+}
+
+// A pool's own rules: autoscale bounds, what data parallelism does not model yet, failures of
+// replicas it has.
+void check_pool_rules(const config::Reader& r, const PoolConfig& p, std::size_t i,
+                      const DisaggregationConfig& disaggregation) {
+  const std::string path = "pools[" + std::to_string(i) + "]";
+  const YAML::Node pn = r.node()["pools"][i];
+  const AutoscaleConfig& a = p.autoscale;
+  if (a.enabled && a.max_replicas > 0 && a.max_replicas < p.replicas) {
+    config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
+    ar.fail_key("max_replicas",
+                "is below the pool's " + std::to_string(p.replicas) + " starting replicas");
+  }
+  if (a.enabled && a.min_replicas > p.max_replicas()) {
+    config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
+    ar.fail_key("min_replicas", "exceeds max_replicas");
+  }
+  if (p.data_parallel > 1) {
+    // A data-parallel group fails, deploys and scales as one; not modelled yet.
+    const auto refuse = [&](const std::string& what) {
+      config::Reader dr(pn, path, r.source());
+      dr.fail_key("data_parallel", "data_parallel > 1 with " + what +
+                                       " is not modelled yet; use data_parallel: 1 there");
+    };
+    if (p.failures.mtbf_s > 0 || !p.failures.at.empty()) refuse("failures");
+    if (p.deploy.enabled) refuse("a rolling deploy");
+    if (p.autoscale.enabled) refuse("autoscaling");
+    if (p.pipeline_parallel > 1) refuse("pipeline_parallel > 1");
+    if (disaggregation.enabled &&
+        (p.name == disaggregation.prefill_pool || p.name == disaggregation.decode_pool))
+      refuse("disaggregated prefill and decode");
+  }
+  for (std::size_t k = 0; k < p.failures.at.size(); ++k) {
+    if (p.failures.at[k].replica >= p.max_replicas()) {
+      config::Reader fr(pn["failures"]["at"][k], path + ".failures.at[" + std::to_string(k) + "]",
+                        r.source());
+      fr.fail_key("replica", "the pool has " + std::to_string(p.max_replicas()) + " replicas");
+    }
+  }
+}
+
+}  // namespace
+
+void ScenarioConfig::check(config::Reader& r) const {
+  for (std::size_t i = 0; i < pools.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (pools[i].name == pools[j].name)
+        r.fail_key("pools", "two pools are named '" + pools[i].name + "'");
+  check_custom_names(r, "models", models, model_presets());
+  check_custom_names(r, "gpus", gpus, gpu_presets());
+  check_pool_names(r, pools);
   const auto pool_named = [&](const std::string& n) {
     for (const auto& p : pools)
       if (p.name == n) return true;
@@ -196,43 +246,7 @@ void ScenarioConfig::check(config::Reader& r) const {
     if (disaggregation.prefill_pool == disaggregation.decode_pool)
       d.fail_key("decode_pool", "must differ from prefill_pool");
   }
-  for (std::size_t i = 0; i < pools.size(); ++i) {
-    const PoolConfig& p = pools[i];
-    const std::string path = "pools[" + std::to_string(i) + "]";
-    const YAML::Node pn = r.node()["pools"][i];
-    const AutoscaleConfig& a = p.autoscale;
-    if (a.enabled && a.max_replicas > 0 && a.max_replicas < p.replicas) {
-      config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
-      ar.fail_key("max_replicas",
-                  "is below the pool's " + std::to_string(p.replicas) + " starting replicas");
-    }
-    if (a.enabled && a.min_replicas > p.max_replicas()) {
-      config::Reader ar(pn["autoscale"], path + ".autoscale", r.source());
-      ar.fail_key("min_replicas", "exceeds max_replicas");
-    }
-    if (p.data_parallel > 1) {
-      // A data-parallel group fails, deploys and scales as one; not modelled yet.
-      const auto refuse = [&](const std::string& what) {
-        config::Reader dr(pn, path, r.source());
-        dr.fail_key("data_parallel", "data_parallel > 1 with " + what +
-                                         " is not modelled yet; use data_parallel: 1 there");
-      };
-      if (p.failures.mtbf_s > 0 || !p.failures.at.empty()) refuse("failures");
-      if (p.deploy.enabled) refuse("a rolling deploy");
-      if (p.autoscale.enabled) refuse("autoscaling");
-      if (p.pipeline_parallel > 1) refuse("pipeline_parallel > 1");
-      if (disaggregation.enabled &&
-          (p.name == disaggregation.prefill_pool || p.name == disaggregation.decode_pool))
-        refuse("disaggregated prefill and decode");
-    }
-    for (std::size_t k = 0; k < p.failures.at.size(); ++k) {
-      if (p.failures.at[k].replica >= p.max_replicas()) {
-        config::Reader fr(pn["failures"]["at"][k], path + ".failures.at[" + std::to_string(k) + "]",
-                          r.source());
-        fr.fail_key("replica", "the pool has " + std::to_string(p.max_replicas()) + " replicas");
-      }
-    }
-  }
+  for (std::size_t i = 0; i < pools.size(); ++i) check_pool_rules(r, pools[i], i, disaggregation);
   // A workload may send some requests to a named pool (conversations: summaries).
   const YAML::Node& w = workload.params;
   if (w.IsMap() && w["summary_pool"].IsDefined()) {
