@@ -256,6 +256,97 @@ std::string read_text_attribute(hid_t loc, const char* object, const char* attri
       .value_or(fallback);
 }
 
+namespace {
+
+// Reads one member (column) of a compound dataset of n rows.
+struct MemberReader {
+  hid_t ds;
+  const char* name;
+  hssize_t n;
+  void read(const std::string& col, hid_t mem_type, std::size_t size, void* buf) const {
+    H5 one{check_id(H5Tcreate(H5T_COMPOUND, size), "member type"), H5Tclose};
+    check(H5Tinsert(one.id, col.c_str(), 0, mem_type), "member insert");
+    if (n > 0) check(H5Dread(ds, one.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), name);
+  }
+  [[noreturn]] void fail(const std::string& col, const std::string& what) const {
+    throw std::runtime_error(std::string("dataset '") + name + "': column '" + col + "'" + what);
+  }
+};
+
+// A fixed-length string member.
+void read_text_column(const MemberReader& mr, hid_t type, int m, const std::string& col, Table& t) {
+  H5 st{check_id(H5Tget_member_type(type, static_cast<unsigned>(m)), "member type"), H5Tclose};
+  if (H5Tis_variable_str(st.id) > 0)
+    mr.fail(col, " holds variable-length strings (fixed-length expected)");
+  const std::size_t w = H5Tget_size(st.id);
+  if (w == 0 || w > 65536 || static_cast<double>(w) * static_cast<double>(mr.n) > 4e9)
+    mr.fail(col, " holds text of unusable width");
+  H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
+  check(H5Tset_size(mt.id, w), "string size");
+  check(H5Tset_strpad(mt.id, H5T_STR_NULLPAD), "string pad");
+  std::vector<char> buf(std::max<std::size_t>(1, w * static_cast<std::size_t>(mr.n)));
+  mr.read(col, mt.id, w, buf.data());
+  auto& v = t.str(col);
+  for (hssize_t r = 0; r < mr.n; ++r) {
+    const char* p = buf.data() + static_cast<std::size_t>(r) * w;
+    v.emplace_back(p, strnlen(p, w));
+  }
+}
+
+// An enum member's names by code (0, 1, ...; kNoCategory unnamed), `mt` receiving the members
+// as an int32 enum.
+std::vector<std::string> enum_names(const MemberReader& mr, hid_t et, hid_t mt,
+                                    const std::string& col) {
+  const int k = H5Tget_nmembers(et);  // enum members
+  if (k < 0 || k > 1'000'000) mr.fail(col, " has an unusable enum");
+  std::vector<std::pair<std::int32_t, std::string>> named;
+  for (int j = 0; j < k; ++j) {
+    char* raw_name = H5Tget_member_name(et, static_cast<unsigned>(j));
+    std::string member = raw_name ? raw_name : "";
+    H5free_memory(raw_name);
+    std::int64_t value = 0;
+    H5 vt{check_id(H5Tget_super(et), "enum base"), H5Tclose};
+    std::vector<unsigned char> bytes(std::max<std::size_t>(8, H5Tget_size(vt.id)));
+    check(H5Tget_member_value(et, static_cast<unsigned>(j), bytes.data()), "enum value");
+    check(H5Tconvert(vt.id, H5T_NATIVE_INT64, 1, bytes.data(), nullptr, H5P_DEFAULT), "enum value");
+    std::memcpy(&value, bytes.data(), 8);
+    if (value < kNoCategory || value >= k)
+      mr.fail(col, ": enum code " + std::to_string(value) + " out of range");
+    const auto code = static_cast<std::int32_t>(value);
+    check(H5Tenum_insert(mt, member.c_str(), &code), "enum member");
+    if (code != kNoCategory) named.emplace_back(code, member);
+  }
+  std::vector<std::string> names(named.size());
+  for (auto& [code, member] : named) {
+    if (static_cast<std::size_t>(code) >= names.size())
+      mr.fail(col, ": enum codes are not 0, 1, ...");
+    names[code] = member;
+  }
+  return names;
+}
+
+// An enum member as a categorical column.
+void read_enum_column(const MemberReader& mr, hid_t type, int m, const std::string& col, Table& t) {
+  H5 et{check_id(H5Tget_member_type(type, static_cast<unsigned>(m)), "member type"), H5Tclose};
+  // Names by code, read as the enum's own members converted to int32.
+  H5 mt{check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose};
+  const std::vector<std::string> names = enum_names(mr, et.id, mt.id, col);
+  // Codes as stored when the enum is a 4-byte integer (a value outside the members would fail
+  // HDF5's enum conversion); else converted member by member.
+  H5 base{check_id(H5Tget_super(et.id), "enum base"), H5Tclose};
+  H5 native{check_id(H5Tget_native_type(et.id, H5T_DIR_ASCEND), "enum type"), H5Tclose};
+  const bool as_stored =
+      H5Tget_size(base.id) == 4 && H5Tget_sign(base.id) == H5T_SGN_2 && H5Tget_size(native.id) == 4;
+  auto& v = t.cat(col, names);
+  v.resize(static_cast<std::size_t>(mr.n));
+  mr.read(col, as_stored ? native.id : mt.id, 4, v.data());
+  for (const std::int32_t code : v)
+    if (code < kNoCategory || code >= static_cast<std::int32_t>(names.size()))
+      mr.fail(col, ": code " + std::to_string(code) + " is none of its names");
+}
+
+}  // namespace
+
 Table read_table(hid_t loc, const char* name) {
   if (!has_link(loc, name))
     throw std::runtime_error(std::string("dataset '") + name + "' is missing");
@@ -272,97 +363,27 @@ Table read_table(hid_t loc, const char* name) {
     throw std::runtime_error(std::string("dataset '") + name + "': " + std::to_string(n) +
                              " rows is beyond what kvfleet writes (500,000,000)");
   Table t;
+  const MemberReader mr{ds.id, name, n};
   const int members = H5Tget_nmembers(type.id);
   for (int m = 0; m < members; ++m) {
     char* raw = H5Tget_member_name(type.id, static_cast<unsigned>(m));
     std::string col(raw);
     H5free_memory(raw);
     const H5T_class_t cls = H5Tget_member_class(type.id, static_cast<unsigned>(m));
-    auto read_member = [&](hid_t mem_type, std::size_t size, void* buf) {
-      H5 one{check_id(H5Tcreate(H5T_COMPOUND, size), "member type"), H5Tclose};
-      check(H5Tinsert(one.id, col.c_str(), 0, mem_type), "member insert");
-      if (n > 0) check(H5Dread(ds.id, one.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), name);
-    };
     if (cls == H5T_INTEGER) {
       auto& v = t.i64(col);
       v.resize(static_cast<std::size_t>(n));
-      read_member(H5T_NATIVE_INT64, 8, v.data());
+      mr.read(col, H5T_NATIVE_INT64, 8, v.data());
     } else if (cls == H5T_FLOAT) {
       auto& v = t.f64(col);
       v.resize(static_cast<std::size_t>(n));
-      read_member(H5T_NATIVE_DOUBLE, 8, v.data());
+      mr.read(col, H5T_NATIVE_DOUBLE, 8, v.data());
     } else if (cls == H5T_STRING) {
-      H5 st{check_id(H5Tget_member_type(type.id, static_cast<unsigned>(m)), "member type"),
-            H5Tclose};
-      if (H5Tis_variable_str(st.id) > 0) {
-        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                 "' holds variable-length strings (fixed-length expected)");
-      }
-      const std::size_t w = H5Tget_size(st.id);
-      if (w == 0 || w > 65536 || static_cast<double>(w) * static_cast<double>(n) > 4e9)
-        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                 "' holds text of unusable width");
-      H5 mt{check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose};
-      check(H5Tset_size(mt.id, w), "string size");
-      check(H5Tset_strpad(mt.id, H5T_STR_NULLPAD), "string pad");
-      std::vector<char> buf(std::max<std::size_t>(1, w * static_cast<std::size_t>(n)));
-      read_member(mt.id, w, buf.data());
-      auto& v = t.str(col);
-      for (hssize_t r = 0; r < n; ++r) {
-        const char* p = buf.data() + static_cast<std::size_t>(r) * w;
-        v.emplace_back(p, strnlen(p, w));
-      }
+      read_text_column(mr, type.id, m, col, t);
     } else if (cls == H5T_ENUM) {
-      H5 et{check_id(H5Tget_member_type(type.id, static_cast<unsigned>(m)), "member type"),
-            H5Tclose};
-      // Names by code, read as the enum's own members converted to int32.
-      H5 mt{check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose};
-      const int k = H5Tget_nmembers(et.id);  // enum members
-      if (k < 0 || k > 1'000'000)
-        throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                 "' has an unusable enum");
-      std::vector<std::pair<std::int32_t, std::string>> named;
-      for (int j = 0; j < k; ++j) {
-        char* raw_name = H5Tget_member_name(et.id, static_cast<unsigned>(j));
-        std::string member = raw_name ? raw_name : "";
-        H5free_memory(raw_name);
-        std::int64_t value = 0;
-        H5 vt{check_id(H5Tget_super(et.id), "enum base"), H5Tclose};
-        std::vector<unsigned char> bytes(std::max<std::size_t>(8, H5Tget_size(vt.id)));
-        check(H5Tget_member_value(et.id, static_cast<unsigned>(j), bytes.data()), "enum value");
-        check(H5Tconvert(vt.id, H5T_NATIVE_INT64, 1, bytes.data(), nullptr, H5P_DEFAULT),
-              "enum value");
-        std::memcpy(&value, bytes.data(), 8);
-        if (value < kNoCategory || value >= k)
-          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                   "': enum code " + std::to_string(value) + " out of range");
-        const auto code = static_cast<std::int32_t>(value);
-        check(H5Tenum_insert(mt.id, member.c_str(), &code), "enum member");
-        if (code != kNoCategory) named.emplace_back(code, member);
-      }
-      std::vector<std::string> names(named.size());
-      for (auto& [code, member] : named) {
-        if (static_cast<std::size_t>(code) >= names.size())
-          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                   "': enum codes are not 0, 1, ...");
-        names[code] = member;
-      }
-      // Codes as stored when the enum is a 4-byte integer (a value outside the members would
-      // fail HDF5's enum conversion); else converted member by member.
-      H5 base{check_id(H5Tget_super(et.id), "enum base"), H5Tclose};
-      H5 native{check_id(H5Tget_native_type(et.id, H5T_DIR_ASCEND), "enum type"), H5Tclose};
-      const bool as_stored = H5Tget_size(base.id) == 4 && H5Tget_sign(base.id) == H5T_SGN_2 &&
-                             H5Tget_size(native.id) == 4;
-      auto& v = t.cat(col, names);
-      v.resize(static_cast<std::size_t>(n));
-      read_member(as_stored ? native.id : mt.id, 4, v.data());
-      for (const std::int32_t code : v)
-        if (code < kNoCategory || code >= static_cast<std::int32_t>(names.size()))
-          throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                                   "': code " + std::to_string(code) + " is none of its names");
+      read_enum_column(mr, type.id, m, col, t);
     } else {
-      throw std::runtime_error(std::string("dataset '") + name + "': column '" + col +
-                               "' is neither number, string nor enum");
+      mr.fail(col, " is neither number, string nor enum");
     }
   }
   return t;
