@@ -46,100 +46,114 @@ struct RequestTotals {
   double out_ok = 0;  // tokens generated for completed requests (turns and summaries)
   SimTime last_end = 0;
 };
-RequestTotals add_requests(const RunResult& r, int pool, const std::string& pool_name, Summary& s) {
-  std::vector<double> client_e2e;
-  RequestTotals t;
-  double& out_ok = t.out_ok;
-  std::vector<double> ttft, tpot, e2e, queue, first, warm, cold;
+// What the loop over requests collects beside the counts it adds to the summary directly.
+struct Collected {
+  std::vector<double> client_e2e, ttft, tpot, e2e, queue, first, warm, cold;
   std::vector<std::uint64_t> sessions;  // distinct ones counted once at the end
   SimTime first_arrival = kTimeNever;
-  SimTime& last_end = t.last_end;
   double in_tokens = 0, out_tokens = 0, frontend_sum = 0;
+};
+
+// How one request ended, counted.
+void count_outcome(const RequestRecord& q, Summary& s, Collected& c) {
+  switch (q.outcome) {
+    case Outcome::kOk:
+      ++s.ok;
+      if (q.purpose != kPurposeTurn) break;  // summarisation: counted apart
+      c.ttft.push_back(q.ttft_s());
+      c.e2e.push_back(q.e2e_s());
+      c.queue.push_back(q.queue_s());
+      if (q.generated_tokens > 1) c.tpot.push_back(q.tpot_s());
+      c.frontend_sum += q.frontend_s;
+      c.in_tokens += q.input_tokens;
+      c.out_tokens += q.generated_tokens;
+      break;
+    case Outcome::kRejected:
+      ++s.rejected;
+      break;
+    case Outcome::kTimedOut:
+      ++s.timed_out;
+      break;
+    case Outcome::kCancelled:
+      ++s.cancelled;
+      break;
+    case Outcome::kFailed:
+      ++s.failed;
+      break;
+    case Outcome::kUnfinished:
+    case Outcome::kPending:
+      ++s.unfinished;
+      break;
+  }
+}
+
+// One request (an attempt) into the summary's counts and `c`.
+void count_request(const RunResult& r, const RequestRecord& q, Summary& s, Collected& c,
+                   RequestTotals& t) {
+  ++s.requests;
+  if (q.attempt == 0)
+    ++s.logical_requests;
+  else
+    ++s.retries;
+  if (!q.retried && q.outcome == Outcome::kOk) {
+    ++s.logical_ok;
+    c.client_e2e.push_back(to_seconds(q.finish - r.requests[q.origin].arrival));
+  }
+  if (q.outcome == Outcome::kOk) t.out_ok += q.generated_tokens;
+  if (q.outcome == Outcome::kCancelled || q.outcome == Outcome::kTimedOut ||
+      q.outcome == Outcome::kFailed) {  // work nobody received
+    s.wasted_gpu_s += q.gpu_s;
+    s.wasted_tokens += q.work_tokens;
+  }
+  c.first_arrival = std::min(c.first_arrival, q.arrival);
+  if (q.finish >= 0) t.last_end = std::max(t.last_end, q.finish);
+  if (q.num_preemptions > 0) ++s.preempted_requests;
+  s.recomputed_tokens += q.recomputed_tokens;
+  if (q.truncated_tokens > 0) ++s.truncated_requests, s.truncated_tokens += q.truncated_tokens;
+  if (q.reject_reason == RejectReason::kContextOverflow) ++s.context_overflows;
+  if (q.session != 0) c.sessions.push_back(q.session);
+  if (q.purpose == kPurposeSummary) {
+    ++s.summary_requests;
+    s.summary_input_tokens += q.input_tokens;
+    s.summary_output_tokens += q.generated_tokens;
+  }
+  if (q.outcome == Outcome::kOk && q.purpose == kPurposeTurn && q.turn > 0) {
+    // Warm: the turn reused more than its stable prefix, i.e. some of its history.
+    (q.turn == 1 ? c.first
+                 : (q.cached_tokens + q.loaded_tokens > q.stable_tokens ? c.warm : c.cold))
+        .push_back(q.ttft_s());
+  }
+  count_outcome(q, s, c);
+}
+
+RequestTotals add_requests(const RunResult& r, int pool, const std::string& pool_name, Summary& s) {
+  RequestTotals t;
+  Collected c;
   for (const auto& q : r.requests) {
     // A disaggregated request counts in its decode pool and in the pool of its prefill.
     if (pool >= 0 && q.pool != pool &&
         !(q.prefill_replica >= 0 &&
           r.replicas[static_cast<std::size_t>(q.prefill_replica)].pool == pool_name))
       continue;
-    ++s.requests;
-    if (q.attempt == 0)
-      ++s.logical_requests;
-    else
-      ++s.retries;
-    if (!q.retried && q.outcome == Outcome::kOk) {
-      ++s.logical_ok;
-      client_e2e.push_back(to_seconds(q.finish - r.requests[q.origin].arrival));
-    }
-    if (q.outcome == Outcome::kOk) out_ok += q.generated_tokens;
-    if (q.outcome == Outcome::kCancelled || q.outcome == Outcome::kTimedOut ||
-        q.outcome == Outcome::kFailed) {  // work nobody received
-      s.wasted_gpu_s += q.gpu_s;
-      s.wasted_tokens += q.work_tokens;
-    }
-    first_arrival = std::min(first_arrival, q.arrival);
-    if (q.finish >= 0) last_end = std::max(last_end, q.finish);
-    if (q.num_preemptions > 0) ++s.preempted_requests;
-    s.recomputed_tokens += q.recomputed_tokens;
-    if (q.truncated_tokens > 0) ++s.truncated_requests, s.truncated_tokens += q.truncated_tokens;
-    if (q.reject_reason == RejectReason::kContextOverflow) ++s.context_overflows;
-    if (q.session != 0) sessions.push_back(q.session);
-    if (q.purpose == kPurposeSummary) {
-      ++s.summary_requests;
-      s.summary_input_tokens += q.input_tokens;
-      s.summary_output_tokens += q.generated_tokens;
-    }
-    if (q.outcome == Outcome::kOk && q.purpose == kPurposeTurn && q.turn > 0) {
-      // Warm: the turn reused more than its stable prefix, i.e. some of its history.
-      (q.turn == 1 ? first : (q.cached_tokens + q.loaded_tokens > q.stable_tokens ? warm : cold))
-          .push_back(q.ttft_s());
-    }
-    switch (q.outcome) {
-      case Outcome::kOk:
-        ++s.ok;
-        if (q.purpose != kPurposeTurn) break;  // summarisation: counted apart
-        ttft.push_back(q.ttft_s());
-        e2e.push_back(q.e2e_s());
-        queue.push_back(q.queue_s());
-        if (q.generated_tokens > 1) tpot.push_back(q.tpot_s());
-        frontend_sum += q.frontend_s;
-        in_tokens += q.input_tokens;
-        out_tokens += q.generated_tokens;
-        break;
-      case Outcome::kRejected:
-        ++s.rejected;
-        break;
-      case Outcome::kTimedOut:
-        ++s.timed_out;
-        break;
-      case Outcome::kCancelled:
-        ++s.cancelled;
-        break;
-      case Outcome::kFailed:
-        ++s.failed;
-        break;
-      case Outcome::kUnfinished:
-      case Outcome::kPending:
-        ++s.unfinished;
-        break;
-    }
+    count_request(r, q, s, c, t);
   }
-  s.ttft = latency_stats(std::move(ttft));
-  s.ttft_first = latency_stats(std::move(first));
-  s.ttft_warm = latency_stats(std::move(warm));
-  s.ttft_cold = latency_stats(std::move(cold));
-  std::sort(sessions.begin(), sessions.end());
-  s.sessions = std::unique(sessions.begin(), sessions.end()) - sessions.begin();
+  s.ttft = latency_stats(std::move(c.ttft));
+  s.ttft_first = latency_stats(std::move(c.first));
+  s.ttft_warm = latency_stats(std::move(c.warm));
+  s.ttft_cold = latency_stats(std::move(c.cold));
+  std::sort(c.sessions.begin(), c.sessions.end());
+  s.sessions = std::unique(c.sessions.begin(), c.sessions.end()) - c.sessions.begin();
   s.workload_stats = r.workload_stats;
-  s.client_e2e = latency_stats(std::move(client_e2e));
-  s.tpot = latency_stats(std::move(tpot));
-  s.e2e = latency_stats(std::move(e2e));
-  s.queue = latency_stats(std::move(queue));
-  if (s.e2e.count > 0) s.frontend_mean_s = frontend_sum / static_cast<double>(s.e2e.count);
-  if (r.stopped_early) last_end = r.end_time;
-  s.duration_s = s.requests ? to_seconds(last_end - first_arrival) : 0;
+  s.client_e2e = latency_stats(std::move(c.client_e2e));
+  s.tpot = latency_stats(std::move(c.tpot));
+  s.e2e = latency_stats(std::move(c.e2e));
+  s.queue = latency_stats(std::move(c.queue));
+  if (s.e2e.count > 0) s.frontend_mean_s = c.frontend_sum / static_cast<double>(s.e2e.count);
+  if (r.stopped_early) t.last_end = r.end_time;
+  s.duration_s = s.requests ? to_seconds(t.last_end - c.first_arrival) : 0;
   if (s.duration_s > 0) {
-    s.input_tokens_per_s = in_tokens / s.duration_s;
-    s.output_tokens_per_s = out_tokens / s.duration_s;
+    s.input_tokens_per_s = c.in_tokens / s.duration_s;
+    s.output_tokens_per_s = c.out_tokens / s.duration_s;
     s.requests_per_s = static_cast<double>(s.ok) / s.duration_s;
   }
   return t;
