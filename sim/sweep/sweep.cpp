@@ -136,6 +136,85 @@ std::string resumable_part(const std::string& text) {
   return e.c_str();
 }
 
+// A sweep file edited in ways that keep the points it made (comments, values added to an axis,
+// more replicates, axes' values reordered) resumes; other axes or another base scenario are
+// refused. The metric columns are matched by name: a file whose columns differ is refused, never
+// read shifted.
+void check_resumable(const SweepSpec& spec, const SweepResults& previous, const SweepResults& r) {
+  if (previous.sweep_text != spec.text) {
+    if (resumable_part(previous.sweep_text) != resumable_part(spec.text) &&
+        previous.axis_keys == r.axis_keys)
+      throw InputError("--resume", "",
+                       "the results were made by a different sweep file (only comments, the "
+                       "description, axis values and replicates may change for --resume)");
+    if (previous.axis_keys != r.axis_keys) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+        return s;
+      };
+      throw InputError("--resume", "",
+                       "the results were made by a sweep over other axes (" +
+                           join(previous.axis_keys) + "); this one varies " + join(r.axis_keys));
+    }
+    if (previous.base_yaml != r.base_yaml)
+      throw InputError("--resume", "",
+                       "the results were made from another base scenario (its file, base: or "
+                       "set: changed): write them to another --out");
+  }
+  if (previous.metric_names != r.metric_names) {
+    std::string missing, extra;
+    for (const auto& m : r.metric_names)
+      if (std::find(previous.metric_names.begin(), previous.metric_names.end(), m) ==
+          previous.metric_names.end())
+        missing += (missing.empty() ? "" : ", ") + m;
+    for (const auto& m : previous.metric_names)
+      if (std::find(r.metric_names.begin(), r.metric_names.end(), m) == r.metric_names.end())
+        extra += (extra.empty() ? "" : ", ") + m;
+    throw InputError("--resume", "",
+                     "the results file's metric columns differ from this sweep's" +
+                         (missing.empty() ? std::string() : "; missing: " + missing) +
+                         (extra.empty() ? std::string() : "; not in this sweep: " + extra) +
+                         (missing.empty() && extra.empty() ? "; in another order" : ""));
+  }
+}
+
+// The finished points of `previous` into `r`, matched by their identity: their axis values
+// (numbers compared as numbers) and seed. Resuming would rewrite the file without a point no
+// longer in the sweep: refused, not lost.
+void take_finished_points(const SweepResults& previous, SweepResults& r) {
+  auto identity = [](const std::vector<std::string>& values, std::int64_t point_seed) {
+    std::string k = std::to_string(point_seed);
+    for (const auto& v : values) k += '\x1f' + canonical_value(v);
+    return k;
+  };
+  std::map<std::string, std::vector<std::size_t>> by_identity;
+  for (std::size_t i = r.points.size(); i-- > 0;)
+    by_identity[identity(r.axis_values[i], r.points[i].seed)].push_back(i);
+  std::size_t dropped = 0;
+  for (std::size_t j = 0; j < previous.points.size(); ++j) {
+    const PointResult& p = previous.points[j];
+    if (!p.done || !p.ok || j >= previous.axis_values.size()) continue;
+    auto it = by_identity.find(identity(previous.axis_values[j], p.seed));
+    if (it == by_identity.end() || it->second.empty()) {
+      ++dropped;  // no longer in the sweep
+      continue;
+    }
+    const std::size_t i = it->second.back();
+    it->second.pop_back();
+    const std::int32_t replicate = r.points[i].replicate;
+    r.points[i] = p;
+    r.points[i].point = static_cast<std::int64_t>(i);
+    r.points[i].replicate = replicate;
+  }
+  if (dropped > 0)
+    throw InputError("--resume", "",
+                     std::to_string(dropped) +
+                         " finished points of the results file are not in this sweep (values "
+                         "or replicates removed): write this sweep to another --out, or put "
+                         "them back");
+}
+
 }  // namespace
 
 SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) {
@@ -159,79 +238,8 @@ SweepResults prepare_sweep(const SweepSpec& spec, const SweepResults* previous) 
     r.points[i].seed = seed + r.points[i].replicate;
   }
   if (previous) {
-    // A sweep file edited in ways that keep the points it made (comments, values added to an
-    // axis, more replicates, axes' values reordered) resumes: points are matched by their axis
-    // values and seed. Other axes or another base scenario are refused.
-    if (previous->sweep_text != spec.text) {
-      if (resumable_part(previous->sweep_text) != resumable_part(spec.text) &&
-          previous->axis_keys == r.axis_keys)
-        throw InputError("--resume", "",
-                         "the results were made by a different sweep file (only comments, the "
-                         "description, axis values and replicates may change for --resume)");
-      if (previous->axis_keys != r.axis_keys) {
-        auto join = [](const std::vector<std::string>& v) {
-          std::string s;
-          for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-          return s;
-        };
-        throw InputError("--resume", "",
-                         "the results were made by a sweep over other axes (" +
-                             join(previous->axis_keys) + "); this one varies " + join(r.axis_keys));
-      }
-      if (previous->base_yaml != r.base_yaml)
-        throw InputError("--resume", "",
-                         "the results were made from another base scenario (its file, base: or "
-                         "set: changed): write them to another --out");
-    }
-    // The metric columns are matched by name: a file whose columns differ is refused, never
-    // read shifted.
-    if (previous->metric_names != r.metric_names) {
-      std::string missing, extra;
-      for (const auto& m : r.metric_names)
-        if (std::find(previous->metric_names.begin(), previous->metric_names.end(), m) ==
-            previous->metric_names.end())
-          missing += (missing.empty() ? "" : ", ") + m;
-      for (const auto& m : previous->metric_names)
-        if (std::find(r.metric_names.begin(), r.metric_names.end(), m) == r.metric_names.end())
-          extra += (extra.empty() ? "" : ", ") + m;
-      throw InputError("--resume", "",
-                       "the results file's metric columns differ from this sweep's" +
-                           (missing.empty() ? std::string() : "; missing: " + missing) +
-                           (extra.empty() ? std::string() : "; not in this sweep: " + extra) +
-                           (missing.empty() && extra.empty() ? "; in another order" : ""));
-    }
-    // A point's identity: its axis values (numbers compared as numbers) and its seed.
-    auto identity = [](const std::vector<std::string>& values, std::int64_t point_seed) {
-      std::string k = std::to_string(point_seed);
-      for (const auto& v : values) k += '\x1f' + canonical_value(v);
-      return k;
-    };
-    std::map<std::string, std::vector<std::size_t>> by_identity;
-    for (std::size_t i = n; i-- > 0;)
-      by_identity[identity(r.axis_values[i], r.points[i].seed)].push_back(i);
-    std::size_t dropped = 0;
-    for (std::size_t j = 0; j < previous->points.size(); ++j) {
-      const PointResult& p = previous->points[j];
-      if (!p.done || !p.ok || j >= previous->axis_values.size()) continue;
-      auto it = by_identity.find(identity(previous->axis_values[j], p.seed));
-      if (it == by_identity.end() || it->second.empty()) {
-        ++dropped;  // no longer in the sweep
-        continue;
-      }
-      const std::size_t i = it->second.back();
-      it->second.pop_back();
-      const std::int32_t replicate = r.points[i].replicate;
-      r.points[i] = p;
-      r.points[i].point = static_cast<std::int64_t>(i);
-      r.points[i].replicate = replicate;
-    }
-    // Resuming would rewrite the file without them: refused, not lost.
-    if (dropped > 0)
-      throw InputError("--resume", "",
-                       std::to_string(dropped) +
-                           " finished points of the results file are not in this sweep (values "
-                           "or replicates removed): write this sweep to another --out, or put "
-                           "them back");
+    check_resumable(spec, *previous, r);
+    take_finished_points(*previous, r);
   }
   return r;
 }
