@@ -32,71 +32,54 @@ const ProfileCurve* Profile::curve(const std::string& op) const {
   return nullptr;
 }
 
-void check_profile(const Profile& p, const std::string& where) {
-  const std::string version = p.get("schema_version", "1");
-  if (version != kProfileSchemaVersion) {
-    throw InputError(where, "meta.schema_version",
-                     "is '" + version + "'; this kvfleet reads version " +
-                         std::string(kProfileSchemaVersion) +
-                         " (a newer kvfleet wrote it, or the file is not a profile)");
+namespace {
+
+// A call's time and a size beyond these are not measurements (a GPU kernel takes micro- to
+// milliseconds); they would overflow step times.
+bool time_ok(double t) { return t >= 0 && t <= kMaxProfileTimeS; }
+bool size_ok(double x) { return x >= 0 && x <= kMaxProfileSize; }
+
+// All-zero times measure nothing: a step would cost no time.
+bool all_zero(const auto& range, auto time) {
+  for (const auto& x : range)
+    if (time(x) != 0) return false;
+  return true;
+}
+
+// One operation's curve: its scope and axis, its points ascending, sizes and times in range.
+void check_curve(const ProfileCurve& c, const std::string& where) {
+  const std::string key = "curves[" + c.op + "]";
+  if (c.scope != "layer" && c.scope != "step") {
+    throw InputError(where, key, "scope '" + c.scope + "' is neither layer nor step");
   }
-  if (p.curves.empty())
-    throw InputError(where, "curves", "is empty: a profile times at least one operation");
-  // A call's time and a size beyond these are not measurements (a GPU kernel takes micro- to
-  // milliseconds); they would overflow step times.
-  const auto time_ok = [](double t) { return t >= 0 && t <= kMaxProfileTimeS; };
-  const auto size_ok = [](double x) { return x >= 0 && x <= kMaxProfileSize; };
-  // All-zero times measure nothing: a step would cost no time.
-  auto all_zero = [](const auto& range, auto time) {
-    for (const auto& x : range)
-      if (time(x) != 0) return false;
-    return true;
-  };
-  bool curves_zero = true;
-  for (const auto& c : p.curves)
-    curves_zero = curves_zero && all_zero(c.time_s, [](double t) { return t; });
-  if (curves_zero)
-    throw InputError(where, "curves", "every time is 0: the profile measured nothing");
-  if (!p.attention.empty() &&
-      all_zero(p.attention, [](const AttentionPoint& a) { return a.time_s; }))
-    throw InputError(where, "attention", "every time is 0: attention would cost nothing");
-  for (std::size_t i = 0; i < p.curves.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (p.curves[i].op == p.curves[j].op)
-        throw InputError(where, "curves[" + p.curves[i].op + "]",
-                         "the operation's rows are split into separate runs (or repeated); "
-                         "keep each operation's points together");
-  for (const auto& c : p.curves) {
-    const std::string key = "curves[" + c.op + "]";
-    if (c.scope != "layer" && c.scope != "step") {
-      throw InputError(where, key, "scope '" + c.scope + "' is neither layer nor step");
-    }
-    if (c.axis != "tokens" && c.axis != "sequences" && c.axis != "bytes") {
-      throw InputError(where, key, "axis '" + c.axis + "' is not tokens, sequences or bytes");
-    }
-    if (c.x.empty() || c.x.size() != c.time_s.size()) {
-      throw InputError(where, key, "needs at least one point and as many times as sizes");
-    }
-    for (std::size_t i = 0; i < c.x.size(); ++i) {
-      if (!size_ok(c.x[i]))
-        throw InputError(where, key,
-                         "size " + std::to_string(c.x[i]) + " is not between 0 and 1e12");
-      if (!time_ok(c.time_s[i])) {
-        throw InputError(where, key,
-                         "time " + std::to_string(c.time_s[i]) +
-                             " s at x = " + std::to_string(c.x[i]) +
-                             " is not between 0 and 1000 s (a GPU operation takes micro- to "
-                             "milliseconds)");
-      }
-      if (i > 0 && !(c.x[i] > c.x[i - 1])) {
-        throw InputError(where, key,
-                         "sizes must be strictly ascending (x = " + std::to_string(c.x[i]) +
-                             " after " + std::to_string(c.x[i - 1]) + ")");
-      }
-    }
-    if (!(c.count > 0) || !size_ok(c.count))
-      throw InputError(where, key, "count must be positive (and at most 1e12)");
+  if (c.axis != "tokens" && c.axis != "sequences" && c.axis != "bytes") {
+    throw InputError(where, key, "axis '" + c.axis + "' is not tokens, sequences or bytes");
   }
+  if (c.x.empty() || c.x.size() != c.time_s.size()) {
+    throw InputError(where, key, "needs at least one point and as many times as sizes");
+  }
+  for (std::size_t i = 0; i < c.x.size(); ++i) {
+    if (!size_ok(c.x[i]))
+      throw InputError(where, key, "size " + std::to_string(c.x[i]) + " is not between 0 and 1e12");
+    if (!time_ok(c.time_s[i])) {
+      throw InputError(where, key,
+                       "time " + std::to_string(c.time_s[i]) +
+                           " s at x = " + std::to_string(c.x[i]) +
+                           " is not between 0 and 1000 s (a GPU operation takes micro- to "
+                           "milliseconds)");
+    }
+    if (i > 0 && !(c.x[i] > c.x[i - 1])) {
+      throw InputError(where, key,
+                       "sizes must be strictly ascending (x = " + std::to_string(c.x[i]) +
+                           " after " + std::to_string(c.x[i - 1]) + ")");
+    }
+  }
+  if (!(c.count > 0) || !size_ok(c.count))
+    throw InputError(where, key, "count must be positive (and at most 1e12)");
+}
+
+// The attention grid's, the MoE table's and the skew fit's rows, each in range.
+void check_tables(const Profile& p, const std::string& where) {
   for (std::size_t i = 0; i < p.attention.size(); ++i) {
     const auto& a = p.attention[i];
     if (!(size_ok(a.prefill_chunk) && size_ok(a.kv_prefill) && size_ok(a.n_decode) &&
@@ -125,6 +108,36 @@ void check_profile(const Profile& p, const std::string& where) {
                        "a prefill_chunk between 0 and 1e12");
     }
   }
+}
+
+}  // namespace
+
+void check_profile(const Profile& p, const std::string& where) {
+  const std::string version = p.get("schema_version", "1");
+  if (version != kProfileSchemaVersion) {
+    throw InputError(where, "meta.schema_version",
+                     "is '" + version + "'; this kvfleet reads version " +
+                         std::string(kProfileSchemaVersion) +
+                         " (a newer kvfleet wrote it, or the file is not a profile)");
+  }
+  if (p.curves.empty())
+    throw InputError(where, "curves", "is empty: a profile times at least one operation");
+  bool curves_zero = true;
+  for (const auto& c : p.curves)
+    curves_zero = curves_zero && all_zero(c.time_s, [](double t) { return t; });
+  if (curves_zero)
+    throw InputError(where, "curves", "every time is 0: the profile measured nothing");
+  if (!p.attention.empty() &&
+      all_zero(p.attention, [](const AttentionPoint& a) { return a.time_s; }))
+    throw InputError(where, "attention", "every time is 0: attention would cost nothing");
+  for (std::size_t i = 0; i < p.curves.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (p.curves[i].op == p.curves[j].op)
+        throw InputError(where, "curves[" + p.curves[i].op + "]",
+                         "the operation's rows are split into separate runs (or repeated); "
+                         "keep each operation's points together");
+  for (const auto& c : p.curves) check_curve(c, where);
+  check_tables(p, where);
   if (!p.skew.empty()) skew_alpha_default(p, where);
   if (!p.moe.empty() && all_zero(p.moe, [](const MoePoint& m) { return m.time_s; }))
     throw InputError(where, "moe", "every time is 0: the experts would cost nothing");
