@@ -356,6 +356,72 @@ std::vector<TableDoc> profile_table_docs() {
           doc_of("skew", skew_table(none)),           doc_of("fits", fits_table(none))};
 }
 
+namespace {
+
+void read_curves(const Table& c, const std::string& path, Profile& p) {
+  const auto& op = column<std::vector<std::string>>(c, "op", path, "curves");
+  const auto& scope = column<std::vector<std::string>>(c, "scope", path, "curves");
+  const auto& axis = column<std::vector<std::string>>(c, "axis", path, "curves");
+  auto count = column_numbers(c, "count", path, "curves");
+  auto x = column_numbers(c, "x", path, "curves");
+  auto t = column_numbers(c, "time_s", path, "curves");
+  auto sp = column_numbers(c, "spread_s", path, "curves");
+  for (std::size_t i = 0; i < op.size(); ++i) {
+    if (p.curves.empty() || p.curves.back().op != op[i]) {
+      p.curves.push_back({op[i], scope[i], axis[i], count[i], {}, {}, {}});
+    }
+    auto& cur = p.curves.back();
+    cur.x.push_back(x[i]);
+    cur.time_s.push_back(t[i]);
+    cur.spread_s.push_back(sp[i]);
+  }
+}
+
+void read_attention(const Table& a, const std::string& path, Profile& p) {
+  auto c = column_numbers(a, "prefill_chunk", path, "attention");
+  auto kp = column_numbers(a, "kv_prefill", path, "attention");
+  auto n = column_numbers(a, "n_decode", path, "attention");
+  auto kd = column_numbers(a, "kv_decode", path, "attention");
+  auto t = column_numbers(a, "time_s", path, "attention");
+  auto s = column_numbers(a, "spread_s", path, "attention");
+  for (std::size_t i = 0; i < c.size(); ++i)
+    p.attention.push_back({c[i], kp[i], n[i], kd[i], t[i], s[i]});
+}
+
+void read_moe(const Table& m, const std::string& path, Profile& p) {
+  auto tok = column_numbers(m, "tokens", path, "moe");
+  auto act = column_numbers(m, "activated_experts", path, "moe");
+  auto t = column_numbers(m, "time_s", path, "moe");
+  auto s = column_numbers(m, "spread_s", path, "moe");
+  for (std::size_t i = 0; i < tok.size(); ++i) p.moe.push_back({tok[i], act[i], t[i], s[i]});
+}
+
+void read_skew(const Table& k, const std::string& path, Profile& p) {
+  std::vector<std::vector<double>> c;
+  for (const char* name : {"prefill_chunk", "n_lo", "n_hi", "rate_lo", "rate_hi", "kv_max_lo",
+                           "kv_max_hi", "prefix_lo", "prefix_hi", "alpha", "samples"})
+    c.push_back(column_numbers(k, name, path, "skew"));
+  for (std::size_t i = 0; i < c[0].size(); ++i)
+    p.skew.push_back({c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i], c[7][i],
+                      c[8][i], c[9][i], c[10][i]});
+}
+
+void read_fits(const Table& f, const std::string& path, Profile& p) {
+  const auto& op = column<std::vector<std::string>>(f, "op", path, "fits");
+  const auto& model = column<std::vector<std::string>>(f, "model", path, "fits");
+  const auto& params = column<std::vector<std::string>>(f, "params", path, "fits");
+  auto ntr = column_numbers(f, "n_train", path, "fits");
+  auto nte = column_numbers(f, "n_test", path, "fits");
+  auto med = column_numbers(f, "median_ape", path, "fits");
+  auto p95 = column_numbers(f, "p95_ape", path, "fits");
+  for (std::size_t i = 0; i < op.size(); ++i) {
+    p.fits.push_back({op[i], model[i], params[i], static_cast<long>(ntr[i]),
+                      static_cast<long>(nte[i]), med[i], p95[i]});
+  }
+}
+
+}  // namespace
+
 Profile read_profile(const std::string& path) {
   const h5::H5 file = h5::open_for_reading(path, "profile");
   Profile p;
@@ -379,68 +445,11 @@ Profile read_profile(const std::string& path) {
             "', not 'kvfleet-profile' (kvfleet-calibrate "
             "writes profiles; `kvfleet-calibrate import` converts other simulators' ones)");
   }
-  {
-    Table c = table("curves");
-    const auto& op = column<std::vector<std::string>>(c, "op", path, "curves");
-    const auto& scope = column<std::vector<std::string>>(c, "scope", path, "curves");
-    const auto& axis = column<std::vector<std::string>>(c, "axis", path, "curves");
-    auto count = column_numbers(c, "count", path, "curves");
-    auto x = column_numbers(c, "x", path, "curves");
-    auto t = column_numbers(c, "time_s", path, "curves");
-    auto sp = column_numbers(c, "spread_s", path, "curves");
-    for (std::size_t i = 0; i < op.size(); ++i) {
-      if (p.curves.empty() || p.curves.back().op != op[i]) {
-        p.curves.push_back({op[i], scope[i], axis[i], count[i], {}, {}, {}});
-      }
-      auto& cur = p.curves.back();
-      cur.x.push_back(x[i]);
-      cur.time_s.push_back(t[i]);
-      cur.spread_s.push_back(sp[i]);
-    }
-  }
-  {
-    Table a = table("attention");
-    auto c = column_numbers(a, "prefill_chunk", path, "attention");
-    auto kp = column_numbers(a, "kv_prefill", path, "attention");
-    auto n = column_numbers(a, "n_decode", path, "attention");
-    auto kd = column_numbers(a, "kv_decode", path, "attention");
-    auto t = column_numbers(a, "time_s", path, "attention");
-    auto s = column_numbers(a, "spread_s", path, "attention");
-    for (std::size_t i = 0; i < c.size(); ++i)
-      p.attention.push_back({c[i], kp[i], n[i], kd[i], t[i], s[i]});
-  }
-  if (h5::has_link(file.id, "moe")) {
-    Table m = table("moe");
-    auto tok = column_numbers(m, "tokens", path, "moe");
-    auto act = column_numbers(m, "activated_experts", path, "moe");
-    auto t = column_numbers(m, "time_s", path, "moe");
-    auto s = column_numbers(m, "spread_s", path, "moe");
-    for (std::size_t i = 0; i < tok.size(); ++i) p.moe.push_back({tok[i], act[i], t[i], s[i]});
-  }
-  if (h5::has_link(file.id, "skew")) {
-    Table k = table("skew");
-    std::vector<std::vector<double>> c;
-    for (const char* name : {"prefill_chunk", "n_lo", "n_hi", "rate_lo", "rate_hi", "kv_max_lo",
-                             "kv_max_hi", "prefix_lo", "prefix_hi", "alpha", "samples"})
-      c.push_back(column_numbers(k, name, path, "skew"));
-    for (std::size_t i = 0; i < c[0].size(); ++i)
-      p.skew.push_back({c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i], c[7][i],
-                        c[8][i], c[9][i], c[10][i]});
-  }
-  if (h5::has_link(file.id, "fits")) {
-    Table f = table("fits");
-    const auto& op = column<std::vector<std::string>>(f, "op", path, "fits");
-    const auto& model = column<std::vector<std::string>>(f, "model", path, "fits");
-    const auto& params = column<std::vector<std::string>>(f, "params", path, "fits");
-    auto ntr = column_numbers(f, "n_train", path, "fits");
-    auto nte = column_numbers(f, "n_test", path, "fits");
-    auto med = column_numbers(f, "median_ape", path, "fits");
-    auto p95 = column_numbers(f, "p95_ape", path, "fits");
-    for (std::size_t i = 0; i < op.size(); ++i) {
-      p.fits.push_back({op[i], model[i], params[i], static_cast<long>(ntr[i]),
-                        static_cast<long>(nte[i]), med[i], p95[i]});
-    }
-  }
+  read_curves(table("curves"), path, p);
+  read_attention(table("attention"), path, p);
+  if (h5::has_link(file.id, "moe")) read_moe(table("moe"), path, p);
+  if (h5::has_link(file.id, "skew")) read_skew(table("skew"), path, p);
+  if (h5::has_link(file.id, "fits")) read_fits(table("fits"), path, p);
   check_profile(p, path);
   return p;
 }
