@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -55,8 +56,9 @@ std::string kept_trace_path(const std::string& scenario_path) {
   return (w.parent_path() / (w.stem().string() + ".trace.csv")).string();
 }
 
-int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
-                 const std::string& model, const std::string& gpu, const std::string& write) {
+BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
+                           const std::string& profile, const std::string& model,
+                           const std::string& gpu) {
   BenchOptions bo;
   bo.path = path;
   bo.profile = profile;
@@ -69,7 +71,67 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
   if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
     throw InputError("--tp", "", "must be from 1 to 64");
-  BenchReplay plan = plan_bench_replay(bo);
+  return bo;
+}
+
+// The replay's trace as the Vidur-format CSV its scenario reads.
+void write_trace_csv(const std::string& file, const std::vector<std::array<double, 3>>& trace) {
+  write_text_atomically(file, [&](std::ostream& o) {
+    o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+    char buf[96];
+    for (const auto& row : trace) {
+      std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
+      o << buf;
+    }
+  });
+}
+
+// The trace the scenario reads, for this run: a temporary removed when the command ends.
+struct TempTrace {
+  std::string path;
+  TempTrace() = default;
+  TempTrace(const TempTrace&) = delete;
+  TempTrace& operator=(const TempTrace&) = delete;
+  ~TempTrace() {
+    if (path.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    forget_temp(path);
+  }
+};
+
+// The scenario kept in --out names the trace where --write-scenario keeps it, not this process's
+// temporary: the same command gives the same file.
+std::string stored_scenario(const Scenario& sc, const TempTrace& run_trace,
+                            const std::string& write) {
+  std::string stored = sc.resolved_yaml;
+  if (run_trace.path.empty()) return stored;
+  const std::string kept =
+      write.empty() ? std::string("kvfleet-replay.trace.csv (not kept: --write-scenario keeps it)")
+                    : kept_trace_path(write);
+  for (std::size_t at = 0; (at = stored.find(run_trace.path, at)) != std::string::npos;
+       at += kept.size())
+    stored.replace(at, run_trace.path.size(), kept);
+  return stored;
+}
+
+void print_bench_replay(const BenchReplay& plan, const Scenario& sc, const RunResult& r,
+                        const std::string& path) {
+  std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
+  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  double mae = 0;
+  std::cout << bench_comparison(plan, sc, r, &mae);
+  if (std::isfinite(mae)) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "\nMean absolute error over the statistics measured: %.1f%%\n",
+                  100 * mae);
+    std::cout << buf;
+  }
+}
+
+int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
+                 const std::string& model, const std::string& gpu, const std::string& write) {
+  BenchReplay plan = plan_bench_replay(bench_options(vm, path, profile, model, gpu));
   OutputSet outputs;
   std::string out_h5, out_yaml, out_trace, trace_name;
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
@@ -80,50 +142,20 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
       out_trace = outputs.add_file("--write-scenario", kept_trace_path(write));
     }
   }
-  // The trace the scenario reads, for this run: a temporary removed when the command ends.
-  struct TempTrace {
-    std::string path;
-    ~TempTrace() {
-      if (path.empty()) return;
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-      forget_temp(path);
-    }
-  } run_trace;
-  auto write_trace = [&](const std::string& file) {
-    write_text_atomically(file, [&](std::ostream& o) {
-      o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
-      char buf[96];
-      for (const auto& row : plan.trace) {
-        std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
-        o << buf;
-      }
-    });
-  };
+  TempTrace run_trace;
   if (!plan.trace.empty()) {
     run_trace.path = (std::filesystem::temp_directory_path() /
                       ("kvfleet-replay-" + std::to_string(getpid()) + ".trace.csv"))
                          .string();
     track_temp(run_trace.path);
-    write_trace(run_trace.path);
+    write_trace_csv(run_trace.path, plan.trace);
     plan.scenario["workload"]["path"] = run_trace.path;
   }
   YAML::Emitter em;
   em.SetDoublePrecision(12);
   em << plan.scenario;
   const Scenario sc = load_scenario_text(em.c_str(), "<replay of " + path + ">", ".", {});
-  // The scenario kept in --out names the trace where --write-scenario keeps it, not this
-  // process's temporary: the same command gives the same file.
-  std::string stored = sc.resolved_yaml;
-  if (!run_trace.path.empty()) {
-    const std::string kept =
-        write.empty()
-            ? std::string("kvfleet-replay.trace.csv (not kept: --write-scenario keeps it)")
-            : kept_trace_path(write);
-    for (std::size_t at = 0; (at = stored.find(run_trace.path, at)) != std::string::npos;
-         at += kept.size())
-      stored.replace(at, run_trace.path.size(), kept);
-  }
+  const std::string stored = stored_scenario(sc, run_trace, write);
   Simulation simulation(sc);
   RunResult r = simulation.run();
   const Summary s = summarize(r);
@@ -131,7 +163,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   if (!out_h5.empty()) write_results_h5(out_h5, sc, r, s, report, &stored);
   if (!out_yaml.empty()) {
     if (!plan.trace.empty()) {
-      write_trace(out_trace);
+      write_trace_csv(out_trace, plan.trace);
       plan.scenario["workload"]["path"] = trace_name;
     }
     YAML::Emitter ey;
@@ -144,16 +176,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   }
   outputs.publish();
   if (!vm.count("quiet")) std::cout << report;
-  std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
-  for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
-  double mae = 0;
-  std::cout << bench_comparison(plan, sc, r, &mae);
-  if (std::isfinite(mae)) {
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "\nMean absolute error over the statistics measured: %.1f%%\n",
-                  100 * mae);
-    std::cout << buf;
-  }
+  print_bench_replay(plan, sc, r, path);
   return 0;
 }
 
