@@ -240,64 +240,11 @@ class Conversations final : public Workload {
         cfg_.max_context_tokens > 0 ? cfg_.max_context_tokens - cfg_.output_reservation_tokens : 0;
     ConversationView view{s.history, s.summarized_turns, s.has_summary ? s.summary.tokens : 0,
                           fixed, limit};
-    HistoryChoice choice = policy_->choose(view);
-
-    if (choice.summarize_now) {
-      // Ask the fleet for a summary of turns [0, upto): the old summary (if any) and the turns
-      // since it. The user's turn follows when it returns.
-      r.purpose = kPurposeSummary;
-      r.turn = s.turn;
-      append_stable(s, r.segments);
-      if (s.has_summary) r.segments.push_back(s.summary);
-      for (std::size_t i = s.summarized_turns; i < choice.summarize_upto; ++i) {
-        r.segments.push_back(s.history[i].user);
-        r.segments.push_back(s.history[i].reply);
-      }
-      r.output_tokens = static_cast<std::int32_t>(cfg_.summary_tokens);
-      r.output_content = content_id(p.session, s.turn, 3);
-      r.pool = summary_pool_;
-      s.summarizing_upto = choice.summarize_upto;
-      finish_spec(r);
-      return r;
-    }
-
-    r.purpose = kPurposeTurn;
-    r.turn = s.turn;
-    std::size_t first = choice.first_turn;
-    bool use_summary = choice.use_summary && s.has_summary;
-    std::int64_t input =
-        fixed + (use_summary ? s.summary.tokens : 0) + history_tokens(s.history, first);
-    if (limit > 0 && input > limit) {
-      if (cfg_.overflow == "reject") {
-        r.context_overflow = true;
-      } else {
-        // Truncate: the summary, then the oldest turns, go first.
-        const std::int64_t before = input;
-        if (use_summary) input -= s.summary.tokens, use_summary = false;
-        while (first < s.history.size() && input > limit) input -= s.history[first++].tokens();
-        r.truncated_tokens = static_cast<std::int32_t>(before - input);
-        if (input > limit) r.context_overflow = true;  // the new message alone is too long
-      }
-    }
-    const auto header = Segment{0, static_cast<std::int32_t>(cfg_.dynamic_header_tokens), s.tenant};
-    const bool header_on = cfg_.dynamic_header_tokens > 0;
-    if (header_on && cfg_.dynamic_header_position == "first") r.segments.push_back(header);
-    append_stable(s, r.segments);
-    if (header_on && cfg_.dynamic_header_position == "after_system") r.segments.push_back(header);
-    for (const auto& g : r.segments) r.stable_tokens += g.tokens;
-    if (use_summary) r.segments.push_back(s.summary);
-    for (std::size_t i = first; i < s.history.size(); ++i) {
-      r.segments.push_back(s.history[i].user);
-      r.segments.push_back(s.history[i].reply);
-    }
-    r.segments.push_back(s.pending_user);
-    if (header_on && cfg_.dynamic_header_position == "last") r.segments.push_back(header);
-    r.output_tokens = s.pending_reply_tokens;
-    r.output_content = content_id(p.session, s.turn, 2);
-    if (cfg_.patience_s > 0) {
-      r.cancel_at = p.time + from_seconds(cfg_.patience_s);
-      r.cancel_propagates = cfg_.cancel_propagates;
-    }
+    const HistoryChoice choice = policy_->choose(view);
+    if (choice.summarize_now)
+      summary_request(p, s, choice, r);
+    else
+      turn_request(p, s, choice, fixed, limit, r);
     finish_spec(r);
     return r;
   }
@@ -380,6 +327,66 @@ class Conversations final : public Workload {
     bool release = false;  // not a turn: the session turns idle
     bool operator>(const Pending& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
+
+  // Asks the fleet for a summary of turns [0, upto): the old summary (if any) and the turns
+  // since it. The user's turn follows when it returns.
+  void summary_request(const Pending& p, Session& s, const HistoryChoice& choice, RequestSpec& r) {
+    r.purpose = kPurposeSummary;
+    r.turn = s.turn;
+    append_stable(s, r.segments);
+    if (s.has_summary) r.segments.push_back(s.summary);
+    for (std::size_t i = s.summarized_turns; i < choice.summarize_upto; ++i) {
+      r.segments.push_back(s.history[i].user);
+      r.segments.push_back(s.history[i].reply);
+    }
+    r.output_tokens = static_cast<std::int32_t>(cfg_.summary_tokens);
+    r.output_content = content_id(p.session, s.turn, 3);
+    r.pool = summary_pool_;
+    s.summarizing_upto = choice.summarize_upto;
+  }
+
+  // The user's turn: the history the policy keeps (truncated or refused past the limit), the
+  // dynamic header where it goes, the new message.
+  void turn_request(const Pending& p, Session& s, const HistoryChoice& choice, std::int64_t fixed,
+                    std::int64_t limit, RequestSpec& r) {
+    r.purpose = kPurposeTurn;
+    r.turn = s.turn;
+    std::size_t first = choice.first_turn;
+    bool use_summary = choice.use_summary && s.has_summary;
+    std::int64_t input =
+        fixed + (use_summary ? s.summary.tokens : 0) + history_tokens(s.history, first);
+    if (limit > 0 && input > limit) {
+      if (cfg_.overflow == "reject") {
+        r.context_overflow = true;
+      } else {
+        // Truncate: the summary, then the oldest turns, go first.
+        const std::int64_t before = input;
+        if (use_summary) input -= s.summary.tokens, use_summary = false;
+        while (first < s.history.size() && input > limit) input -= s.history[first++].tokens();
+        r.truncated_tokens = static_cast<std::int32_t>(before - input);
+        if (input > limit) r.context_overflow = true;  // the new message alone is too long
+      }
+    }
+    const auto header = Segment{0, static_cast<std::int32_t>(cfg_.dynamic_header_tokens), s.tenant};
+    const bool header_on = cfg_.dynamic_header_tokens > 0;
+    if (header_on && cfg_.dynamic_header_position == "first") r.segments.push_back(header);
+    append_stable(s, r.segments);
+    if (header_on && cfg_.dynamic_header_position == "after_system") r.segments.push_back(header);
+    for (const auto& g : r.segments) r.stable_tokens += g.tokens;
+    if (use_summary) r.segments.push_back(s.summary);
+    for (std::size_t i = first; i < s.history.size(); ++i) {
+      r.segments.push_back(s.history[i].user);
+      r.segments.push_back(s.history[i].reply);
+    }
+    r.segments.push_back(s.pending_user);
+    if (header_on && cfg_.dynamic_header_position == "last") r.segments.push_back(header);
+    r.output_tokens = s.pending_reply_tokens;
+    r.output_content = content_id(p.session, s.turn, 2);
+    if (cfg_.patience_s > 0) {
+      r.cancel_at = p.time + from_seconds(cfg_.patience_s);
+      r.cancel_propagates = cfg_.cancel_propagates;
+    }
+  }
 
   // Stable, non-zero content ids: (session, turn, kind); kind 0 the system prompt of a tenant,
   // 1 a user message, 2 a reply, 3 a summary, 4 a shared document, 5 a private one.
