@@ -26,6 +26,33 @@ class Simulation::Probe final : public CacheProbe {
   int block_size_;
 };
 
+namespace {
+
+// Engine `r` (rank r % dp of replica r / dp) of pool `p`.
+ReplicaSetup replica_setup(const Scenario& sc, std::size_t p, int r, const CostContext& ctx) {
+  const PoolConfig& pc = sc.config.pools[p];
+  const Scenario::PoolInfo& info = sc.pools[p];
+  const int dp = pc.data_parallel;
+  ReplicaSetup setup;
+  setup.name = pc.engine_name(r / dp, r % dp);
+  setup.engine = pc.engine;
+  setup.memory = info.memory;
+  setup.max_model_len = info.max_model_len;
+  setup.host_link_Bps = info.gpu.host_link_Bps;
+  setup.gpus = pc.gpus_per_replica();
+  setup.pipeline_stages = pc.pipeline_parallel;
+  setup.p2p_Bps = info.gpu.interconnect_Bps;
+  setup.p2p_latency_s = info.gpu.interconnect_latency_s;
+  setup.activation_bytes_per_token = 2.0 * info.model.hidden_size;
+  setup.work = WorkModel(ctx);
+  setup.check_invariants = sc.config.simulation.check_invariants;
+  setup.frontend = pc.frontend;
+  setup.step_time_scale = pc.step_time_scale;
+  return setup;
+}
+
+}  // namespace
+
 Simulation::Simulation(const Scenario& sc)
     : scenario_(sc),
       sample_interval_(
@@ -38,84 +65,76 @@ Simulation::Simulation(const Scenario& sc)
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
   lifecycle_ = std::make_unique<Lifecycle>(queue_, static_cast<LifecycleHost&>(*this), seed);
-  for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
-    const PoolConfig& pc = sc.config.pools[p];
-    if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
-      long_pool_ = static_cast<std::int32_t>(p);
-    pools_.emplace_back();
-    Pool& pool = pools_.back();
-    const int dp = pc.data_parallel;
-    lifecycle_->add_pool({pc.failures, pc.deploy, pc.autoscale, start_delay_s(p), pc.replicas * dp,
-                          pc.max_engines()});
-    pool.router = router_registry().make(sc.config.router, seed + p);
-    const Scenario::PoolInfo& info = sc.pools[p];
-    pool.gateway = std::make_unique<PoolGateway>(
-        pc.admission, static_cast<double>(info.memory.num_blocks) * pc.engine.block_size);
-    pool.result.name = pc.name;
-    pool.result.price_per_hour = pc.price_per_hour;
-    const CostContext ctx{info.model,
-                          info.gpu,
-                          pc.tensor_parallel,
-                          weight_dtype_bytes(info.weight_dtype),
-                          dtype_bytes(info.memory.kv_dtype),
-                          gemm_peak_flops(info.gpu, info.weight_dtype),
-                          pc.pipeline_parallel,
-                          dp,
-                          pc.expert_parallel};
-    pool.data_parallel = dp;
-    const int n = pc.max_engines();
-    for (int r = 0; r < n; ++r) {
-      ReplicaSetup setup;
-      setup.name = pc.engine_name(r / dp, r % dp);
-      setup.engine = pc.engine;
-      setup.memory = info.memory;
-      setup.max_model_len = info.max_model_len;
-      setup.host_link_Bps = info.gpu.host_link_Bps;
-      setup.gpus = pc.gpus_per_replica();
-      setup.pipeline_stages = pc.pipeline_parallel;
-      setup.p2p_Bps = info.gpu.interconnect_Bps;
-      setup.p2p_latency_s = info.gpu.interconnect_latency_s;
-      setup.activation_bytes_per_token = 2.0 * info.model.hidden_size;
-      setup.work = WorkModel(ctx);
-      setup.check_invariants = sc.config.simulation.check_invariants;
-      setup.frontend = pc.frontend;
-      setup.step_time_scale = pc.step_time_scale;
-      const int index = static_cast<int>(replicas_.size());
-      replicas_.push_back(std::make_unique<Replica>(std::move(setup),
-                                                    cost_model_registry().make(pc.cost_model, ctx),
-                                                    log_, queue_, index, this));
-      pool.nodes.push_back(replicas_.size() - 1);
-      TimeSeries ts;
-      ts.replica = replicas_.back()->name();
-      series_.push_back(std::move(ts));
-    }
-    if (dp > 1 && info.model.moe()) {
-      // A MoE model's ranks step in lockstep through the MoE layers that span them.
-      for (int r = 0; r < n; r += dp) {
-        std::vector<Replica*> ranks;
-        for (int d = 0; d < dp; ++d) ranks.push_back(replicas_[pool.nodes[r + d]].get());
-        groups_.push_back(std::make_unique<LockstepGroup>(queue_, ranks));
-        for (Replica* rank : ranks) rank->join(groups_.back().get());
-      }
-    }
-    probes_.push_back(std::make_unique<Probe>(*this, p, pc.engine.block_size));
-    pool.router->attach(probes_.back().get());
-  }
+  for (std::size_t p = 0; p < sc.config.pools.size(); ++p) build_pool(p, seed);
   last_sample_.resize(replicas_.size());
   frontend_count_.assign(replicas_.size(), 0);
-  if (sc.config.disaggregation.enabled) {
-    const DisaggregationConfig& d = sc.config.disaggregation;
-    std::size_t prefill = 0, decode = 0;
-    for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
-      if (sc.config.pools[p].name == d.prefill_pool) prefill = p;
-      if (sc.config.pools[p].name == d.decode_pool) decode = p;
-    }
-    const Scenario::PoolInfo& info = sc.pools[decode];
-    disaggregation_ = std::make_unique<Disaggregation>(
-        d, PoolId{prefill}, PoolId{decode}, sc.config.pools[decode].engine.block_size,
-        info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype)), replicas_.size(), queue_,
-        log_, static_cast<DisaggregationHost&>(*this));
+  if (sc.config.disaggregation.enabled) build_disaggregation();
+}
+
+void Simulation::build_pool(std::size_t p, std::uint64_t seed) {
+  const Scenario& sc = scenario_;
+  const PoolConfig& pc = sc.config.pools[p];
+  if (pc.name == sc.config.gateway.long_prompt_pool && sc.config.gateway.long_prompt_tokens > 0)
+    long_pool_ = static_cast<std::int32_t>(p);
+  pools_.emplace_back();
+  Pool& pool = pools_.back();
+  const int dp = pc.data_parallel;
+  lifecycle_->add_pool(
+      {pc.failures, pc.deploy, pc.autoscale, start_delay_s(p), pc.replicas * dp, pc.max_engines()});
+  pool.router = router_registry().make(sc.config.router, seed + p);
+  const Scenario::PoolInfo& info = sc.pools[p];
+  pool.gateway = std::make_unique<PoolGateway>(
+      pc.admission, static_cast<double>(info.memory.num_blocks) * pc.engine.block_size);
+  pool.result.name = pc.name;
+  pool.result.price_per_hour = pc.price_per_hour;
+  const CostContext ctx{info.model,
+                        info.gpu,
+                        pc.tensor_parallel,
+                        weight_dtype_bytes(info.weight_dtype),
+                        dtype_bytes(info.memory.kv_dtype),
+                        gemm_peak_flops(info.gpu, info.weight_dtype),
+                        pc.pipeline_parallel,
+                        dp,
+                        pc.expert_parallel};
+  pool.data_parallel = dp;
+  const int n = pc.max_engines();
+  for (int r = 0; r < n; ++r) {
+    ReplicaSetup setup = replica_setup(sc, p, r, ctx);
+    const int index = static_cast<int>(replicas_.size());
+    replicas_.push_back(std::make_unique<Replica>(std::move(setup),
+                                                  cost_model_registry().make(pc.cost_model, ctx),
+                                                  log_, queue_, index, this));
+    pool.nodes.push_back(replicas_.size() - 1);
+    TimeSeries ts;
+    ts.replica = replicas_.back()->name();
+    series_.push_back(std::move(ts));
   }
+  if (dp > 1 && info.model.moe()) {
+    // A MoE model's ranks step in lockstep through the MoE layers that span them.
+    for (int r = 0; r < n; r += dp) {
+      std::vector<Replica*> ranks;
+      for (int d = 0; d < dp; ++d) ranks.push_back(replicas_[pool.nodes[r + d]].get());
+      groups_.push_back(std::make_unique<LockstepGroup>(queue_, ranks));
+      for (Replica* rank : ranks) rank->join(groups_.back().get());
+    }
+  }
+  probes_.push_back(std::make_unique<Probe>(*this, p, pc.engine.block_size));
+  pool.router->attach(probes_.back().get());
+}
+
+void Simulation::build_disaggregation() {
+  const Scenario& sc = scenario_;
+  const DisaggregationConfig& d = sc.config.disaggregation;
+  std::size_t prefill = 0, decode = 0;
+  for (std::size_t p = 0; p < sc.config.pools.size(); ++p) {
+    if (sc.config.pools[p].name == d.prefill_pool) prefill = p;
+    if (sc.config.pools[p].name == d.decode_pool) decode = p;
+  }
+  const Scenario::PoolInfo& info = sc.pools[decode];
+  disaggregation_ = std::make_unique<Disaggregation>(
+      d, PoolId{prefill}, PoolId{decode}, sc.config.pools[decode].engine.block_size,
+      info.model.kv_bytes_per_token(dtype_bytes(info.memory.kv_dtype)), replicas_.size(), queue_,
+      log_, static_cast<DisaggregationHost&>(*this));
 }
 
 Simulation::~Simulation() = default;

@@ -128,6 +128,10 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   void leave_frontend(std::uint32_t id, SimTime now);
   void drain_gateway(std::size_t pool, SimTime now);
   double start_delay_s(std::size_t pool) const;
+  // The constructor's parts: pool `p`'s router, gateway, engines and probe; the disaggregation
+  // of prefill and decode.
+  void build_pool(std::size_t p, std::uint64_t seed);
+  void build_disaggregation();
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
   void sample(SimTime now);
