@@ -134,12 +134,8 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-}  // namespace
-
-AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
-  AlertReport rep;
-  if (cfg.rules.empty()) return rep;
-  // Events.
+// Each replica's first preemption (KV blocks ran out for a running request), and the fleet's.
+void add_oom_events(const RunResult& r, AlertReport& rep) {
   double fleet_oom = kNaN;
   std::string fleet_oom_replica;
   for (const auto& x : r.replicas) {
@@ -153,6 +149,11 @@ AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
   }
   if (!std::isnan(fleet_oom))
     rep.events.push_back({"out_of_memory", "fleet", fleet_oom, "first on " + fleet_oom_replica});
+}
+
+// The first wave of the gateway's rejections and the first SLO breach, from the requests.
+void add_request_events(const AlertsConfig& cfg, const RunResult& r, const std::vector<double>& t,
+                        AlertReport& rep) {
   std::vector<double> rejected;
   std::vector<std::pair<double, double>> ttft, tpot;
   for (const auto& q : r.requests) {
@@ -170,8 +171,6 @@ AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
                           std::to_string(cfg.rejection_wave_count) +
                               " rejected by the gateway within " +
                               fmt("%g s", cfg.rejection_wave_window_s)});
-  const std::vector<double> no_t;
-  const std::vector<double>& t = r.timeseries.empty() ? no_t : r.timeseries.front().t_s;
   double slo = kNaN;
   std::string slo_detail;
   double p = 0;
@@ -190,10 +189,11 @@ AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
   if (!std::isnan(slo))
     rep.events.push_back({"slo_breach", "fleet", slo,
                           slo_detail + " over the trailing " + fmt("%g s", cfg.slo_window_s)});
-  std::stable_sort(rep.events.begin(), rep.events.end(),
-                   [](const AlertEvent& a, const AlertEvent& b) { return a.t_s < b.t_s; });
+}
 
-  // Firings.
+// Every rule's firings, each rule's in time order over all replicas.
+void add_firings(const AlertsConfig& cfg, const RunResult& r, const std::vector<double>& t,
+                 AlertReport& rep) {
   for (const auto& rule : cfg.rules) {
     const std::size_t begin = rep.firings.size();
     if (rule.scope == "fleet") {
@@ -207,11 +207,24 @@ AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
         fire(rule, ts.replica, ts.t_s, sig, rep.firings);
       }
     }
-    // Each rule's firings in time order, over all replicas.
     std::stable_sort(
         rep.firings.begin() + static_cast<std::ptrdiff_t>(begin), rep.firings.end(),
         [](const AlertFiring& a, const AlertFiring& b) { return a.fire_s < b.fire_s; });
   }
+}
+
+}  // namespace
+
+AlertReport evaluate_alerts(const AlertsConfig& cfg, const RunResult& r) {
+  AlertReport rep;
+  if (cfg.rules.empty()) return rep;
+  const std::vector<double> no_t;
+  const std::vector<double>& t = r.timeseries.empty() ? no_t : r.timeseries.front().t_s;
+  add_oom_events(r, rep);
+  add_request_events(cfg, r, t, rep);
+  std::stable_sort(rep.events.begin(), rep.events.end(),
+                   [](const AlertEvent& a, const AlertEvent& b) { return a.t_s < b.t_s; });
+  add_firings(cfg, r, t, rep);
   auto lead = [](const AlertEvent* e, double fire_s) { return e ? e->t_s - fire_s : kNaN; };
   for (auto& f : rep.firings) {
     f.lead_oom_s = lead(rep.first("out_of_memory", f.scope), f.fire_s);
