@@ -138,6 +138,51 @@ H5 open_for_reading(const std::string& path, const std::string& kind) {
   return H5{fid, H5Fclose};
 }
 
+namespace {
+
+// An enum of a categorical column's names, coded 0, 1, ..., and kNoCategoryName for a row
+// without one.
+H5 category_type(const Column& c, const Categorical& cat) {
+  H5 mt{check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose};
+  std::int32_t none = kNoCategory;
+  check(H5Tenum_insert(mt.id, kNoCategoryName, &none), "enum member");
+  for (std::size_t k = 0; k < cat.names.size(); ++k) {
+    const auto code = static_cast<std::int32_t>(k);
+    if (cat.names[k] == kNoCategoryName || cat.names[k].empty())
+      throw std::runtime_error("column '" + c.name + "': category name '" + cat.names[k] +
+                               "' is reserved");
+    check(H5Tenum_insert(mt.id, cat.names[k].c_str(), &code),
+          ("enum member '" + cat.names[k] + "' (names must be distinct)").c_str());
+  }
+  return mt;
+}
+
+// The rows packed as the compound type lays them out.
+std::vector<unsigned char> pack_rows(const Table& t, const std::vector<std::size_t>& offsets,
+                                     std::size_t row_bytes) {
+  const std::size_t n = t.rows();
+  std::vector<unsigned char> buf(std::max<std::size_t>(1, n * row_bytes), 0);
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    const auto& c = t.columns[i];
+    for (std::size_t r = 0; r < n; ++r) {
+      unsigned char* dst = buf.data() + r * row_bytes + offsets[i];
+      if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data)) {
+        std::memcpy(dst, &(*v)[r], 8);
+      } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
+        std::memcpy(dst, &(*d)[r], 8);
+      } else if (auto* cat = std::get_if<Categorical>(&c.data)) {
+        std::memcpy(dst, &cat->codes[r], 4);
+      } else {
+        const auto& s = std::get<std::vector<std::string>>(c.data)[r];
+        std::memcpy(dst, s.data(), s.size());
+      }
+    }
+  }
+  return buf;
+}
+
+}  // namespace
+
 void write_table(hid_t loc, const char* name, const Table& t) {
   std::size_t row_bytes = 0;
   std::vector<std::size_t> offsets, widths;
@@ -165,19 +210,8 @@ void write_table(hid_t loc, const char* name, const Table& t) {
     } else if (std::holds_alternative<std::vector<double>>(c.data)) {
       mt = H5T_NATIVE_DOUBLE;
     } else if (auto* cat = std::get_if<Categorical>(&c.data)) {
-      // An enum of the names, coded 0, 1, ..., and kNoCategoryName for a row without one.
-      str_types.emplace_back(check_id(H5Tenum_create(H5T_NATIVE_INT32), "enum type"), H5Tclose);
+      str_types.push_back(category_type(c, *cat));
       mt = str_types.back().id;
-      std::int32_t none = kNoCategory;
-      check(H5Tenum_insert(mt, kNoCategoryName, &none), "enum member");
-      for (std::size_t k = 0; k < cat->names.size(); ++k) {
-        const auto code = static_cast<std::int32_t>(k);
-        if (cat->names[k] == kNoCategoryName || cat->names[k].empty())
-          throw std::runtime_error("column '" + c.name + "': category name '" + cat->names[k] +
-                                   "' is reserved");
-        check(H5Tenum_insert(mt, cat->names[k].c_str(), &code),
-              ("enum member '" + cat->names[k] + "' (names must be distinct)").c_str());
-      }
     } else {
       str_types.emplace_back(check_id(H5Tcopy(H5T_C_S1), "string type"), H5Tclose);
       check(H5Tset_size(str_types.back().id, widths[i]), "string size");
@@ -187,23 +221,7 @@ void write_table(hid_t loc, const char* name, const Table& t) {
     check(H5Tinsert(type.id, c.name.c_str(), offsets[i], mt), "compound member");
   }
   const std::size_t n = t.rows();
-  std::vector<unsigned char> buf(std::max<std::size_t>(1, n * row_bytes), 0);
-  for (std::size_t i = 0; i < t.columns.size(); ++i) {
-    const auto& c = t.columns[i];
-    for (std::size_t r = 0; r < n; ++r) {
-      unsigned char* dst = buf.data() + r * row_bytes + offsets[i];
-      if (auto* v = std::get_if<std::vector<std::int64_t>>(&c.data)) {
-        std::memcpy(dst, &(*v)[r], 8);
-      } else if (auto* d = std::get_if<std::vector<double>>(&c.data)) {
-        std::memcpy(dst, &(*d)[r], 8);
-      } else if (auto* cat = std::get_if<Categorical>(&c.data)) {
-        std::memcpy(dst, &cat->codes[r], 4);
-      } else {
-        const auto& s = std::get<std::vector<std::string>>(c.data)[r];
-        std::memcpy(dst, s.data(), s.size());
-      }
-    }
-  }
+  const std::vector<unsigned char> buf = pack_rows(t, offsets, row_bytes);
   hsize_t dims[1] = {n};
   H5 space{check_id(H5Screate_simple(1, dims, nullptr), "dataspace"), H5Sclose};
   const H5 dcpl = untimed(H5P_DATASET_CREATE);
