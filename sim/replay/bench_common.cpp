@@ -109,9 +109,13 @@ std::string engine_args_beside(const fs::path& dir) {
   return "";
 }
 
-// Sets the pool's engine and parallelism from engine arguments, strictly typed.
-void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::string>& notes) {
-  auto integer = [&](const std::string& k, long long lo, long long hi) -> std::optional<long long> {
+namespace {
+
+// Engine arguments read strictly by type: a value given is whole, in range, or an error naming
+// the argument and the file.
+struct TypedArgs {
+  const EngineArgs& a;
+  std::optional<long long> integer(const std::string& k, long long lo, long long hi) const {
     const auto it = a.values.find(k);
     if (it == a.values.end()) return std::nullopt;
     long long v = 0;
@@ -126,8 +130,8 @@ void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::st
                        "must be a whole number from " + std::to_string(lo) + " to " +
                            std::to_string(hi) + ", not '" + it->second + "'");
     return v;
-  };
-  auto real = [&](const std::string& k, double lo, double hi) -> std::optional<double> {
+  }
+  std::optional<double> real(const std::string& k, double lo, double hi) const {
     const auto it = a.values.find(k);
     if (it == a.values.end()) return std::nullopt;
     double v = 0;
@@ -142,14 +146,26 @@ void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::st
                        "must be a number from " + fmt("%g", lo) + " to " + fmt("%g", hi) +
                            ", not '" + it->second + "'");
     return v;
-  };
-  auto boolean = [&](const std::string& k) -> std::optional<bool> {
+  }
+  std::optional<bool> boolean(const std::string& k) const {
     const auto it = a.values.find(k);
     if (it == a.values.end()) return std::nullopt;
     if (it->second == "true" || it->second == "True") return true;
     if (it->second == "false" || it->second == "False") return false;
     throw InputError(a.where, k, "must be true or false, not '" + it->second + "'");
+  }
+};
+
+}  // namespace
+
+// Sets the pool's engine and parallelism from engine arguments, strictly typed.
+void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::string>& notes) {
+  const TypedArgs t{a};
+  auto integer = [&](const std::string& k, long long lo, long long hi) {
+    return t.integer(k, lo, hi);
   };
+  auto real = [&](const std::string& k, double lo, double hi) { return t.real(k, lo, hi); };
+  auto boolean = [&](const std::string& k) { return t.boolean(k); };
   std::vector<std::string> used;
   if (auto v = integer("tensor_parallel_size", 1, 64))
     pool["tensor_parallel"] = *v, used.push_back("tensor_parallel_size");
