@@ -184,6 +184,50 @@ std::size_t PoolPrefixIndex::evict(std::size_t replica, std::size_t n,
   return done;
 }
 
+void PoolPrefixIndex::take_over(Holder& h, std::uint32_t depth, std::uint32_t c, std::uint32_t r,
+                                std::size_t replica) {
+  // Runs that owned offsets below c lose them (touched: now the new run's).
+  pieces_.clear();
+  pieces_.push_back(Piece{0, r});
+  for (std::size_t i = 0; i < h.pieces.size(); ++i) {
+    const Piece p = h.pieces[i];
+    const std::uint32_t end = i + 1 < h.pieces.size() ? h.pieces[i + 1].start : h.len;
+    if (p.start < c) {
+      Run& old = runs_[p.run];
+      const bool live = old.lo < old.hi;
+      old.lo = std::max(old.lo, depth + std::min(end, c));
+      if (live && old.lo >= old.hi) ++reps_[replica].dead;
+      if (end > c) pieces_.push_back(Piece{c, p.run});
+    } else {
+      pieces_.push_back(p);
+    }
+  }
+  h.pieces.assign(pieces_.begin(), pieces_.end());
+  h.len = std::max(h.len, c);
+}
+
+void PoolPrefixIndex::add_tail(std::span<const std::uint64_t> hashes, std::size_t reached,
+                               std::size_t hi, std::uint32_t r, std::size_t replica) {
+  // Only a 64-bit collision (two prefixes, one hash) finds the hash at another depth.
+  if (head_.contains(hashes[reached]))
+    throw std::runtime_error("router index: two prompt prefixes share a 64-bit block hash");
+  const std::uint32_t e = new_edge();
+  Edge& edge = edges_[e];
+  edge.h.assign(hashes.begin() + static_cast<std::ptrdiff_t>(reached),
+                hashes.begin() + static_cast<std::ptrdiff_t>(hi));
+  edge.parent = path_.empty() ? kNil : path_.back().edge;
+  edge.parent_off = path_.empty() ? 0 : path_.back().shared;
+  edge.depth = static_cast<std::uint32_t>(reached);
+  edge.holders.clear();
+  edge.holders.push_back(Holder{static_cast<std::uint32_t>(replica),
+                                static_cast<std::uint32_t>(hi - reached),
+                                {Piece{0, r}}});
+  head_.emplace(hashes[reached], e);
+  ++shape_;
+  runs_[r].edge = e;
+  runs_[r].off = static_cast<std::uint32_t>(hi - reached - 1);
+}
+
 void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t> hashes) {
   const std::size_t m = hashes.size();
   if (m == 0) return;
@@ -238,47 +282,12 @@ void PoolPrefixIndex::record(std::size_t replica, std::span<const std::uint64_t>
       edges_[s.edge].holders.push_back(
           Holder{static_cast<std::uint32_t>(replica), c, {Piece{0, r}}});
     } else {
-      // Runs that owned offsets below c lose them (touched: now the new run's).
-      pieces_.clear();
-      pieces_.push_back(Piece{0, r});
-      for (std::size_t i = 0; i < h->pieces.size(); ++i) {
-        const Piece p = h->pieces[i];
-        const std::uint32_t end = i + 1 < h->pieces.size() ? h->pieces[i + 1].start : h->len;
-        if (p.start < c) {
-          Run& old = runs_[p.run];
-          const bool live = old.lo < old.hi;
-          old.lo = std::max(old.lo, depth + std::min(end, c));
-          if (live && old.lo >= old.hi) ++reps_[replica].dead;
-          if (end > c) pieces_.push_back(Piece{c, p.run});
-        } else {
-          pieces_.push_back(p);
-        }
-      }
-      h->pieces.assign(pieces_.begin(), pieces_.end());
-      h->len = std::max(h->len, c);
+      take_over(*h, depth, c, r, replica);
     }
     if (depth + c == hi) runs_[r].edge = s.edge, runs_[r].off = c - 1;
   }
-  if (reached < hi) {  // the rest of the prompt is new to the tree: one new edge
-    // Only a 64-bit collision (two prefixes, one hash) finds the hash at another depth.
-    if (head_.contains(hashes[reached]))
-      throw std::runtime_error("router index: two prompt prefixes share a 64-bit block hash");
-    const std::uint32_t e = new_edge();
-    Edge& edge = edges_[e];
-    edge.h.assign(hashes.begin() + static_cast<std::ptrdiff_t>(reached),
-                  hashes.begin() + static_cast<std::ptrdiff_t>(hi));
-    edge.parent = path_.empty() ? kNil : path_.back().edge;
-    edge.parent_off = path_.empty() ? 0 : path_.back().shared;
-    edge.depth = static_cast<std::uint32_t>(reached);
-    edge.holders.clear();
-    edge.holders.push_back(Holder{static_cast<std::uint32_t>(replica),
-                                  static_cast<std::uint32_t>(hi - reached),
-                                  {Piece{0, r}}});
-    head_.emplace(hashes[reached], e);
-    ++shape_;
-    runs_[r].edge = e;
-    runs_[r].off = static_cast<std::uint32_t>(hi - reached - 1);
-  }
+  // The rest of the prompt is new to the tree: one new edge.
+  if (reached < hi) add_tail(hashes, reached, hi, r, replica);
   Rep& rep = reps_[replica];
   rep.queue.push_back(r);
   rep.size = size0 + (m - j) + again - popped - extra;

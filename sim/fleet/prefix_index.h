@@ -100,6 +100,12 @@ class PoolPrefixIndex {
   // Drops the queue's dequeued entries and the runs that later prompts took over entirely (a
   // replica that never fills its LRU would otherwise keep one per prompt).
   void compact_queue(std::size_t replica);
+  // record()'s parts: the new run `r` takes over offsets [0, c) of a holder at `depth`; the
+  // prompt's hashes [reached, hi), new to the tree, become one edge held by the run.
+  void take_over(Holder& h, std::uint32_t depth, std::uint32_t c, std::uint32_t r,
+                 std::size_t replica);
+  void add_tail(std::span<const std::uint64_t> hashes, std::size_t reached, std::size_t hi,
+                std::uint32_t r, std::size_t replica);
   std::uint32_t new_edge();
   std::uint32_t new_run();
 
