@@ -252,6 +252,27 @@ void read_range(const RangeConfig& r, config::Reader& ar, SweepAxis& ax) {
   }
 }
 
+// An axis of the grid: its cases, values, range or log range.
+SweepAxis read_axis(const AxisConfig& a, const YAML::Node& an, const std::string& p,
+                    config::Reader& ar) {
+  SweepAxis ax;
+  ax.key = a.key;
+  if (an["cases"].IsDefined()) {
+    read_cases(a, an, p, ar, ax);
+  } else if (an["values"].IsDefined()) {
+    read_values(a, an, ar, ax);
+  } else if (an["range"].IsDefined()) {
+    read_range(a.range, ar, ax);
+  } else {
+    const LogRangeConfig& lr = a.log_range;
+    for (std::int64_t j = 0; j < lr.num; ++j) {
+      const double t = lr.num == 1 ? 0 : static_cast<double>(j) / static_cast<double>(lr.num - 1);
+      ax.values.push_back(config::format_double(lr.start * std::pow(lr.stop / lr.start, t)));
+    }
+  }
+  return ax;
+}
+
 // The sampled points' axes (one per key, every axis with n values, not combined).
 void read_sample(
     const SampleConfig& smp, const YAML::Node& root, config::Reader& top,
@@ -343,26 +364,11 @@ SweepSpec load_sweep_text(const std::string& yaml, const std::string& name,
   };
   double points = 1;
   for (std::size_t i = 0; i < c.axes.size(); ++i) {
-    const AxisConfig& a = c.axes[i];
     const YAML::Node an = root["axes"][i];
     const std::string p = "axes[" + std::to_string(i) + "]";
     config::Reader ar(an, p, src);
-    unique(a.key, an["key"], p + ".key");
-    SweepAxis ax;
-    ax.key = a.key;
-    if (an["cases"].IsDefined()) {
-      read_cases(a, an, p, ar, ax);
-    } else if (an["values"].IsDefined()) {
-      read_values(a, an, ar, ax);
-    } else if (an["range"].IsDefined()) {
-      read_range(a.range, ar, ax);
-    } else {
-      const LogRangeConfig& lr = a.log_range;
-      for (std::int64_t j = 0; j < lr.num; ++j) {
-        const double t = lr.num == 1 ? 0 : static_cast<double>(j) / static_cast<double>(lr.num - 1);
-        ax.values.push_back(config::format_double(lr.start * std::pow(lr.stop / lr.start, t)));
-      }
-    }
+    unique(c.axes[i].key, an["key"], p + ".key");
+    SweepAxis ax = read_axis(c.axes[i], an, p, ar);
     points *= static_cast<double>(ax.values.size());
     s.axes.push_back(std::move(ax));
   }
