@@ -66,11 +66,10 @@ QAbstractAxis* make_axis(bool log, const std::string& label, double lo, double h
   return a;
 }
 
-}  // namespace
-
-QChart* make_line_chart(const LineChartSpec& spec) {
+// The chart with its title (a note on a second line, smaller and plain: chart titles are rich
+// text) and its legend.
+QChart* titled_chart(const LineChartSpec& spec) {
   auto* chart = new QChart;
-  // A note goes on a second line, smaller and plain (chart titles are rich text).
   QString title = QString::fromStdString(spec.title);
   if (!spec.note.empty())
     title = title.toHtmlEscaped() + "<br><span style=\"font-size:10pt; font-weight:normal\">" +
@@ -83,6 +82,15 @@ QChart* make_line_chart(const LineChartSpec& spec) {
   // Many series: one per line on the right, so that no name is elided.
   chart->legend()->setAlignment(spec.series.size() > 4 ? Qt::AlignRight : Qt::AlignBottom);
   chart->setBackgroundRoundness(0);
+  return chart;
+}
+
+// The range the data, its bands, the limit and the mark span (positive values only on a log
+// axis; from 0 on a linear y axis).
+struct DataRange {
+  double xlo, xhi, ylo, yhi;
+};
+DataRange data_range(const LineChartSpec& spec) {
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
   for (const auto& s : spec.series) {
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
@@ -111,21 +119,19 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     xlo = std::min(xlo, *spec.x_mark);
     xhi = std::max(xhi, *spec.x_mark);
   }
-  QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, xlo, xhi, !spec.x_exact);
-  // Room above the highest point (and below the lowest on a log scale).
-  const double bottom = spec.log_y ? ylo / 1.5 : ylo;
-  double top = spec.log_y ? yhi * 1.5 : yhi * 1.05;
-  if (spec.y_max && yhi <= *spec.y_max) top = *spec.y_max;  // a fraction's axis ends at 1
-  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, bottom, top);
-  chart->addAxis(ax, Qt::AlignBottom);
-  chart->addAxis(ay, Qt::AlignLeft);
-  // Ten distinct colours (Tableau 10; Qt's default theme repeats after five); the SLO's red apart.
-  static const QColor kPalette[] = {
-      {31, 119, 180},  {255, 127, 14},  {44, 160, 44},  {148, 103, 189}, {140, 86, 75},
-      {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},  {214, 39, 40}};
+  return {xlo, xhi, ylo, yhi};
+}
+
+// Series added to a chart on its two axes.
+struct SeriesAdder {
+  QChart* chart;
+  QAbstractAxis* ax;
+  QAbstractAxis* ay;
+  const LineChartSpec& spec;
+
   // A series on both axes with the points of `data` the axes can show (finite; positive on a
   // log axis).
-  auto attach = [&](QXYSeries* xy, const Series& data) {
+  void attach(QXYSeries* xy, const Series& data) const {
     xy->setName(QString::fromStdString(data.name));
     for (std::size_t i = 0; i < data.x.size() && i < data.y.size(); ++i) {
       if (!std::isfinite(data.x[i]) || !std::isfinite(data.y[i])) continue;
@@ -135,49 +141,47 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     chart->addSeries(xy);
     xy->attachAxis(ax);
     xy->attachAxis(ay);
-  };
+  }
   // A straight reference line (the SLO, the scenario's load).
-  auto reference = [&](const std::string& name, double x0, double y0, double x1, double y1,
-                       QColor colour, Qt::PenStyle style, double width) {
+  void reference(const std::string& name, double x0, double y0, double x1, double y1, QColor colour,
+                 Qt::PenStyle style, double width) const {
     auto* line = new QLineSeries;
     attach(line, Series{name, {x0, x1}, {y0, y1}});
     QPen pen(colour);
     pen.setStyle(style);
     pen.setWidthF(width);
     line->setPen(pen);
-  };
-  std::size_t colour = 0;
-  for (const auto& s : spec.series) {
-    const QColor c = s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)];
-    if (!s.band_lo.empty() && s.band_lo.size() == s.x.size() && s.band_hi.size() == s.x.size()) {
-      // The band first, under its line: shaded, without a legend entry of its own (the line's
-      // name says what it is). On a log axis a lower bound at or below 0 is drawn at the axis.
-      auto* upper = new QLineSeries;
-      auto* lower = new QLineSeries;
-      for (std::size_t i = 0; i < s.x.size(); ++i) {
-        if (!std::isfinite(s.x[i]) || !std::isfinite(s.band_lo[i]) ||
-            !std::isfinite(s.band_hi[i]) || (spec.log_x && s.x[i] <= 0))
-          continue;
-        const double lo = spec.log_y ? std::max(s.band_lo[i], bottom) : s.band_lo[i];
-        upper->append(s.x[i], s.band_hi[i]);
-        lower->append(s.x[i], lo);
-      }
-      auto* area = new QAreaSeries(upper, lower);
-      QColor fill = c;
-      fill.setAlphaF(0.18);
-      area->setBrush(fill);
-      area->setPen(Qt::NoPen);
-      chart->addSeries(area);
-      area->attachAxis(ax);
-      area->attachAxis(ay);
-      for (auto* marker : chart->legend()->markers(area)) marker->setVisible(false);
+  }
+  // A series' band, under its line: shaded, without a legend entry of its own (the line's name
+  // says what it is). On a log axis a lower bound at or below 0 is drawn at the axis.
+  void band(const Series& s, QColor c, double bottom) const {
+    auto* upper = new QLineSeries;
+    auto* lower = new QLineSeries;
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.band_lo[i]) || !std::isfinite(s.band_hi[i]) ||
+          (spec.log_x && s.x[i] <= 0))
+        continue;
+      const double lo = spec.log_y ? std::max(s.band_lo[i], bottom) : s.band_lo[i];
+      upper->append(s.x[i], s.band_hi[i]);
+      lower->append(s.x[i], lo);
     }
+    auto* area = new QAreaSeries(upper, lower);
+    QColor fill = c;
+    fill.setAlphaF(0.18);
+    area->setBrush(fill);
+    area->setPen(Qt::NoPen);
+    chart->addSeries(area);
+    area->attachAxis(ax);
+    area->attachAxis(ay);
+    for (auto* marker : chart->legend()->markers(area)) marker->setVisible(false);
+  }
+  // A series' line, its values shown under the pointer (and kept as the chart's "hover"
+  // property, which tests read).
+  void line(const Series& s, QColor c) const {
     auto* line = new QLineSeries;
     attach(line, s);
-    // Hover values: the series, x and y under the pointer (and kept as the chart's "hover"
-    // property, which tests read).
     QObject::connect(line, &QXYSeries::hovered, chart,
-                     [chart, name = QString::fromStdString(s.name), x_label = spec.x_label,
+                     [chart = chart, name = QString::fromStdString(s.name), x_label = spec.x_label,
                       y_label = spec.y_label](const QPointF& p, bool on) {
                        if (!on) {
                          QToolTip::hideText();
@@ -198,6 +202,33 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     line->setPen(pen);
     line->setPointsVisible(!s.muted && line->count() <= 60);  // markers only on sparse curves
   }
+};
+
+}  // namespace
+
+QChart* make_line_chart(const LineChartSpec& spec) {
+  QChart* chart = titled_chart(spec);
+  const DataRange d = data_range(spec);
+  QAbstractAxis* ax = make_axis(spec.log_x, spec.x_label, d.xlo, d.xhi, !spec.x_exact);
+  // Room above the highest point (and below the lowest on a log scale).
+  const double bottom = spec.log_y ? d.ylo / 1.5 : d.ylo;
+  double top = spec.log_y ? d.yhi * 1.5 : d.yhi * 1.05;
+  if (spec.y_max && d.yhi <= *spec.y_max) top = *spec.y_max;  // a fraction's axis ends at 1
+  QAbstractAxis* ay = make_axis(spec.log_y, spec.y_label, bottom, top);
+  chart->addAxis(ax, Qt::AlignBottom);
+  chart->addAxis(ay, Qt::AlignLeft);
+  // Ten distinct colours (Tableau 10; Qt's default theme repeats after five); the SLO's red apart.
+  static const QColor kPalette[] = {
+      {31, 119, 180},  {255, 127, 14},  {44, 160, 44},  {148, 103, 189}, {140, 86, 75},
+      {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},  {214, 39, 40}};
+  const SeriesAdder add{chart, ax, ay, spec};
+  std::size_t colour = 0;
+  for (const auto& s : spec.series) {
+    const QColor c = s.muted ? QColor(170, 170, 170) : kPalette[colour++ % std::size(kPalette)];
+    if (!s.band_lo.empty() && s.band_lo.size() == s.x.size() && s.band_hi.size() == s.x.size())
+      add.band(s, c, bottom);
+    add.line(s, c);
+  }
   for (const auto& m : spec.markers) {
     auto* sc = new QScatterSeries;
     sc->setMarkerShape(m.crossing ? QScatterSeries::MarkerShapeCircle
@@ -205,15 +236,15 @@ QChart* make_line_chart(const LineChartSpec& spec) {
     sc->setMarkerSize(m.crossing ? 14 : 11);
     sc->setColor(m.crossing ? QColor(0, 0, 0, 0) : QColor(200, 40, 40, 90));
     sc->setBorderColor(m.crossing ? QColor(20, 20, 20) : QColor(200, 40, 40));
-    attach(sc, m);
+    add.attach(sc, m);
   }
   if (spec.x_mark && std::isfinite(*spec.x_mark)) {
-    reference(spec.x_mark_label, *spec.x_mark, bottom, *spec.x_mark, top, QColor(110, 110, 110),
-              Qt::DotLine, 1.5);
+    add.reference(spec.x_mark_label, *spec.x_mark, bottom, *spec.x_mark, top, QColor(110, 110, 110),
+                  Qt::DotLine, 1.5);
   }
   if (spec.y_limit) {
-    reference(spec.y_limit_label, xlo, *spec.y_limit, xhi, *spec.y_limit, QColor(200, 40, 40),
-              Qt::DashLine, 1.8);
+    add.reference(spec.y_limit_label, d.xlo, *spec.y_limit, d.xhi, *spec.y_limit,
+                  QColor(200, 40, 40), Qt::DashLine, 1.8);
   }
   return chart;
 }
