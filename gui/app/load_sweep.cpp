@@ -50,59 +50,7 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
     sim::run_points(
         static_cast<std::size_t>(n),
         [&](std::size_t i) {
-          LoadPoint p;
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            p = points_[i];
-          }
-          try {
-            std::vector<std::string> o = overrides;
-            o.push_back(key_ + "=" + sim::config::format_double(p.load));
-            const sim::Scenario sc = sim::load_scenario_text(yaml, "<gui>", base_dir, o);
-            // A load the workload cannot offer is not run as if it could: closed-loop users
-            // beyond its conversations have nothing to send, so every such point would be the
-            // same run, marked as if it held more users.
-            const YAML::Node& w = sc.config.workload.params;
-            if (const double cap = sim::load_cap(sc, key_); p.load > cap)
-              throw std::runtime_error(
-                  "load beyond the workload: " + sim::config::format_double(p.load) +
-                  " users but only " + sim::config::format_double(cap) +
-                  " conversations (num_sessions), so the extra users would have nothing to send; "
-                  "raise num_sessions or lower the load");
-            sim::Simulation s(sc);
-            s.set_cancel(cancel.get());
-            {
-              std::lock_guard<std::mutex> lock(mu_);
-              points_[i].started = true;
-              try {
-                if (w["num_requests"] && w["num_requests"].IsScalar())
-                  points_[i].requests_total =
-                      static_cast<std::size_t>(std::max(0.0, w["num_requests"].as<double>()));
-              } catch (const YAML::Exception&) {
-                // Not a number the workload takes as a count: progress by points only.
-              }
-            }
-            s.on_progress([this, i](sim::SimTime now, std::size_t requests) {
-              std::lock_guard<std::mutex> lock(mu_);
-              if (i < points_.size()) {
-                points_[i].simulated_s = sim::to_seconds(now);
-                points_[i].requests_so_far = requests;
-              }
-            });
-            sim::RunResult r = s.run();
-            if (r.cancelled) return;
-            p.summary = sim::summarize(r);
-            p.timeseries = std::move(r.timeseries);
-            p.replicas = std::move(r.replicas);
-            p.ok = true;
-          } catch (const std::exception& e) {
-            p.error = e.what();
-          }
-          p.done = true;
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            points_[i] = std::move(p);
-          }
+          if (!runPoint(i, yaml, base_dir, overrides, cancel.get())) return;  // cancelled
           const int d = ++done;
           Q_EMIT pointDone(static_cast<int>(i));
           Q_EMIT progress(d, n);
@@ -111,6 +59,64 @@ bool LoadSweep::start(const std::string& yaml, const std::string& base_dir,
     running_ = false;
     Q_EMIT finished(cancel->cancelled());
   });
+  return true;
+}
+
+bool LoadSweep::runPoint(std::size_t i, const std::string& yaml, const std::string& base_dir,
+                         const std::vector<std::string>& overrides, sim::CancelToken* cancel) {
+  LoadPoint p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    p = points_[i];
+  }
+  try {
+    std::vector<std::string> o = overrides;
+    o.push_back(key_ + "=" + sim::config::format_double(p.load));
+    const sim::Scenario sc = sim::load_scenario_text(yaml, "<gui>", base_dir, o);
+    // A load the workload cannot offer is not run as if it could: closed-loop users
+    // beyond its conversations have nothing to send, so every such point would be the
+    // same run, marked as if it held more users.
+    const YAML::Node& w = sc.config.workload.params;
+    if (const double cap = sim::load_cap(sc, key_); p.load > cap)
+      throw std::runtime_error(
+          "load beyond the workload: " + sim::config::format_double(p.load) + " users but only " +
+          sim::config::format_double(cap) +
+          " conversations (num_sessions), so the extra users would have nothing to send; "
+          "raise num_sessions or lower the load");
+    sim::Simulation s(sc);
+    s.set_cancel(cancel);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      points_[i].started = true;
+      try {
+        if (w["num_requests"] && w["num_requests"].IsScalar())
+          points_[i].requests_total =
+              static_cast<std::size_t>(std::max(0.0, w["num_requests"].as<double>()));
+      } catch (const YAML::Exception&) {
+        // Not a number the workload takes as a count: progress by points only.
+      }
+    }
+    s.on_progress([this, i](sim::SimTime now, std::size_t requests) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (i < points_.size()) {
+        points_[i].simulated_s = sim::to_seconds(now);
+        points_[i].requests_so_far = requests;
+      }
+    });
+    sim::RunResult r = s.run();
+    if (r.cancelled) return false;
+    p.summary = sim::summarize(r);
+    p.timeseries = std::move(r.timeseries);
+    p.replicas = std::move(r.replicas);
+    p.ok = true;
+  } catch (const std::exception& e) {
+    p.error = e.what();
+  }
+  p.done = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    points_[i] = std::move(p);
+  }
   return true;
 }
 

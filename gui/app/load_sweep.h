@@ -66,6 +66,10 @@ class LoadSweep : public QObject {
 
  private:
   void join();
+  // One point's run on the worker thread (its progress and result into points_); false when it
+  // was cancelled (nothing recorded).
+  bool runPoint(std::size_t i, const std::string& yaml, const std::string& base_dir,
+                const std::vector<std::string>& overrides, sim::CancelToken* cancel);
   std::thread worker_;  // runs sim::run_points (a pool of its own)
   mutable std::mutex mu_;
   std::vector<LoadPoint> points_;
