@@ -41,9 +41,7 @@ QString money(double v) {
 
 }  // namespace
 
-SizingView::SizingView(std::function<sim::ScenarioSource()> source,
-                       std::function<std::vector<std::string>()> overrides, QWidget* parent)
-    : QWidget(parent), source_(std::move(source)), overrides_(std::move(overrides)) {
+QFormLayout* SizingView::buildForm() {
   auto* form = new QFormLayout;
   auto* load_row = new QHBoxLayout;
   // Each number field refuses what it cannot hold on the status line, by name.
@@ -97,7 +95,13 @@ SizingView::SizingView(std::function<sim::ScenarioSource()> source,
   variants->addWidget(key_, 1);
   variants->addWidget(values_, 2);
   form->addRow("Compare", variants);
+  return form;
+}
 
+SizingView::SizingView(std::function<sim::ScenarioSource()> source,
+                       std::function<std::vector<std::string>()> overrides, QWidget* parent)
+    : QWidget(parent), source_(std::move(source)), overrides_(std::move(overrides)) {
+  QFormLayout* form = buildForm();
   run_ = new QPushButton("Size");
   run_->setToolTip(
       "the fewest replicas at which every target holds at the target load, with every seed: "

@@ -24,6 +24,8 @@ class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
+class QFormLayout;
+
 namespace kvfleet::gui {
 
 class SizingView : public QWidget {
@@ -69,6 +71,8 @@ class SizingView : public QWidget {
   void finished();
 
  private:
+  // The targets, SLO, price, seeds and variants to compare.
+  QFormLayout* buildForm();
   void fill();
   std::function<sim::ScenarioSource()> source_;
   std::function<std::vector<std::string>()> overrides_;
