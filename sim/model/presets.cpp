@@ -128,6 +128,154 @@ ModelSpec arch(ModelSpec m, std::string a) {
   return m;
 }
 
+// A preset from its Hugging Face config.json, read by model_from_hf_config like a user's.
+ModelSpec from_config(const char* name, const char* repo, const char* json) {
+  ModelSpec m =
+      model_from_hf_config(nlohmann::json::parse(json), std::string(repo) + " config.json", name);
+  char count[48];
+  if (m.moe())
+    std::snprintf(count, sizeof count, "%.1fB (%.1fB active)", m.num_params / 1e9,
+                  m.active_params() / 1e9);
+  else
+    std::snprintf(count, sizeof count, "%.2fB", m.num_params / 1e9);
+  m.source = std::string(repo) + " config.json (its shapes and precision); " + count +
+             " parameters counted from them";
+  return m;
+}
+
+void add_dense_presets(std::vector<ModelSpec>& v) {
+  v.push_back(from_config("Llama-3-8B", "meta-llama/Meta-Llama-3-8B", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_theta": 500000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
+  v.push_back(from_config("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 131072, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
+  v.push_back(from_config("Llama-3-70B", "meta-llama/Meta-Llama-3-70B", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 28672, "max_position_embeddings": 8192, "num_attention_heads": 64,
+    "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_theta": 500000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
+  v.push_back(from_config("Llama-2-7B", "meta-llama/Llama-2-7b-hf", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 11008, "max_position_embeddings": 4096, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_scaling": null,
+    "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})"));
+  v.push_back(arch(gqa("Mistral-7B", 32, 4096, 32, 8, 128, 14336, 32000, 7.24e9, 32768,
+                       "mistralai/Mistral-7B-v0.1 config.json; 7.24B parameters"),
+                   "mistral"));
+  // Qwen2.5-7B: not yet given as its config.json, whose max_position_embeddings (131,072) differs
+  // from the 32,768 this preset has always used (the context its model card gives).
+  v.push_back(arch(gqa("Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, 32768,
+                       "Qwen/Qwen2.5-7B config.json; 7.62B parameters"),
+                   "qwen2"));
+  v.push_back(from_config("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 28672, "max_position_embeddings": 131072, "num_attention_heads": 64,
+    "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
+  v.push_back(from_config("Llama-2-70B", "meta-llama/Llama-2-70b-hf", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 28672, "max_position_embeddings": 4096, "num_attention_heads": 64,
+    "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_scaling": null,
+    "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})"));
+  v.push_back(from_config("CodeLlama-34B", "codellama/CodeLlama-34b-Instruct-hf", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 22016, "max_position_embeddings": 16384, "num_attention_heads": 64,
+    "num_hidden_layers": 48, "num_key_value_heads": 8, "rope_theta": 1000000,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
+  v.push_back(from_config("Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", R"({
+    "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
+    "intermediate_size": 28672, "max_position_embeddings": 131072, "num_attention_heads": 64,
+    "num_hidden_layers": 80, "num_key_value_heads": 8,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
+  v.push_back(from_config("Qwen3-14B", "Qwen/Qwen3-14B", R"({
+    "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 5120, "head_dim": 128,
+    "intermediate_size": 17408, "max_position_embeddings": 40960, "num_attention_heads": 40,
+    "num_hidden_layers": 40, "num_key_value_heads": 8, "rope_theta": 1000000,
+    "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 151936})"));
+  v.push_back(from_config("Qwen3-8B", "Qwen/Qwen3-8B", R"({
+    "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 4096, "head_dim": 128,
+    "intermediate_size": 12288, "max_position_embeddings": 40960, "num_attention_heads": 32,
+    "num_hidden_layers": 36, "num_key_value_heads": 8, "rope_theta": 1000000,
+    "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 151936})"));
+  v.push_back(from_config("Qwen3-32B", "Qwen/Qwen3-32B", R"({
+    "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 5120, "head_dim": 128,
+    "intermediate_size": 25600, "max_position_embeddings": 40960, "num_attention_heads": 64,
+    "num_hidden_layers": 64, "num_key_value_heads": 8, "rope_theta": 1000000,
+    "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 151936})"));
+}
+
+void add_moe_presets(std::vector<ModelSpec>& v) {
+  // Mixture-of-experts models: intermediate_size is the dense MLP (unused where every layer
+  // is MoE), moe_intermediate_size one expert's FFN width.
+  v.push_back(from_config("Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Instruct-2507", R"({
+    "model_type": "qwen3_moe", "hidden_act": "silu", "hidden_size": 2048, "head_dim": 128,
+    "intermediate_size": 6144, "moe_intermediate_size": 768, "max_position_embeddings": 262144,
+    "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
+    "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "norm_topk_prob": true, "rope_theta": 10000000,
+    "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 151936})"));
+  v.push_back(from_config("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", R"({
+    "model_type": "qwen3_moe", "hidden_act": "silu", "hidden_size": 4096, "head_dim": 128,
+    "intermediate_size": 12288, "moe_intermediate_size": 1536, "max_position_embeddings": 40960,
+    "num_attention_heads": 64, "num_hidden_layers": 94, "num_key_value_heads": 4,
+    "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "norm_topk_prob": true, "rope_theta": 1000000,
+    "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 151936})"));
+  v.push_back(from_config("Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1", R"({
+    "model_type": "mixtral", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "rope_theta": 1000000.0, "sliding_window": null,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
+  // gpt-oss: experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53
+  // bytes); attention and embeddings (about 3% of the parameters) are bf16 in the release.
+  const auto gpt_oss = [](std::string name, int layers, int experts, double params, double active,
+                          std::string source) {
+    ModelSpec g = moe(gqa(std::move(name), layers, 2880, 64, 8, 64, 2880, 201088, params, 131072,
+                          std::move(source)),
+                      "gpt_oss", experts, 4, 2880);
+    g.dtype = "int4";
+    g.num_active_params = active;
+    return g;
+  };
+  v.push_back(gpt_oss("gpt-oss-20b", 24, 32, 20.9e9, 3.61e9,
+                      "openai/gpt-oss-20b config.json (32 experts, 4 per token, expert FFN 2880, "
+                      "MXFP4 experts); 20.9B parameters, 3.6B active"));
+  v.push_back(gpt_oss("gpt-oss-120b", 36, 128, 116.8e9, 5.13e9,
+                      "openai/gpt-oss-120b config.json (128 experts, 4 per token, expert FFN "
+                      "2880, MXFP4 experts); 116.8B parameters, 5.1B active"));
+  // DeepSeek-V3: MLA (kv_lora_rank 512, rope 64), the first three layers dense, then 256 routed
+  // experts (8 per token) and one shared; weights in fp8 (block-wise). The multi-token
+  // prediction layer (num_nextn_predict_layers) is not served by default and not counted.
+  v.push_back(from_config("DeepSeek-V3", "deepseek-ai/DeepSeek-V3", R"({
+    "model_type": "deepseek_v3", "hidden_act": "silu", "hidden_size": 7168,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "max_position_embeddings": 163840,
+    "num_attention_heads": 128, "num_hidden_layers": 61, "num_key_value_heads": 128,
+    "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3",
+                            "quant_method": "fp8", "weight_block_size": [128, 128]},
+    "vocab_size": 129280})"));
+}
+
 }  // namespace
 
 const std::vector<ModelSpec>& model_presets() {
@@ -138,146 +286,8 @@ const std::vector<ModelSpec>& model_presets() {
     // by model_from_hf_config like a user's: the parameter count is counted from the shapes.
     // Mistral-7B-v0.1 (a 4,096-token sliding window, which kvfleet does not model: priced as full
     // attention) and gpt-oss (sliding-window layers, MXFP4 experts) are given by hand below.
-    const auto from_config = [](const char* name, const char* repo, const char* json) {
-      ModelSpec m = model_from_hf_config(nlohmann::json::parse(json),
-                                         std::string(repo) + " config.json", name);
-      char count[48];
-      if (m.moe())
-        std::snprintf(count, sizeof count, "%.1fB (%.1fB active)", m.num_params / 1e9,
-                      m.active_params() / 1e9);
-      else
-        std::snprintf(count, sizeof count, "%.2fB", m.num_params / 1e9);
-      m.source = std::string(repo) + " config.json (its shapes and precision); " + count +
-                 " parameters counted from them";
-      return m;
-    };
-    v.push_back(from_config("Llama-3-8B", "meta-llama/Meta-Llama-3-8B", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
-      "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
-      "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_theta": 500000.0,
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
-    v.push_back(from_config("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
-      "intermediate_size": 14336, "max_position_embeddings": 131072, "num_attention_heads": 32,
-      "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_theta": 500000.0,
-      "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
-    v.push_back(from_config("Llama-3-70B", "meta-llama/Meta-Llama-3-70B", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
-      "intermediate_size": 28672, "max_position_embeddings": 8192, "num_attention_heads": 64,
-      "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_theta": 500000.0,
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
-    v.push_back(from_config("Llama-2-7B", "meta-llama/Llama-2-7b-hf", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
-      "intermediate_size": 11008, "max_position_embeddings": 4096, "num_attention_heads": 32,
-      "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_scaling": null,
-      "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})"));
-    v.push_back(arch(gqa("Mistral-7B", 32, 4096, 32, 8, 128, 14336, 32000, 7.24e9, 32768,
-                         "mistralai/Mistral-7B-v0.1 config.json; 7.24B parameters"),
-                     "mistral"));
-    // Qwen2.5-7B: not yet given as its config.json, whose max_position_embeddings (131,072) differs
-    // from the 32,768 this preset has always used (the context its model card gives).
-    v.push_back(arch(gqa("Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, 32768,
-                         "Qwen/Qwen2.5-7B config.json; 7.62B parameters"),
-                     "qwen2"));
-    v.push_back(from_config("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
-      "intermediate_size": 28672, "max_position_embeddings": 131072, "num_attention_heads": 64,
-      "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_theta": 500000.0,
-      "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
-    v.push_back(from_config("Llama-2-70B", "meta-llama/Llama-2-70b-hf", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
-      "intermediate_size": 28672, "max_position_embeddings": 4096, "num_attention_heads": 64,
-      "num_hidden_layers": 80, "num_key_value_heads": 8, "rope_scaling": null,
-      "tie_word_embeddings": false, "torch_dtype": "float16", "vocab_size": 32000})"));
-    v.push_back(from_config("CodeLlama-34B", "codellama/CodeLlama-34b-Instruct-hf", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
-      "intermediate_size": 22016, "max_position_embeddings": 16384, "num_attention_heads": 64,
-      "num_hidden_layers": 48, "num_key_value_heads": 8, "rope_theta": 1000000,
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
-    v.push_back(from_config("Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", R"({
-      "model_type": "llama", "hidden_act": "silu", "hidden_size": 8192,
-      "intermediate_size": 28672, "max_position_embeddings": 131072, "num_attention_heads": 64,
-      "num_hidden_layers": 80, "num_key_value_heads": 8,
-      "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256})"));
-    v.push_back(from_config("Qwen3-14B", "Qwen/Qwen3-14B", R"({
-      "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 5120, "head_dim": 128,
-      "intermediate_size": 17408, "max_position_embeddings": 40960, "num_attention_heads": 40,
-      "num_hidden_layers": 40, "num_key_value_heads": 8, "rope_theta": 1000000,
-      "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
-      "torch_dtype": "bfloat16", "vocab_size": 151936})"));
-    v.push_back(from_config("Qwen3-8B", "Qwen/Qwen3-8B", R"({
-      "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 4096, "head_dim": 128,
-      "intermediate_size": 12288, "max_position_embeddings": 40960, "num_attention_heads": 32,
-      "num_hidden_layers": 36, "num_key_value_heads": 8, "rope_theta": 1000000,
-      "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
-      "torch_dtype": "bfloat16", "vocab_size": 151936})"));
-    v.push_back(from_config("Qwen3-32B", "Qwen/Qwen3-32B", R"({
-      "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 5120, "head_dim": 128,
-      "intermediate_size": 25600, "max_position_embeddings": 40960, "num_attention_heads": 64,
-      "num_hidden_layers": 64, "num_key_value_heads": 8, "rope_theta": 1000000,
-      "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
-      "torch_dtype": "bfloat16", "vocab_size": 151936})"));
-    // Mixture-of-experts models: intermediate_size is the dense MLP (unused where every layer
-    // is MoE), moe_intermediate_size one expert's FFN width.
-    v.push_back(from_config("Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Instruct-2507", R"({
-      "model_type": "qwen3_moe", "hidden_act": "silu", "hidden_size": 2048, "head_dim": 128,
-      "intermediate_size": 6144, "moe_intermediate_size": 768, "max_position_embeddings": 262144,
-      "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
-      "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
-      "mlp_only_layers": [], "norm_topk_prob": true, "rope_theta": 10000000,
-      "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
-      "torch_dtype": "bfloat16", "vocab_size": 151936})"));
-    v.push_back(from_config("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", R"({
-      "model_type": "qwen3_moe", "hidden_act": "silu", "hidden_size": 4096, "head_dim": 128,
-      "intermediate_size": 12288, "moe_intermediate_size": 1536, "max_position_embeddings": 40960,
-      "num_attention_heads": 64, "num_hidden_layers": 94, "num_key_value_heads": 4,
-      "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
-      "mlp_only_layers": [], "norm_topk_prob": true, "rope_theta": 1000000,
-      "sliding_window": null, "use_sliding_window": false, "tie_word_embeddings": false,
-      "torch_dtype": "bfloat16", "vocab_size": 151936})"));
-    v.push_back(from_config("Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1", R"({
-      "model_type": "mixtral", "hidden_act": "silu", "hidden_size": 4096,
-      "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
-      "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
-      "num_experts_per_tok": 2, "rope_theta": 1000000.0, "sliding_window": null,
-      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
-    // gpt-oss: experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53
-    // bytes); attention and embeddings (about 3% of the parameters) are bf16 in the release.
-    const auto gpt_oss = [](std::string name, int layers, int experts, double params, double active,
-                            std::string source) {
-      ModelSpec g = moe(gqa(std::move(name), layers, 2880, 64, 8, 64, 2880, 201088, params, 131072,
-                            std::move(source)),
-                        "gpt_oss", experts, 4, 2880);
-      g.dtype = "int4";
-      g.num_active_params = active;
-      return g;
-    };
-    v.push_back(gpt_oss("gpt-oss-20b", 24, 32, 20.9e9, 3.61e9,
-                        "openai/gpt-oss-20b config.json (32 experts, 4 per token, expert FFN 2880, "
-                        "MXFP4 experts); 20.9B parameters, 3.6B active"));
-    v.push_back(gpt_oss("gpt-oss-120b", 36, 128, 116.8e9, 5.13e9,
-                        "openai/gpt-oss-120b config.json (128 experts, 4 per token, expert FFN "
-                        "2880, MXFP4 experts); 116.8B parameters, 5.1B active"));
-    // DeepSeek-V3: MLA (kv_lora_rank 512, rope 64), the first three layers dense, then 256 routed
-    // experts (8 per token) and one shared; weights in fp8 (block-wise). The multi-token
-    // prediction layer (num_nextn_predict_layers) is not served by default and not counted.
-    v.push_back(from_config("DeepSeek-V3", "deepseek-ai/DeepSeek-V3", R"({
-      "model_type": "deepseek_v3", "hidden_act": "silu", "hidden_size": 7168,
-      "intermediate_size": 18432, "moe_intermediate_size": 2048, "max_position_embeddings": 163840,
-      "num_attention_heads": 128, "num_hidden_layers": 61, "num_key_value_heads": 128,
-      "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
-      "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
-      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-      "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
-      "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3",
-                              "quant_method": "fp8", "weight_block_size": [128, 128]},
-      "vocab_size": 129280})"));
+    add_dense_presets(v);
+    add_moe_presets(v);
     return v;
   }();
   return presets;
