@@ -69,6 +69,13 @@ struct EngineConfig {
 
   template <class V>
   void visit(V& v) {
+    visit_step(v);
+    visit_memory(v);
+    visit_policies(v);
+  }
+  // The step: its sequences, token budget, chunking, scheduling and prefix caching.
+  template <class V>
+  void visit_step(V& v) {
     v.param("max_num_seqs", max_num_seqs,
             {.unit = "sequences",
              .desc = "most sequences in one step (running requests)",
@@ -93,6 +100,10 @@ struct EngineConfig {
             {.unit = "tokens",
              .desc = "cap on one request's prefill chunk per step; 0 = none",
              .min = 0});
+  }
+  // KV blocks and the memory budget.
+  template <class V>
+  void visit_memory(V& v) {
     v.param("block_size", block_size,
             {.unit = "tokens",
              .desc = "tokens per KV block (paged attention)",
@@ -130,6 +141,10 @@ struct EngineConfig {
             {.unit = "GiB",
              .desc = "peak activation memory; 0 = estimate from max_num_batched_tokens",
              .min = 0});
+  }
+  // Scheduling, preemption, KV layout, tiers and retention.
+  template <class V>
+  void visit_policies(V& v) {
     v.param(
         "scheduling_policy", scheduling_policy,
         {.desc = "the waiting queue's order and which running request yields its KV when "

@@ -14,28 +14,25 @@
 
 namespace kvfleet::sim {
 
+namespace {
+
+// A pool's parallelism and the link its collectives cross.
 template <class V>
-void PoolConfig::visit(V& v) {
-  v.param("name", name, {.desc = "pool name, used in reports and result files"});
-  v.param("replicas", replicas,
-          {.unit = "replicas", .desc = "engines in this pool", .min = 1, .label = "Replicas"});
-  v.param("model", model,
-          {.desc = "a model preset name or a name declared under models:", .label = "Model"});
-  v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:", .label = "GPU"});
-  v.param("tensor_parallel", tensor_parallel,
+void visit_parallelism(PoolConfig& p, V& v) {
+  v.param("tensor_parallel", p.tensor_parallel,
           {.unit = "GPUs",
            .desc = "GPUs per replica (tensor parallelism)",
            .min = 1,
            .max = 64,
            .label = "Tensor-parallel GPUs"});
-  v.param("pipeline_parallel", pipeline_parallel,
+  v.param("pipeline_parallel", p.pipeline_parallel,
           {.unit = "stages",
            .desc = "pipeline stages per replica, each on tensor_parallel GPUs holding its share of "
                    "the layers; the engine splits each step into as many micro-batches",
            .min = 1,
            .max = 64,
            .label = "Pipeline stages"});
-  v.param("data_parallel", data_parallel,
+  v.param("data_parallel", p.data_parallel,
           {.unit = "ranks",
            .desc = "engine ranks per replica (vLLM data_parallel_size), each on tensor_parallel "
                    "GPUs with its own scheduler, queue and KV pool; requests go to the rank "
@@ -45,23 +42,36 @@ void PoolConfig::visit(V& v) {
            .min = 1,
            .max = 64,
            .label = "Data-parallel ranks"});
-  v.param("expert_parallel", expert_parallel,
+  v.param("expert_parallel", p.expert_parallel,
           {.desc = "vLLM enable_expert_parallel: a MoE layer's experts are placed whole on the "
                    "tensor_parallel × data_parallel GPUs, tokens dispatched to them and combined "
                    "back (all-gather and reduce-scatter); false = each expert is sliced over "
                    "those GPUs"});
-  v.param("link_Bps", link_Bps,
+  v.param("link_Bps", p.link_Bps,
           {.unit = "bytes/s",
            .desc = "GPU-to-GPU bandwidth of this system's collectives (tensor-parallel "
                    "all-reduce, MoE dispatch and combine), as NCCL achieves it; 0 = the GPU "
                    "preset's interconnect_Bps (its datasheet link)",
            .min = 0});
-  v.param("link_latency_s", link_latency_s,
+  v.param("link_latency_s", p.link_latency_s,
           {.unit = "s",
            .desc = "latency of one step of those collectives; 0 = the GPU preset's",
            .min = 0,
            .max = 1,
            .why = "a collective step takes microseconds; a second is far beyond any link"});
+}
+
+}  // namespace
+
+template <class V>
+void PoolConfig::visit(V& v) {
+  v.param("name", name, {.desc = "pool name, used in reports and result files"});
+  v.param("replicas", replicas,
+          {.unit = "replicas", .desc = "engines in this pool", .min = 1, .label = "Replicas"});
+  v.param("model", model,
+          {.desc = "a model preset name or a name declared under models:", .label = "Model"});
+  v.param("gpu", gpu, {.desc = "a GPU preset name or a name declared under gpus:", .label = "GPU"});
+  visit_parallelism(*this, v);
   v.param("weight_dtype", weight_dtype,
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
