@@ -51,6 +51,14 @@ class Conversations final : public Workload {
     std::vector<double> priority_weights;
     template <class V>
     void visit(V& v) {
+      visit_sessions(v);
+      visit_users(v);
+      visit_content(v);
+      visit_context(v);
+    }
+    // How many conversations, when they start, and how long they are.
+    template <class V>
+    void visit_sessions(V& v) {
       v.param("num_sessions", num_sessions,
               {.unit = "sessions",
                .desc = "conversations in the run",
@@ -80,6 +88,10 @@ class Conversations final : public Workload {
              {.desc = "length of each reply (output tokens)",
               .required = true,
               .label = "Reply length"});
+    }
+    // The users' pauses, patience and departures.
+    template <class V>
+    void visit_users(V& v) {
       v.param("think_time_s", think_time_s,
               {.unit = "s",
                .desc = "mean (exponential) time from a reply to the next message",
@@ -107,6 +119,10 @@ class Conversations final : public Workload {
                .desc = "a session idle this long after a reply is archived: the user "
                        "does not come back; 0 = never",
                .min = 0});
+    }
+    // What the prompts hold besides the conversation: system prompt, documents, headers.
+    template <class V>
+    void visit_content(V& v) {
       v.param("system_prompt_tokens", system_prompt_tokens,
               {.unit = "tokens",
                .desc = "system prompt at the start of every prompt, shared by "
@@ -140,6 +156,10 @@ class Conversations final : public Workload {
               {.desc = "first: before everything (destroys prefix reuse); after_system: after the "
                        "system prompt and document; last: after the new message",
                .choices = {"first", "after_system", "last"}});
+    }
+    // How much history each turn sends, summaries, tenants and priorities.
+    template <class V>
+    void visit_context(V& v) {
       v.impl("context_policy", context_policy, context_policy_registry(),
              {.desc = "how much history each turn sends", .label = "Context policy"});
       v.param("max_context_tokens", max_context_tokens,
