@@ -46,108 +46,136 @@ auto rows_of(F f) {
   return [f](const std::vector<T>& v, std::size_t i) { return f(v[i]); };
 }
 
-const TableSpec<RunResult>& requests_spec() {
+// The request table's columns, by kind, over the request records.
+struct RequestColumns {
   using R = RequestRecord;
+  TableSpec<RunResult>& t;
+  template <class F>
+  static auto row(F f) {
+    return [f](const RunResult& v, std::size_t k) { return f(v.requests[k]); };
+  }
+  template <class F>
+  void i(const char* n, const char* u, const char* d, F f) {
+    t.integer(n, u, d, row([f](const R& r) { return static_cast<std::int64_t>(f(r)); }));
+  }
+  template <class F>
+  void f(const char* n, const char* u, const char* d, F g) {
+    t.number(n, u, d, row([g](const R& r) { return static_cast<double>(g(r)); }));
+  }
+  // A categorical column: names from the run, each row's code (kNoCategory: none).
+  template <class Names, class Code>
+  void c(const char* n, const char* d, Names names, Code code) {
+    t.category(n, "", d, names, row([code](const R& r) {
+                 return static_cast<std::int32_t>(code(r) < 0 ? kNoCategory : code(r));
+               }));
+  }
+};
+
+// Which attempt it was, where it went, how it ended and when.
+void request_identity_columns(RequestColumns& q) {
+  using R = RequestRecord;
+  q.i("id", "", "attempt id, in arrival order", [](const R& r) { return r.id; });
+  q.c(
+      "replica",
+      "the replica that served or refused it, by name as in /replicas (none: refused before "
+      "reaching one)",
+      [](const RunResult& v) {
+        std::vector<std::string> n;
+        for (const auto& x : v.replicas) n.push_back(x.name);
+        return n;
+      },
+      [](const R& r) { return r.replica; });
+  q.t.text("outcome", "", "ok, rejected, timed_out, cancelled, failed or unfinished",
+           RequestColumns::row([](const R& r) { return std::string(outcome_name(r.outcome)); }));
+  q.t.text("reject_reason", "", "why it was refused (empty when not)",
+           RequestColumns::row(
+               [](const R& r) { return std::string(reject_reason_name(r.reject_reason)); }));
+  q.f("arrival_s", "s", "when it reached the gateway", [](const R& r) { return sec(r.arrival); });
+  q.f("first_scheduled_s", "s", "first step that computed any of its tokens (NaN: never)",
+      [](const R& r) { return sec(r.first_scheduled); });
+  q.f("first_token_s", "s", "when its first output token was emitted (NaN: never)",
+      [](const R& r) { return sec(r.first_token); });
+  q.f("finish_s", "s", "when it ended (completion, refusal or stop)",
+      [](const R& r) { return sec(r.finish); });
+}
+
+// Its tokens, its conversation and its treatment in the engine.
+void request_token_columns(RequestColumns& q) {
+  using R = RequestRecord;
+  q.i("input_tokens", "tokens", "prompt tokens", [](const R& r) { return r.input_tokens; });
+  q.i("output_tokens", "tokens", "output tokens requested",
+      [](const R& r) { return r.output_tokens; });
+  q.i("generated_tokens", "tokens", "output tokens emitted",
+      [](const R& r) { return r.generated_tokens; });
+  q.i("cached_tokens", "tokens", "prompt tokens served from the prefix cache",
+      [](const R& r) { return r.cached_tokens; });
+  q.i("loaded_tokens", "tokens", "prompt tokens loaded from a KV tier",
+      [](const R& r) { return r.loaded_tokens; });
+  q.i("num_preemptions", "preemptions", "times it was preempted",
+      [](const R& r) { return r.num_preemptions; });
+  q.i("recomputed_tokens", "tokens", "tokens computed again after preemption",
+      [](const R& r) { return r.recomputed_tokens; });
+  q.i("tenant", "", "tenant id (content of different tenants never matches)",
+      [](const R& r) { return r.tenant; });
+  q.i("session", "", "conversation id (0: not a conversation)",
+      [](const R& r) { return r.session; });
+  q.i("priority", "", "priority class, lower is more urgent",
+      [](const R& r) { return r.priority; });
+  q.c(
+      "purpose", "turn: a user's turn; summary: a summarisation request (summarize policy)",
+      [](const RunResult&) {
+        return std::vector<std::string>{"turn", "summary"};
+      },
+      [](const R& r) { return r.purpose; });
+  q.i("stage", "", "load stage it was sent in, from 0 (workload.load.stages; -1: none)",
+      [](const R& r) { return r.stage; });
+  q.i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
+      [](const R& r) { return r.turn; });
+  q.i("truncated_tokens", "tokens", "history the application cut to fit",
+      [](const R& r) { return r.truncated_tokens; });
+}
+
+// Its latencies, pool, retries and costs.
+void request_latency_columns(RequestColumns& q) {
+  using R = RequestRecord;
+  q.f("queue_s", "s", "arrival to first scheduled (NaN: never scheduled)",
+      [](const R& r) { return pos(r.queue_s()); });
+  q.f("ttft_s", "s", "time to first token of a completed request (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.ttft_s()) : kNaN; });
+  q.f("tpot_s", "s", "time per output token after the first, completed requests (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.tpot_s()) : kNaN; });
+  q.f("e2e_s", "s", "arrival to completion, completed requests (NaN otherwise)",
+      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.e2e_s()) : kNaN; });
+  q.c(
+      "pool", "the pool that served or refused it, by name",
+      [](const RunResult& v) {
+        std::vector<std::string> n;
+        for (const auto& x : v.pools) n.push_back(x.name);
+        return n;
+      },
+      [](const R& r) { return r.pool; });
+  q.i("origin", "", "id of its first attempt (itself for a first attempt)",
+      [](const R& r) { return r.origin; });
+  q.i("attempt", "", "0 for a first attempt, then 1, 2, ...", [](const R& r) { return r.attempt; });
+  q.i("retried", "", "1 when a later attempt followed this one",
+      [](const R& r) { return r.retried; });
+  q.f("gpu_s", "GPU-s", "its share of the GPU-seconds of the steps it took part in",
+      [](const R& r) { return r.gpu_s; });
+  q.f("frontend_s", "s",
+      "time the serving frontend (API server) added to its E2E: HTTP and tokenisation before "
+      "the engine saw it, streaming its last token and closing the stream",
+      [](const R& r) { return r.frontend_s; });
+}
+
+const TableSpec<RunResult>& requests_spec() {
   static const TableSpec<RunResult> spec = [] {
     TableSpec<RunResult> t("requests",
                            "one row per attempt of a request (retries are rows of their own)",
                            [](const RunResult& v) { return v.requests.size(); });
-    // Row accessors over the request records.
-    auto row = [](auto f) {
-      return [f](const RunResult& v, std::size_t k) { return f(v.requests[k]); };
-    };
-    auto i = [&](const char* n, const char* u, const char* d, auto f) {
-      t.integer(n, u, d, row([f](const R& r) { return static_cast<std::int64_t>(f(r)); }));
-    };
-    auto f = [&](const char* n, const char* u, const char* d, auto g) {
-      t.number(n, u, d, row([g](const R& r) { return static_cast<double>(g(r)); }));
-    };
-    // A categorical column: names from the run, each row's code (kNoCategory: none).
-    auto c = [&](const char* n, const char* d, auto names, auto code) {
-      t.category(n, "", d, names, row([code](const R& r) {
-                   return static_cast<std::int32_t>(code(r) < 0 ? kNoCategory : code(r));
-                 }));
-    };
-    i("id", "", "attempt id, in arrival order", [](const R& r) { return r.id; });
-    c(
-        "replica",
-        "the replica that served or refused it, by name as in /replicas (none: refused before "
-        "reaching one)",
-        [](const RunResult& v) {
-          std::vector<std::string> n;
-          for (const auto& x : v.replicas) n.push_back(x.name);
-          return n;
-        },
-        [](const R& r) { return r.replica; });
-    t.text("outcome", "", "ok, rejected, timed_out, cancelled, failed or unfinished",
-           row([](const R& r) { return std::string(outcome_name(r.outcome)); }));
-    t.text("reject_reason", "", "why it was refused (empty when not)",
-           row([](const R& r) { return std::string(reject_reason_name(r.reject_reason)); }));
-    f("arrival_s", "s", "when it reached the gateway", [](const R& r) { return sec(r.arrival); });
-    f("first_scheduled_s", "s", "first step that computed any of its tokens (NaN: never)",
-      [](const R& r) { return sec(r.first_scheduled); });
-    f("first_token_s", "s", "when its first output token was emitted (NaN: never)",
-      [](const R& r) { return sec(r.first_token); });
-    f("finish_s", "s", "when it ended (completion, refusal or stop)",
-      [](const R& r) { return sec(r.finish); });
-    i("input_tokens", "tokens", "prompt tokens", [](const R& r) { return r.input_tokens; });
-    i("output_tokens", "tokens", "output tokens requested",
-      [](const R& r) { return r.output_tokens; });
-    i("generated_tokens", "tokens", "output tokens emitted",
-      [](const R& r) { return r.generated_tokens; });
-    i("cached_tokens", "tokens", "prompt tokens served from the prefix cache",
-      [](const R& r) { return r.cached_tokens; });
-    i("loaded_tokens", "tokens", "prompt tokens loaded from a KV tier",
-      [](const R& r) { return r.loaded_tokens; });
-    i("num_preemptions", "preemptions", "times it was preempted",
-      [](const R& r) { return r.num_preemptions; });
-    i("recomputed_tokens", "tokens", "tokens computed again after preemption",
-      [](const R& r) { return r.recomputed_tokens; });
-    i("tenant", "", "tenant id (content of different tenants never matches)",
-      [](const R& r) { return r.tenant; });
-    i("session", "", "conversation id (0: not a conversation)",
-      [](const R& r) { return r.session; });
-    i("priority", "", "priority class, lower is more urgent",
-      [](const R& r) { return r.priority; });
-    c(
-        "purpose", "turn: a user's turn; summary: a summarisation request (summarize policy)",
-        [](const RunResult&) {
-          return std::vector<std::string>{"turn", "summary"};
-        },
-        [](const R& r) { return r.purpose; });
-    i("stage", "", "load stage it was sent in, from 0 (workload.load.stages; -1: none)",
-      [](const R& r) { return r.stage; });
-    i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
-      [](const R& r) { return r.turn; });
-    i("truncated_tokens", "tokens", "history the application cut to fit",
-      [](const R& r) { return r.truncated_tokens; });
-    f("queue_s", "s", "arrival to first scheduled (NaN: never scheduled)",
-      [](const R& r) { return pos(r.queue_s()); });
-    f("ttft_s", "s", "time to first token of a completed request (NaN otherwise)",
-      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.ttft_s()) : kNaN; });
-    f("tpot_s", "s", "time per output token after the first, completed requests (NaN otherwise)",
-      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.tpot_s()) : kNaN; });
-    f("e2e_s", "s", "arrival to completion, completed requests (NaN otherwise)",
-      [](const R& r) { return r.outcome == Outcome::kOk ? pos(r.e2e_s()) : kNaN; });
-    c(
-        "pool", "the pool that served or refused it, by name",
-        [](const RunResult& v) {
-          std::vector<std::string> n;
-          for (const auto& x : v.pools) n.push_back(x.name);
-          return n;
-        },
-        [](const R& r) { return r.pool; });
-    i("origin", "", "id of its first attempt (itself for a first attempt)",
-      [](const R& r) { return r.origin; });
-    i("attempt", "", "0 for a first attempt, then 1, 2, ...", [](const R& r) { return r.attempt; });
-    i("retried", "", "1 when a later attempt followed this one",
-      [](const R& r) { return r.retried; });
-    f("gpu_s", "GPU-s", "its share of the GPU-seconds of the steps it took part in",
-      [](const R& r) { return r.gpu_s; });
-    f("frontend_s", "s",
-      "time the serving frontend (API server) added to its E2E: HTTP and tokenisation before "
-      "the engine saw it, streaming its last token and closing the stream",
-      [](const R& r) { return r.frontend_s; });
+    RequestColumns q{t};
+    request_identity_columns(q);
+    request_token_columns(q);
+    request_latency_columns(q);
     return t;
   }();
   return spec;
@@ -196,95 +224,114 @@ const TableSpec<TimeSeries>& timeseries_spec() {
   return spec;
 }
 
+// The replica table's columns, by kind, over the replicas' results.
+struct ReplicaColumns {
+  TableSpec<RunResult>& t;
+  template <class F>
+  void i(const char* n, const char* u, const char* d, F f) {
+    t.integer(n, u, d, [f](const RunResult& r, std::size_t k) {
+      return static_cast<std::int64_t>(f(r.replicas[k]));
+    });
+  }
+  template <class F>
+  void f(const char* n, const char* u, const char* d, F g) {
+    t.number(n, u, d, [g](const RunResult& r, std::size_t k) {
+      return static_cast<double>(g(r.replicas[k]));
+    });
+  }
+};
+
+// Its steps, tokens and memory budget.
+void replica_budget_columns(ReplicaColumns& q) {
+  using X = ReplicaResult;
+  q.i("steps", "steps", "engine steps", [](const X& x) { return x.stats.steps; });
+  q.i("num_preemptions", "preemptions", "preemptions",
+      [](const X& x) { return x.stats.num_preemptions; });
+  q.i("prompt_tokens", "tokens", "prefill tokens computed (recomputation included)",
+      [](const X& x) { return x.stats.prompt_tokens; });
+  q.i("generation_tokens", "tokens", "tokens emitted",
+      [](const X& x) { return x.stats.generation_tokens; });
+  q.f("busy_s", "s", "time in steps", [](const X& x) { return x.stats.busy_s; });
+  q.i("num_gpu_blocks", "blocks", "KV blocks (the same on every GPU of the replica)",
+      [](const X& x) { return x.memory.num_blocks; });
+  q.f("kv_pool_bytes", "bytes", "KV pool per GPU",
+      [](const X& x) { return x.memory.kv_pool_bytes; });
+  q.f("weights_bytes", "bytes", "weights per GPU",
+      [](const X& x) { return x.memory.weights_bytes; });
+  q.f("activation_peak_bytes", "bytes", "activation peak per GPU",
+      [](const X& x) { return x.memory.activation_peak_bytes; });
+  q.f("runtime_overhead_bytes", "bytes", "runtime overhead per GPU",
+      [](const X& x) { return x.memory.runtime_overhead_bytes; });
+}
+
+// Where its step time went, its cache, its waits, swaps and tiers.
+void replica_time_columns(ReplicaColumns& q) {
+  using X = ReplicaResult;
+  q.f("gemm_s", "s", "step time in linear layers",
+      [](const X& x) { return x.stats.cost_sum.gemm_s; });
+  q.f("prefill_attention_s", "s", "step time in prefill attention",
+      [](const X& x) { return x.stats.cost_sum.prefill_attn_s; });
+  q.f("decode_attention_s", "s", "step time in decode attention",
+      [](const X& x) { return x.stats.cost_sum.decode_attn_s; });
+  q.f("communication_s", "s",
+      "step time in collectives (tensor-parallel all-reduce, MoE dispatch and combine, waiting "
+      "there for slower data-parallel ranks)",
+      [](const X& x) { return x.stats.cost_sum.comm_s; });
+  q.f("overhead_s", "s", "fixed per-step and per-sequence overhead",
+      [](const X& x) { return x.stats.cost_sum.overhead_s; });
+  q.i("prefix_cache_queries", "tokens", "prompt tokens looked up in the prefix cache",
+      [](const X& x) { return x.stats.prefix_cache_queries; });
+  q.i("prefix_cache_hits", "tokens", "of which found cached",
+      [](const X& x) { return x.stats.prefix_cache_hits; });
+  q.i("cache_evictions", "blocks", "cached blocks reused for other content",
+      [](const X& x) { return x.stats.cache_evictions; });
+  q.f("kv_transfer_s", "s", "KV copies not overlapped with compute (swap, tiers)",
+      [](const X& x) { return x.stats.cost_sum.kv_transfer_s; });
+  q.f("pipeline_bubble_s", "s", "time pipeline stages waited for micro-batches",
+      [](const X& x) { return x.stats.cost_sum.pipeline_bubble_s; });
+  q.f("compute_s_at_peak", "s", "seconds its steps' FLOPs take at the GPU's peak",
+      [](const X& x) { return x.stats.compute_s_at_peak; });
+  q.f("memory_s_at_peak", "s", "seconds its steps' device-memory bytes take at peak bandwidth",
+      [](const X& x) { return x.stats.memory_s_at_peak; });
+  q.f("wait_kv_s", "s", "time requests waited for KV blocks",
+      [](const X& x) { return x.stats.wait_kv_s; });
+  q.f("wait_token_budget_s", "s", "time requests waited for the token budget",
+      [](const X& x) { return x.stats.wait_token_budget_s; });
+  q.f("wait_max_seqs_s", "s", "time requests waited for max_num_seqs",
+      [](const X& x) { return x.stats.wait_max_seqs_s; });
+  q.f("first_preemption_s", "s", "when KV first ran out for a running request (NaN: never)",
+      [](const X& x) {
+        return x.stats.first_preemption_s < 0 ? kNaN : x.stats.first_preemption_s;
+      });
+  q.i("num_swaps", "preemptions", "preemptions that swapped KV to the host",
+      [](const X& x) { return x.stats.num_swaps; });
+  q.f("swap_out_bytes", "bytes", "KV swapped out to the host, per GPU",
+      [](const X& x) { return x.stats.swap_out_bytes; });
+  q.i("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers",
+      [](const X& x) { return x.stats.tier_hit_tokens; });
+  q.f("tier_bytes_written", "bytes", "bytes written to its KV tiers", [](const X& x) {
+    double w = 0;
+    for (const auto& tier : x.tiers) w += tier.bytes_written;
+    return w;
+  });
+  q.f("tier_bytes_read", "bytes", "bytes read from its KV tiers", [](const X& x) {
+    double rd = 0;
+    for (const auto& tier : x.tiers) rd += tier.bytes_read;
+    return rd;
+  });
+}
+
 const TableSpec<RunResult>& replicas_spec() {
   static const TableSpec<RunResult> spec = [] {
     TableSpec<RunResult> t("replicas", "one row per replica: its memory budget and counters",
                            [](const RunResult& r) { return r.replicas.size(); });
-    auto i = [&](const char* n, const char* u, const char* d, auto f) {
-      t.integer(n, u, d, [f](const RunResult& r, std::size_t k) {
-        return static_cast<std::int64_t>(f(r.replicas[k]));
-      });
-    };
-    auto f = [&](const char* n, const char* u, const char* d, auto g) {
-      t.number(n, u, d, [g](const RunResult& r, std::size_t k) {
-        return static_cast<double>(g(r.replicas[k]));
-      });
-    };
-    using X = ReplicaResult;
     t.text("replica", "", "replica name: pool/index (the pool's name when it has one replica)",
            [](const RunResult& r, std::size_t k) { return r.replicas[k].name; });
     t.text("pool", "", "its pool",
            [](const RunResult& r, std::size_t k) { return r.replicas[k].pool; });
-    i("steps", "steps", "engine steps", [](const X& x) { return x.stats.steps; });
-    i("num_preemptions", "preemptions", "preemptions",
-      [](const X& x) { return x.stats.num_preemptions; });
-    i("prompt_tokens", "tokens", "prefill tokens computed (recomputation included)",
-      [](const X& x) { return x.stats.prompt_tokens; });
-    i("generation_tokens", "tokens", "tokens emitted",
-      [](const X& x) { return x.stats.generation_tokens; });
-    f("busy_s", "s", "time in steps", [](const X& x) { return x.stats.busy_s; });
-    i("num_gpu_blocks", "blocks", "KV blocks (the same on every GPU of the replica)",
-      [](const X& x) { return x.memory.num_blocks; });
-    f("kv_pool_bytes", "bytes", "KV pool per GPU",
-      [](const X& x) { return x.memory.kv_pool_bytes; });
-    f("weights_bytes", "bytes", "weights per GPU",
-      [](const X& x) { return x.memory.weights_bytes; });
-    f("activation_peak_bytes", "bytes", "activation peak per GPU",
-      [](const X& x) { return x.memory.activation_peak_bytes; });
-    f("runtime_overhead_bytes", "bytes", "runtime overhead per GPU",
-      [](const X& x) { return x.memory.runtime_overhead_bytes; });
-    f("gemm_s", "s", "step time in linear layers",
-      [](const X& x) { return x.stats.cost_sum.gemm_s; });
-    f("prefill_attention_s", "s", "step time in prefill attention",
-      [](const X& x) { return x.stats.cost_sum.prefill_attn_s; });
-    f("decode_attention_s", "s", "step time in decode attention",
-      [](const X& x) { return x.stats.cost_sum.decode_attn_s; });
-    f("communication_s", "s",
-      "step time in collectives (tensor-parallel all-reduce, MoE dispatch and combine, waiting "
-      "there for slower data-parallel ranks)",
-      [](const X& x) { return x.stats.cost_sum.comm_s; });
-    f("overhead_s", "s", "fixed per-step and per-sequence overhead",
-      [](const X& x) { return x.stats.cost_sum.overhead_s; });
-    i("prefix_cache_queries", "tokens", "prompt tokens looked up in the prefix cache",
-      [](const X& x) { return x.stats.prefix_cache_queries; });
-    i("prefix_cache_hits", "tokens", "of which found cached",
-      [](const X& x) { return x.stats.prefix_cache_hits; });
-    i("cache_evictions", "blocks", "cached blocks reused for other content",
-      [](const X& x) { return x.stats.cache_evictions; });
-    f("kv_transfer_s", "s", "KV copies not overlapped with compute (swap, tiers)",
-      [](const X& x) { return x.stats.cost_sum.kv_transfer_s; });
-    f("pipeline_bubble_s", "s", "time pipeline stages waited for micro-batches",
-      [](const X& x) { return x.stats.cost_sum.pipeline_bubble_s; });
-    f("compute_s_at_peak", "s", "seconds its steps' FLOPs take at the GPU's peak",
-      [](const X& x) { return x.stats.compute_s_at_peak; });
-    f("memory_s_at_peak", "s", "seconds its steps' device-memory bytes take at peak bandwidth",
-      [](const X& x) { return x.stats.memory_s_at_peak; });
-    f("wait_kv_s", "s", "time requests waited for KV blocks",
-      [](const X& x) { return x.stats.wait_kv_s; });
-    f("wait_token_budget_s", "s", "time requests waited for the token budget",
-      [](const X& x) { return x.stats.wait_token_budget_s; });
-    f("wait_max_seqs_s", "s", "time requests waited for max_num_seqs",
-      [](const X& x) { return x.stats.wait_max_seqs_s; });
-    f("first_preemption_s", "s", "when KV first ran out for a running request (NaN: never)",
-      [](const X& x) {
-        return x.stats.first_preemption_s < 0 ? kNaN : x.stats.first_preemption_s;
-      });
-    i("num_swaps", "preemptions", "preemptions that swapped KV to the host",
-      [](const X& x) { return x.stats.num_swaps; });
-    f("swap_out_bytes", "bytes", "KV swapped out to the host, per GPU",
-      [](const X& x) { return x.stats.swap_out_bytes; });
-    i("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers",
-      [](const X& x) { return x.stats.tier_hit_tokens; });
-    f("tier_bytes_written", "bytes", "bytes written to its KV tiers", [](const X& x) {
-      double w = 0;
-      for (const auto& tier : x.tiers) w += tier.bytes_written;
-      return w;
-    });
-    f("tier_bytes_read", "bytes", "bytes read from its KV tiers", [](const X& x) {
-      double rd = 0;
-      for (const auto& tier : x.tiers) rd += tier.bytes_read;
-      return rd;
-    });
+    ReplicaColumns q{t};
+    replica_budget_columns(q);
+    replica_time_columns(q);
     return t;
   }();
   return spec;
