@@ -305,8 +305,8 @@ class MetricList {
   std::vector<SummaryMetric> v_;
 };
 
-std::vector<SummaryMetric> declare_summary_metrics() {
-  MetricList m;
+// The requests: how they ended, their preemptions and latencies.
+void declare_request_metrics(MetricList& m) {
   using S = Summary;
   m.count("requests", "requests", "attempts that arrived (retries are attempts of their own)",
           &S::requests);
@@ -334,6 +334,11 @@ std::vector<SummaryMetric> declare_summary_metrics() {
           "time the serving frontend (API server: HTTP, tokenisation, streaming, closing the "
           "stream) added to each completed request's E2E, mean; 0 with the frontend off",
           &S::frontend_mean_s);
+}
+
+// Throughput, KV memory, utilisation, waits and the engines' counters.
+void declare_engine_metrics(MetricList& m) {
+  using S = Summary;
   m.value("duration_s", "s", "first arrival to last completion (or the stop time)", &S::duration_s);
   m.value("input_tokens_per_s", "tokens/s", "prompt tokens of completed requests per second",
           &S::input_tokens_per_s);
@@ -376,6 +381,11 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.count("sessions", "sessions", "conversations that started", &S::sessions);
   m.count("wasted_tokens", "tokens", "tokens computed for requests cancelled, timed out or failed",
           &S::wasted_tokens);
+}
+
+// Conversations: their lifecycle, summaries, context limits and turns' TTFT.
+void declare_conversation_metrics(MetricList& m) {
+  using S = Summary;
   // The conversation lifecycle's counters (the workload's own; 0 for other workloads).
   auto workload_count = [&](const char* name, const char* unit, const char* desc) {
     m.add(
@@ -400,6 +410,11 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.latency("time_to_first_token_first_turn", "TTFT of conversations' first turns", &S::ttft_first);
   m.latency("time_to_first_token_warm", "TTFT of later turns that reused cached KV", &S::ttft_warm);
   m.latency("time_to_first_token_cold", "TTFT of later turns that reused none", &S::ttft_cold);
+}
+
+// KV tiers, clients' retries, cost and the fleet's lifecycle.
+void declare_fleet_metrics(MetricList& m) {
+  using S = Summary;
   m.count("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers", &S::tier_hit_tokens);
   m.count("tier_recomputed_tokens", "tokens", "found in a tier but recomputed as cheaper",
           &S::tier_recomputed_tokens);
@@ -430,6 +445,14 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   m.add(
       "peak_replicas", "replicas", "most replicas up or starting at once",
       [](const S& s) { return static_cast<double>(s.peak_replicas); }, true);
+}
+
+std::vector<SummaryMetric> declare_summary_metrics() {
+  MetricList m;
+  declare_request_metrics(m);
+  declare_engine_metrics(m);
+  declare_conversation_metrics(m);
+  declare_fleet_metrics(m);
   return m.v_;
 }
 
