@@ -51,7 +51,8 @@ void Lifecycle::handle(LifecycleEvent kind, std::uint64_t arg, SimTime now) {
     case kLife: {
       const LifeEvent e = LifeEvent::decode(arg);
       std::vector<EventId>& due = nodes_[e.node].due;
-      due.erase(std::find(due.begin(), due.end(), queue_.current()));
+      if (const auto it = std::find(due.begin(), due.end(), queue_.current()); it != due.end())
+        due.erase(it);  // delivered: no longer due
       lifecycle(e.node, e.action, now);
       return;
     }
