@@ -60,7 +60,8 @@ std::uint32_t Replica::new_slot() {
   return static_cast<std::uint32_t>(seqs_.size() - 1);
 }
 
-void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
+void Replica::submit(RequestId id, RequestSpec&& spec, SimTime now) {
+  const std::uint32_t request = id.value();
   RequestRecord& r = log_[request];
   r.replica = index_;
   RejectReason why = RejectReason::kNone;
@@ -81,7 +82,7 @@ void Replica::submit(std::uint32_t request, RequestSpec&& spec, SimTime now) {
     r.reject_reason = why;
     r.finish = now;
     ++stats_.rejected;
-    if (observer_) observer_->on_request_end(request, now);
+    if (observer_) observer_->on_request_end(id, now);
     return;
   }
   const std::uint32_t s = new_slot();
@@ -530,7 +531,7 @@ void Replica::finish_step(SimTime now) {
       // A request's record is touched only at its first token and when it ends.
       if (q.num_output == 1 && log_[q.request].first_token < 0) {
         log_[q.request].first_token = seen_;
-        if (observer_) observer_->on_first_token(q.request, now);
+        if (observer_) observer_->on_first_token(RequestId{q.request}, now);
       }
       if (q.num_output >= q.max_output) {
         finish(sc.slot, now, content_[sc.slot].handoff ? Outcome::kPending : Outcome::kOk);
@@ -584,9 +585,9 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
     release_slot(slot, now);
   }
   if (observer_ && o == Outcome::kPending)
-    observer_->on_handoff(request, now);
+    observer_->on_handoff(RequestId{request}, now);
   else if (observer_ && o != Outcome::kUnfinished)
-    observer_->on_request_end(request, now);
+    observer_->on_request_end(RequestId{request}, now);
 }
 
 void Replica::release_slot(std::uint32_t slot, SimTime now) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/core/event_queue.h"
+#include "sim/core/ids.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/work.h"
 #include "sim/engine/block_hash.h"
@@ -39,12 +40,12 @@ namespace kvfleet::sim {
 class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
-  virtual void on_request_end(std::uint32_t request, SimTime now) = 0;
+  virtual void on_request_end(RequestId request, SimTime now) = 0;
   // Its first token was emitted.
-  virtual void on_first_token(std::uint32_t request, SimTime now) {}
+  virtual void on_first_token(RequestId request, SimTime now) {}
   // A prefill-only request (RequestSpec::handoff) produced its first token and left this
   // replica, its KV to be sent to a decode replica.
-  virtual void on_handoff(std::uint32_t request, SimTime now) {}
+  virtual void on_handoff(RequestId request, SimTime now) {}
 };
 
 // Cumulative counters of one replica.
@@ -148,7 +149,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
 
   // A request reaches this engine at `now`; the engine keeps its content (`spec.segments`). It is
   // rejected at once if it can never run here.
-  void submit(std::uint32_t request, RequestSpec&& spec, SimTime now);
+  void submit(RequestId request, RequestSpec&& spec, SimTime now);
 
   // Load signals (as vLLM's metrics name them).
   int num_requests_running() const { return static_cast<int>(running_.size()); }
@@ -191,7 +192,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   void abandon(SimTime now);
   // The client cancelled `request` and the cancellation reaches the engine: its work stops at the
   // next step boundary (vLLM processes aborts between steps) and its KV is freed.
-  void cancel(std::uint32_t request, SimTime now);
+  void cancel(RequestId request, SimTime now);
   // The application says a session went idle: drop the KV its free cached blocks hold (only
   // session-based retention keeps the per-session index this needs). Returns blocks dropped.
   std::int64_t release_session(std::uint64_t session);
@@ -201,7 +202,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   void stop(SimTime now, Outcome outcome = Outcome::kFailed);
   // A request handed over to a decode replica (RequestSpec::handoff) keeps its KV here until
   // the transfer completes; this frees it.
-  void release_handoff(std::uint32_t request, SimTime now);
+  void release_handoff(RequestId request, SimTime now);
 
  private:
   void handle(ReplicaEvent kind, std::uint64_t arg, SimTime now) override;

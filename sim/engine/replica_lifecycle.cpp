@@ -9,16 +9,16 @@
 
 namespace kvfleet::sim {
 
-void Replica::release_handoff(std::uint32_t request, SimTime now) {
-  const auto it = handed_.find(request);
+void Replica::release_handoff(RequestId request, SimTime now) {
+  const auto it = handed_.find(request.value());
   if (it == handed_.end()) return;  // the replica stopped since: its KV is gone already
   const std::uint32_t slot = it->second;
   handed_.erase(it);
   release_slot(slot, now);
 }
 
-void Replica::cancel(std::uint32_t request, SimTime now) {
-  pending_cancels_.push_back(request);
+void Replica::cancel(RequestId request, SimTime now) {
+  pending_cancels_.push_back(request.value());
   if (!stepping_) apply_cancels(now);
 }
 

@@ -226,7 +226,7 @@ class Harness {
     rec.priority = priority;
     rec.session = session;
     log_.push_back(rec);
-    replica_->submit(static_cast<std::uint32_t>(rec.id), std::move(r), r.arrival);
+    replica_->submit(RequestId{static_cast<std::uint32_t>(rec.id)}, std::move(r), r.arrival);
     return static_cast<std::uint32_t>(rec.id);
   }
   void run() { q_.run(); }
@@ -623,7 +623,7 @@ TEST(Cancel, TakesEffectAtTheNextStepBoundary) {
   const auto a = h.submit(0, {{0, 32, 1}}, 50);
   const auto b = h.submit(0, {{0, 32, 1}}, 50);
   h.run_until(0.0105);  // 10 steps of 1 ms done, the 11th in flight
-  h.replica().cancel(b, from_seconds(0.0105));
+  h.replica().cancel(RequestId{b}, from_seconds(0.0105));
   EXPECT_EQ(h.replica().num_requests_running(), 2);  // not before the boundary
   h.run();
   EXPECT_EQ(h.rec(b).outcome, Outcome::kCancelled);

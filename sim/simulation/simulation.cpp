@@ -285,7 +285,7 @@ void Simulation::dispatch(std::uint32_t id, RequestSpec&& spec, std::size_t pool
                          static_cast<std::int64_t>(rec.input_tokens) + rec.output_tokens);
   const SimTime delay = scenario_.config.pools[pool].frontend.input_delay(rec.input_tokens);
   if (delay == 0) {
-    replicas_[p.nodes[pick_rank(pool, r)]]->submit(id, std::move(spec), now);
+    replicas_[p.nodes[pick_rank(pool, r)]]->submit(RequestId{id}, std::move(spec), now);
     return;
   }
   // HTTP, validation and tokenisation in the replica's API server before its engine sees it
@@ -312,7 +312,8 @@ void Simulation::leave_frontend(std::uint32_t id, SimTime now) {
   if (!f.cancelled && (life == Life::kUp || life == Life::kDraining)) {
     // (A client that left without its cancellation reaching the server leaves work that is
     // wasted when it ends, as in the engine.)
-    replicas_[pools_[pool].nodes[pick_rank(pool, f.local)]]->submit(id, std::move(f.spec), now);
+    replicas_[pools_[pool].nodes[pick_rank(pool, f.local)]]->submit(RequestId{id},
+                                                                    std::move(f.spec), now);
     return;
   }
   // The client's cancellation reached the API server (the client was told when it left), or the
@@ -362,7 +363,7 @@ void Simulation::cancel_at_replica(NodeId replica, RequestId id, SimTime now) {
     it->second.cancelled = true;  // still in the API server: it ends when it leaves it
     return;
   }
-  replicas_[replica.value()]->cancel(id.value(), now);
+  replicas_[replica.value()]->cancel(id, now);
 }
 
 void Simulation::forget_at_gateway(PoolId pool) { pools_[pool.value()].gateway->forget(); }
@@ -392,7 +393,7 @@ NodeId Simulation::node_of(PoolId pool, LocalId local) const {
 bool Simulation::replica_up(NodeId node) const { return lifecycle_->up(node); }
 
 void Simulation::release_handoff(NodeId node, RequestId request, SimTime now) {
-  replicas_[node.value()]->release_handoff(request.value(), now);
+  replicas_[node.value()]->release_handoff(request, now);
 }
 
 void Simulation::submit_decode(PoolId pool, NodeId node, RequestId request, RequestSpec&& spec,
@@ -400,7 +401,7 @@ void Simulation::submit_decode(PoolId pool, NodeId node, RequestId request, Requ
   const RequestRecord& r = log_[request.value()];
   pools_[pool.value()].gateway->on_dispatch(
       0, static_cast<std::int64_t>(r.input_tokens) + r.output_tokens);
-  replicas_[node.value()]->submit(request.value(), std::move(spec), now);
+  replicas_[node.value()]->submit(request, std::move(spec), now);
 }
 
 void Simulation::client_end(RequestId request, SimTime now) { client_->end(request.value(), now); }
@@ -470,12 +471,13 @@ void Simulation::arm_arrival() {
   arrival_event_ = queue_.push(std::max(t, queue_.now()), this, kArrival);
 }
 
-void Simulation::on_first_token(std::uint32_t request, SimTime) {
-  const RequestRecord& r = log_[request];
+void Simulation::on_first_token(RequestId request, SimTime) {
+  const RequestRecord& r = log_[request.value()];
   pools_[static_cast<std::size_t>(r.pool)].gateway->on_first_token(r.input_tokens);
 }
 
-void Simulation::on_handoff(std::uint32_t request, SimTime now) {
+void Simulation::on_handoff(RequestId id, SimTime now) {
+  const std::uint32_t request = id.value();
   RequestRecord& r = log_[request];
   const auto pp = static_cast<std::size_t>(r.pool);
   pools_[pp].gateway->on_end(r.input_tokens,
@@ -485,7 +487,8 @@ void Simulation::on_handoff(std::uint32_t request, SimTime now) {
   drain_gateway(pp, now);
 }
 
-void Simulation::on_request_end(std::uint32_t request, SimTime now) {
+void Simulation::on_request_end(RequestId id, SimTime now) {
+  const std::uint32_t request = id.value();
   const RequestRecord& r = log_[request];
   if (disaggregation_) disaggregation_->forget(request);  // ended before its decode stage
   const auto pool = static_cast<std::size_t>(r.pool);

@@ -67,9 +67,9 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   // Records up to `max_steps` batches per replica into RunResult::batches (step-by-step checks).
   void record_batches(std::size_t max_steps);
 
-  void on_request_end(std::uint32_t request, SimTime now) override;
-  void on_first_token(std::uint32_t request, SimTime now) override;
-  void on_handoff(std::uint32_t request, SimTime now) override;
+  void on_request_end(RequestId request, SimTime now) override;
+  void on_first_token(RequestId request, SimTime now) override;
+  void on_handoff(RequestId request, SimTime now) override;
 
  private:
   using Kind = SimulationEvent;
