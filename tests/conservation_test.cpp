@@ -4,12 +4,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 
 #include "sim/engine/retention.h"
 #include "sim/engine/scheduler.h"
 #include "sim/fleet/router.h"
+#include "sim/output/prometheus.h"
 #include "sim/output/report.h"
 #include "sim/output/results.h"
 #include "sim/testing/run.h"
@@ -47,7 +49,7 @@ TEST(Conservation, EveryRequestEndsInExactlyOneOutcome) {
     }
   }
   // The scenario must exercise preemption and rejection, or it tests nothing.
-  EXPECT_GT(s.num_preemptions, 0);
+  EXPECT_GT(s.total("num_preemptions"), 0);
   EXPECT_GT(s.rejected, 0);
   // Tokens: every emitted token belongs to a request.
   std::int64_t gen = 0;
@@ -63,9 +65,9 @@ TEST(Conservation, HoldsWithPrefixSharing) {
                                     "workload.priority_weights=[1, 3]"});
   const auto& s = r.summary;
   EXPECT_EQ(s.ok + s.rejected, s.requests);
-  EXPECT_GT(s.num_preemptions, 0);
-  EXPECT_GT(s.prefix_cache_hits, 0);
-  EXPECT_GT(s.cache_evictions, 0);
+  EXPECT_GT(s.total("num_preemptions"), 0);
+  EXPECT_GT(s.total("prefix_cache_hits"), 0);
+  EXPECT_GT(s.total("cache_evictions"), 0);
   for (const auto& q : r.result.requests) {
     ASSERT_NE(q.outcome, sim::Outcome::kPending);
     ASSERT_LE(q.cached_tokens, q.input_tokens - 1);
@@ -80,10 +82,10 @@ TEST(Conservation, HoldsWithPriorityAndSwap) {
        "pools[0].engine.preemption_mode=swap", "pools[0].engine.swap_space_gib=0.5"});
   const auto& s = r.summary;
   EXPECT_EQ(s.ok + s.rejected, s.requests);
-  EXPECT_GT(s.num_preemptions, 0);
+  EXPECT_GT(s.total("num_preemptions"), 0);
   EXPECT_GT(r.result.replicas[0].stats.num_swaps, 0);
   // With a small swap space some preemptions fall back to recompute.
-  EXPECT_LT(r.result.replicas[0].stats.num_swaps, s.num_preemptions);
+  EXPECT_LT(r.result.replicas[0].stats.num_swaps, s.total("num_preemptions"));
   // Urgent requests wait less than the others.
   double q0 = 0, q2 = 0;
   int n0 = 0, n2 = 0;
@@ -136,13 +138,13 @@ TEST(Conservation, HoldsUnderEveryRetentionPolicyWithTiers) {
     const auto r = testing::run_yaml(kChats, {"pools[0].engine.retention=" + policy});
     const auto& s = r.summary;
     EXPECT_EQ(s.ok + s.rejected, s.requests) << policy;
-    EXPECT_GT(s.prefix_cache_hits, 0) << policy;
-    EXPECT_GT(s.cache_evictions, 0) << policy;
-    EXPECT_GT(s.tier_hit_tokens, 0) << policy;
+    EXPECT_GT(s.total("prefix_cache_hits"), 0) << policy;
+    EXPECT_GT(s.total("cache_evictions"), 0) << policy;
+    EXPECT_GT(s.total("tier_hit_tokens"), 0) << policy;
     std::printf("%-45s requests %lld, prefix hit %.1f%%, tier loads %lld tokens, evictions %lld\n",
                 policy.c_str(), static_cast<long long>(s.requests), 100 * s.prefix_cache_hit_rate(),
-                static_cast<long long>(s.tier_hit_tokens),
-                static_cast<long long>(s.cache_evictions));
+                static_cast<long long>(s.total("tier_hit_tokens")),
+                static_cast<long long>(s.total("cache_evictions")));
   }
 }
 
@@ -264,6 +266,52 @@ TEST(Determinism, SameSeedGivesByteIdenticalResults) {
     EXPECT_NE(ra, rc) << ds << " is the same under a different seed";
   }
   for (const auto& p : {a, b, c}) std::filesystem::remove(p);
+}
+
+// A counter declared with a total (EngineStats::declare, RequestRecord::declare_counters) reaches
+// every surface from that one declaration: its /summary metric is the sum of its column in
+// /replicas or /requests (fleet-wide and per pool), the report's Counters name it with its value,
+// and OpenMetrics has kvfleet:<name>_total once per replica with the replica's own value.
+TEST(Conservation, DeclaredCountersReachEverySurface) {
+  const auto r =
+      testing::run_yaml(kStressed, {"workload.tenants=40", "workload.shared_prefix_tokens=300",
+                                    "pools[0].replicas=2", "workload.num_requests=1500"});
+  const sim::Table reps = sim::replicas_table(r.result);
+  const sim::Table reqs = sim::requests_table(r.result);
+  const std::string report = sim::report_text(r.scenario, r.result, r.summary);
+  const std::string om = "declared_counters_test.om";
+  sim::write_openmetrics(om, r.scenario, r.result, 0);
+  std::ifstream f(om);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(om);
+  ASSERT_FALSE(sim::summary_totals().empty());
+  int nonzero = 0;
+  for (const auto& t : sim::summary_totals()) {
+    const sim::Table& table = t.per_replica ? reps : reqs;
+    const auto column =
+        sim::column_numbers(table, t.name, "test", t.per_replica ? "replicas" : "requests");
+    double sum = 0;
+    for (double v : column) sum += v;
+    EXPECT_EQ(r.summary.total(t.name), sum) << t.name;
+    bool in_summary = false;
+    for (const auto& [k, v] : r.summary.flatten())
+      in_summary = in_summary || (k == t.name && v == sum);
+    EXPECT_TRUE(in_summary) << t.name << " missing from /summary";
+    if (sum == 0) continue;
+    ++nonzero;
+    EXPECT_NE(report.find("  " + t.name + " "), std::string::npos)
+        << t.name << " not in the report";
+    if (!t.per_replica) continue;
+    for (std::size_t i = 0; i < r.result.replicas.size(); ++i) {
+      const std::string line = "kvfleet:" + t.name + "_total{model_name=\"Llama-3-8B\",engine=\"" +
+                               r.result.replicas[i].name + "\"} ";
+      const auto at = text.find(line);
+      ASSERT_NE(at, std::string::npos) << line;
+      EXPECT_EQ(std::stod(text.substr(at + line.size())), column[i]) << line;
+    }
+  }
+  EXPECT_GE(nonzero, 5);  // steps, preemptions, cache queries, hits, evictions, recomputation
+  EXPECT_THROW(r.summary.total("no_such_counter"), std::logic_error);
 }
 
 }  // namespace

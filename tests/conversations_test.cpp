@@ -102,7 +102,7 @@ TEST(Conversations, FullHistoryOverflowIsRejectedOrTruncatedNeverSilent) {
       "  max_context_tokens: 1200\n  output_reservation_tokens: 200\n  overflow: truncate\n"));
   EXPECT_EQ(tr.summary.ok, kTurns);
   EXPECT_EQ(tr.summary.truncated_requests, kTurns - 10);
-  EXPECT_GT(tr.summary.truncated_tokens, 0);
+  EXPECT_GT(tr.summary.total("truncated_tokens"), 0);
 }
 
 TEST(Conversations, SummarizeReplacesOlderTurnsWithASummary) {
@@ -133,7 +133,7 @@ TEST(Conversations, ADynamicHeaderFirstDestroysPrefixReuse) {
               100 * first.summary.prefix_cache_hit_rate(),
               100 * after.summary.prefix_cache_hit_rate(),
               100 * last.summary.prefix_cache_hit_rate());
-  EXPECT_EQ(first.summary.prefix_cache_hits, 0);
+  EXPECT_EQ(first.summary.total("prefix_cache_hits"), 0);
   EXPECT_GT(after.summary.prefix_cache_hit_rate(), 0.3);  // the system prompt still hits
   EXPECT_GT(last.summary.prefix_cache_hit_rate(), after.summary.prefix_cache_hit_rate() + 0.2);
 }

@@ -52,7 +52,7 @@ TEST(Alerts, OnTheOverflowScenarioTheKvTrendRuleWarnsBeforeOutOfMemory) {
   ASSERT_NE(oom, nullptr);
   ASSERT_NE(wave, nullptr);
   ASSERT_NE(slo, nullptr);
-  EXPECT_GT(run.summary.num_preemptions, 0);
+  EXPECT_GT(run.summary.total("num_preemptions"), 0);
   EXPECT_GT(run.summary.rejected, 0);
   // The out-of-memory time is the first preemption, as the time series count them.
   const sim::TimeSeries* hot = nullptr;

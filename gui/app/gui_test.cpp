@@ -638,6 +638,13 @@ class GuiTest : public QObject {
     QVERIFY2(std::regex_search(out, m, std::regex(R"(context_overflow (\d+))")), out.c_str());
     QCOMPARE(t->item(3, refused)->text(), QString::fromStdString(m[1]));
     QVERIFY(t->item(3, refused)->text().toInt() > 0);
+    // Every declared counter has a column, named by its declaration, with the report's value.
+    for (const auto& tot : kvfleet::sim::summary_totals())
+      QVERIFY2(column(t, QString::fromStdString(tot.label + " (" + tot.unit + ")")) >= 0,
+               tot.name.c_str());
+    const int steps = column(t, "Engine steps (steps)");
+    QVERIFY2(std::regex_search(out, m, std::regex(R"(\n  steps +(\d+) steps)")), out.c_str());
+    QCOMPARE(t->item(3, steps)->text(), QString::fromStdString(m[1]));
     QVERIFY(!QString::fromStdString(w.latencySpec().title).contains("stale"));
     QVERIFY(QString::fromStdString(w.latencySpec().title).contains("Llama-3-8B on L40S"));
     // On the chart too: the loads with refused requests are marked, and the scenario's load.

@@ -300,7 +300,7 @@ void PointsTable::setPoints(const std::string& load_label, const std::vector<Loa
     QString header;
     std::function<QString(const S&)> text;
   };
-  const std::vector<Col> cols = {
+  std::vector<Col> cols = {
       {"goodput (%)", [&](const S& s) { return pct(s.ok, s.requests); }},
       {"rejected (%)", [&](const S& s) { return pct(s.rejected, s.requests); }},
       {"rejected", [](const S& s) { return QString::number(s.rejected); }},
@@ -313,11 +313,19 @@ void PointsTable::setPoints(const std::string& load_label, const std::vector<Loa
       {"E2E p99 (s)", [&](const S& s) { return num(s.e2e.p99); }},
       {"requests/s", [&](const S& s) { return num(s.requests_per_s); }},
       {"KV usage mean (%)", [&](const S& s) { return num(100 * s.kv_usage_mean, 3); }},
-      {"preemptions", [](const S& s) { return QString::number(s.num_preemptions); }},
       {"compute util. (%)", [&](const S& s) { return num(100 * s.compute_utilization, 3); }},
       {"bandwidth util. (%)",
        [&](const S& s) { return num(100 * s.memory_bandwidth_utilization, 3); }},
   };
+  // Then every declared counter (sim::summary_totals()), by its label and unit: a new
+  // counter shows here without a line of this file.
+  for (const auto& t : sim::summary_totals()) {
+    cols.push_back({QString::fromStdString(t.label + (t.unit.empty() ? "" : " (" + t.unit + ")")),
+                    [name = t.name, integer = t.integer, num](const S& s) {
+                      const double v = s.total(name);
+                      return integer ? QString::number(static_cast<qlonglong>(v)) : num(v);
+                    }});
+  }
   // Compared variants get a first column of their own; every other column shifts by `at`.
   const int at = names.empty() ? 0 : 1;
   QStringList headers = {QString::fromStdString(load_label), "status"};

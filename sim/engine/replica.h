@@ -22,6 +22,7 @@
 #include "sim/cost/work.h"
 #include "sim/engine/block_hash.h"
 #include "sim/engine/engine_config.h"
+#include "sim/engine/engine_stats.h"
 #include "sim/engine/frontend.h"
 #include "sim/engine/kv_cache.h"
 #include "sim/engine/kv_layout.h"
@@ -46,39 +47,6 @@ class RequestObserver {
   // A prefill-only request (RequestSpec::handoff) produced its first token and left this
   // replica, its KV to be sent to a decode replica.
   virtual void on_handoff(RequestId request, SimTime now) {}
-};
-
-// Cumulative counters of one replica.
-struct EngineStats {
-  std::int64_t steps = 0;
-  std::int64_t num_preemptions = 0;
-  std::int64_t prompt_tokens = 0;      // prefill tokens computed, recomputation included
-  std::int64_t generation_tokens = 0;  // tokens emitted
-  std::int64_t recomputed_tokens = 0;  // prefill tokens computed again after preemption
-  std::int64_t rejected = 0;
-  double busy_s = 0;                  // time spent in steps
-  double kv_usage_time_integral = 0;  // ∫ usage dt over steps, for the time-weighted mean
-  double max_kv_usage = 0;
-  std::int64_t prefix_cache_queries = 0;         // prompt tokens looked up in the prefix cache
-  std::int64_t prefix_cache_hits = 0;            // of which found cached
-  std::int64_t cache_evictions = 0;              // cached blocks reused for other content
-  std::int64_t num_swaps = 0;                    // preemptions that swapped KV to the host
-  std::int64_t cancelled = 0;                    // requests stopped by a propagated cancellation
-  std::int64_t tier_hit_tokens = 0;              // prompt tokens loaded from KV tiers
-  std::int64_t tier_recomputed_tokens = 0;       // found in a tier but cheaper to recompute
-  double swap_out_bytes = 0, swap_in_bytes = 0;  // per GPU
-  double kv_held_token_seconds = 0;              // ∫ token states held (Σ computed tokens) dt
-  double kv_allocated_token_seconds = 0;         // ∫ KV memory given to requests, in tokens, dt
-  StepCost cost_sum;                             // seconds by kind of work, summed over steps
-  // Utilisation (per GPU): Σ over steps of the seconds the step's FLOPs and device-memory bytes
-  // need at the GPU's peaks (WorkModel); divided by elapsed time they are the achieved fractions.
-  double compute_s_at_peak = 0, memory_s_at_peak = 0;
-  double flops = 0, hbm_bytes = 0;  // per GPU, summed over steps
-  // Time requests waited in this engine's queue, by what stopped the scheduler admitting them:
-  // KV blocks ran out (or a preemption this step), the step's token budget was spent, or
-  // max_num_seqs requests were already running.
-  double wait_kv_s = 0, wait_token_budget_s = 0, wait_max_seqs_s = 0;
-  double first_preemption_s = -1;  // when KV first ran out for a running request; -1 = never
 };
 
 struct ReplicaSetup {

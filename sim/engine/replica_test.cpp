@@ -90,7 +90,7 @@ TEST(Replica, NewestRequestIsPreemptedAndRecomputed) {
   EXPECT_EQ(a.num_preemptions, 0);
   EXPECT_GE(b.num_preemptions, 1);
   EXPECT_GT(b.recomputed_tokens, 16);  // prompt and some output recomputed
-  EXPECT_EQ(r.summary.num_preemptions, b.num_preemptions);
+  EXPECT_EQ(r.summary.total("num_preemptions"), b.num_preemptions);
   EXPECT_EQ(a.generated_tokens, 40);
   EXPECT_EQ(b.generated_tokens, 40);
   // Request 0 never waits for request 1: it finishes after its 40 steps.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <stdexcept>
 
 namespace kvfleet::sim {
 
@@ -108,8 +110,7 @@ void count_request(const RunResult& r, const RequestRecord& q, Summary& s, Colle
   c.first_arrival = std::min(c.first_arrival, q.arrival);
   if (q.finish >= 0) t.last_end = std::max(t.last_end, q.finish);
   if (q.num_preemptions > 0) ++s.preempted_requests;
-  s.recomputed_tokens += q.recomputed_tokens;
-  if (q.truncated_tokens > 0) ++s.truncated_requests, s.truncated_tokens += q.truncated_tokens;
+  if (q.truncated_tokens > 0) ++s.truncated_requests;
   if (q.reject_reason == RejectReason::kContextOverflow) ++s.context_overflows;
   if (q.session != 0) c.sessions.push_back(q.session);
   if (q.purpose == kPurposeSummary) {
@@ -129,14 +130,8 @@ void count_request(const RunResult& r, const RequestRecord& q, Summary& s, Colle
 RequestTotals add_requests(const RunResult& r, int pool, const std::string& pool_name, Summary& s) {
   RequestTotals t;
   Collected c;
-  for (const auto& q : r.requests) {
-    // A disaggregated request counts in its decode pool and in the pool of its prefill.
-    if (pool >= 0 && q.pool != pool &&
-        !(q.prefill_replica >= 0 &&
-          r.replicas[static_cast<std::size_t>(q.prefill_replica)].pool == pool_name))
-      continue;
-    count_request(r, q, s, c, t);
-  }
+  for (const auto& q : r.requests)
+    if (request_in_pool(r, q, pool, pool_name)) count_request(r, q, s, c, t);
   s.ttft = latency_stats(std::move(c.ttft));
   s.ttft_first = latency_stats(std::move(c.first));
   s.ttft_warm = latency_stats(std::move(c.warm));
@@ -173,14 +168,6 @@ std::size_t add_replicas(const RunResult& r, const std::string& pool_name, int p
     s.replica_restarts += rep.restarts;
     for (const auto& pr : r.pools)
       if (pr.name == rep.pool) s.cost += rep.paid_s * rep.gpus / 3600 * pr.price_per_hour;
-    s.num_preemptions += rep.stats.num_preemptions;
-    s.prefix_cache_queries += rep.stats.prefix_cache_queries;
-    s.prefix_cache_hits += rep.stats.prefix_cache_hits;
-    s.cache_evictions += rep.stats.cache_evictions;
-    s.num_swaps += rep.stats.num_swaps;
-    s.tier_hit_tokens += rep.stats.tier_hit_tokens;
-    s.tier_recomputed_tokens += rep.stats.tier_recomputed_tokens;
-    s.steps += rep.stats.steps;
     s.kv_usage_max = std::max(s.kv_usage_max, rep.stats.max_kv_usage);
     if (span_s > 0) {
       s.kv_usage_mean += rep.stats.kv_usage_time_integral / span_s;
@@ -255,6 +242,7 @@ Summary summarize(const RunResult& r, int pool) {
       t.out_ok > 0 ? s.cost / t.out_ok * 1e6 : std::numeric_limits<double>::quiet_NaN();
   add_pools(r, pool, s);
   add_hotspots(r, pool, s);
+  s.totals = declared_totals(r, pool);
   double held = 0, allocated = 0;
   for (const auto& rep : r.replicas) {
     if (!mine(rep)) continue;
@@ -302,6 +290,14 @@ class MetricList {
              double Summary::*field) {
     add(name, unit, desc, [field](const Summary& s) { return s.*field; });
   }
+  // The declared totals of the replicas' (or the requests') counters, in declaration order.
+  void totals(bool per_replica) {
+    for (const auto& t : summary_totals())
+      if (t.per_replica == per_replica)
+        add(
+            t.name, t.unit, t.desc, [n = t.name](const Summary& s) { return s.total(n); },
+            t.integer);
+  }
   std::vector<SummaryMetric> v_;
 };
 
@@ -321,10 +317,7 @@ void declare_request_metrics(MetricList& m) {
   m.count("unfinished", "requests", "still in the system when simulation.max_time_s stopped it",
           &S::unfinished);
   m.count("preempted_requests", "requests", "preempted at least once", &S::preempted_requests);
-  m.count("num_preemptions", "preemptions", "preemptions of running requests (vLLM's name)",
-          &S::num_preemptions);
-  m.count("recomputed_tokens", "tokens", "prefill tokens computed again after preemption",
-          &S::recomputed_tokens);
+  m.totals(/*per_replica=*/false);
   m.latency("time_to_first_token", "time to first token of completed requests", &S::ttft);
   m.latency("inter_token_latency", "time per output token after the first (TPOT)", &S::tpot);
   m.latency("e2e_request_latency", "end-to-end latency of completed requests", &S::e2e);
@@ -369,15 +362,9 @@ void declare_engine_metrics(MetricList& m) {
   m.value("wait_max_seqs_fraction", "fraction",
           "share of the run requests waited because max_num_seqs requests already ran",
           &S::wait_max_seqs_fraction);
-  m.count("steps", "steps", "engine steps, all replicas", &S::steps);
-  m.count("prefix_cache_queries", "tokens", "prompt tokens looked up in prefix caches",
-          &S::prefix_cache_queries);
-  m.count("prefix_cache_hits", "tokens", "of which served from the cache", &S::prefix_cache_hits);
+  m.totals(/*per_replica=*/true);
   m.add("prefix_cache_hit_rate", "fraction", "prefix_cache_hits / prefix_cache_queries",
         [](const S& s) { return s.prefix_cache_hit_rate(); });
-  m.count("cache_evictions", "blocks", "cached blocks reused for other content",
-          &S::cache_evictions);
-  m.count("num_swaps", "preemptions", "preemptions that swapped KV to the host", &S::num_swaps);
   m.count("sessions", "sessions", "conversations that started", &S::sessions);
   m.count("wasted_tokens", "tokens", "tokens computed for requests cancelled, timed out or failed",
           &S::wasted_tokens);
@@ -406,7 +393,6 @@ void declare_conversation_metrics(MetricList& m) {
           &S::context_overflows);
   m.count("truncated_requests", "requests", "turns whose history was cut to fit",
           &S::truncated_requests);
-  m.count("truncated_tokens", "tokens", "history tokens cut", &S::truncated_tokens);
   m.latency("time_to_first_token_first_turn", "TTFT of conversations' first turns", &S::ttft_first);
   m.latency("time_to_first_token_warm", "TTFT of later turns that reused cached KV", &S::ttft_warm);
   m.latency("time_to_first_token_cold", "TTFT of later turns that reused none", &S::ttft_cold);
@@ -415,9 +401,6 @@ void declare_conversation_metrics(MetricList& m) {
 // KV tiers, clients' retries, cost and the fleet's lifecycle.
 void declare_fleet_metrics(MetricList& m) {
   using S = Summary;
-  m.count("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers", &S::tier_hit_tokens);
-  m.count("tier_recomputed_tokens", "tokens", "found in a tier but recomputed as cheaper",
-          &S::tier_recomputed_tokens);
   m.count("logical_requests", "requests", "requests as clients see them (first attempts)",
           &S::logical_requests);
   m.count("logical_ok", "requests", "of which the last attempt completed", &S::logical_ok);
@@ -459,7 +442,14 @@ std::vector<SummaryMetric> declare_summary_metrics() {
 }  // namespace
 
 const std::vector<SummaryMetric>& summary_metrics() {
-  static const std::vector<SummaryMetric> v = declare_summary_metrics();
+  static const std::vector<SummaryMetric> v = [] {
+    auto m = declare_summary_metrics();
+    std::set<std::string> names;  // a declared total may not take a name /summary already has
+    for (const auto& x : m)
+      if (!names.insert(x.name).second)
+        throw std::logic_error("summary_metrics: '" + x.name + "' is declared twice");
+    return m;
+  }();
   return v;
 }
 
@@ -541,8 +531,9 @@ Binding binding_resource(const Summary& s) {
   const std::string gpu = "compute utilisation " + pct(s.compute_utilization) +
                           ", memory bandwidth " + pct(s.memory_bandwidth_utilization) + ", busy " +
                           pct(s.busy_fraction);
-  const std::string kv = "KV usage mean " + pct(s.kv_usage_mean) + ", max " + pct(s.kv_usage_max) +
-                         ", " + std::to_string(s.num_preemptions) + " preemptions";
+  const std::string kv =
+      "KV usage mean " + pct(s.kv_usage_mean) + ", max " + pct(s.kv_usage_max) + ", " +
+      std::to_string(static_cast<std::int64_t>(s.total("num_preemptions"))) + " preemptions";
   const std::string steps = s.memory_bandwidth_utilization > s.compute_utilization
                                 ? " (steps limited by memory bandwidth more than FLOPs)"
                                 : " (steps limited by FLOPs more than memory bandwidth)";

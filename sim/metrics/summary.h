@@ -27,8 +27,6 @@ struct Summary {
   std::int64_t requests = 0;  // arrived
   std::int64_t ok = 0, rejected = 0, timed_out = 0, cancelled = 0, failed = 0, unfinished = 0;
   std::int64_t preempted_requests = 0;  // requests preempted at least once
-  std::int64_t num_preemptions = 0;
-  std::int64_t recomputed_tokens = 0;
   LatencyStats ttft, tpot, e2e, queue;
   double duration_s = 0;          // first arrival to last completion (or the stop time)
   double input_tokens_per_s = 0;  // prompt tokens of completed requests / duration
@@ -42,16 +40,11 @@ struct Summary {
   // replica's queue held requests, by what kept them waiting (EngineStats::wait_*_s).
   double compute_utilization = 0, memory_bandwidth_utilization = 0;
   double wait_kv_fraction = 0, wait_token_budget_fraction = 0, wait_max_seqs_fraction = 0;
-  std::int64_t prefix_cache_queries = 0;  // prompt tokens looked up (first admissions)
-  std::int64_t prefix_cache_hits = 0;     // of which served from the cache
-  std::int64_t cache_evictions = 0;
-  std::int64_t num_swaps = 0;  // preemptions that swapped KV to the host
   // Conversations. Latency statistics cover users' turns; summarisation is counted apart.
   std::int64_t summary_requests = 0;
   std::int64_t summary_input_tokens = 0, summary_output_tokens = 0;
-  std::int64_t context_overflows = 0;   // turns the application could not send
-  std::int64_t truncated_requests = 0;  // turns whose history was cut to fit
-  std::int64_t truncated_tokens = 0;
+  std::int64_t context_overflows = 0;             // turns the application could not send
+  std::int64_t truncated_requests = 0;            // turns whose history was cut to fit
   LatencyStats ttft_first, ttft_warm, ttft_cold;  // first turns; later turns with / without reuse
   std::int64_t sessions = 0;
   std::int64_t wasted_tokens = 0;  // tokens computed for requests cancelled, timed out or failed
@@ -61,17 +54,21 @@ struct Summary {
       if (k == name) return v;
     return 0;
   }
-  std::int64_t tier_hit_tokens = 0;         // prompt tokens loaded from KV tiers
-  std::int64_t tier_recomputed_tokens = 0;  // found in a tier, recomputed as cheaper
   // Token states held / KV memory given to requests, time-weighted (PagedAttention's measure of
   // how much reserved KV memory holds tokens).
   double kv_token_utilization = 0;
   // Time the serving frontend (API server) added to each completed request's E2E, mean.
   double frontend_mean_s = 0;
+  // The declared counters' totals over the run's replicas and requests (summary_totals(), in
+  // that order): steps, num_preemptions, prefix_cache_hits, recomputed_tokens, ...
+  std::vector<std::pair<std::string, double>> totals;
+  // A declared total by name (0 before summarize() filled it); an undeclared name is a bug
+  // and throws std::logic_error.
+  double total(const std::string& name) const;
   double prefix_cache_hit_rate() const {
-    return prefix_cache_queries ? static_cast<double>(prefix_cache_hits) / prefix_cache_queries : 0;
+    const double q = total("prefix_cache_queries");
+    return q > 0 ? total("prefix_cache_hits") / q : 0;
   }
-  std::int64_t steps = 0;
   // Fleet. Clients: logical requests (first attempts) and their retries; a logical request
   // succeeds when its last attempt completes; client latency runs from its first attempt.
   std::int64_t logical_requests = 0, logical_ok = 0, retries = 0;
@@ -100,6 +97,26 @@ struct SummaryMetric {
   bool integer = false;  // a count: written as an integer column
 };
 const std::vector<SummaryMetric>& summary_metrics();
+
+// A counter declared beside its field with a Total (EngineStats::declare,
+// RequestRecord::declare_counters): its /summary metric is its total over the run's replicas or
+// requests, under the field's name. The report's counters, the GUI's table of points and
+// OpenMetrics walk these; adding a declared total adds it to every surface.
+struct SummaryTotal {
+  std::string name, unit, desc;
+  std::string label;  // words for the GUI: the declaration's, else the name with spaces
+  bool integer = false;
+  bool per_replica = false;  // EngineStats (else RequestRecord)
+  Total how = Total::kSum;
+};
+const std::vector<SummaryTotal>& summary_totals();
+// The declared totals of a run, fleet-wide or of one pool (index; -1: all), in summary_totals()'
+// order: what summarize() puts in Summary::totals.
+std::vector<std::pair<std::string, double>> declared_totals(const RunResult& r, int pool = -1);
+// Whether a request counts in `pool` (-1: all; `pool_name` its name): its own pool, or for a
+// disaggregated request the pool of its prefill as well.
+bool request_in_pool(const RunResult& r, const RequestRecord& q, int pool,
+                     const std::string& pool_name);
 
 // One vocabulary: a /summary metric has one name in the report, HDF5, CSV, sweep files, --slo,
 // --y and the Python package, following vLLM's metric names (time_to_first_token,

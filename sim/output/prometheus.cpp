@@ -102,6 +102,24 @@ class OpenMetricsWriter {
     }
   }
 
+  // Every replica counter declared with a Total (EngineStats::declare, summary_totals()), as
+  // kvfleet:<name>: its value at the end of the run, one sample per replica (counters add up
+  // across replicas; the others are gauges). A new counter needs no line here.
+  void declared_counters(SimTime end) {
+    FieldList<EngineStats> fields;
+    EngineStats::declare(fields);
+    for (const auto& f : fields.fields) {
+      if (f.decl.total == Total::kNone) continue;
+      const bool counter = f.decl.total == Total::kSum;
+      const std::string name = std::string("kvfleet:") + f.name;
+      o_ << "# TYPE " << name << (counter ? " counter" : " gauge") << "\n# HELP " << name << " "
+         << f.decl.desc << " (" << f.decl.unit << ", kvfleet's /replicas)\n";
+      for (std::size_t i = 0; i < r_.replicas.size() && i < r_.timeseries.size(); ++i)
+        o_ << name << (counter ? "_total" : "") << "{" << labels(i) << "} "
+           << num(f.get(r_.replicas[i].stats)) << " " << ts(epoch_s_, to_seconds(end)) << "\n";
+    }
+  }
+
   // A histogram of the completed requests, cumulative at every time-series row; `observe` gives
   // a request's value and how many observations it counts for.
   template <class Observe>
@@ -195,6 +213,7 @@ void write_openmetrics(const std::string& path, const Scenario& sc, const RunRes
                 });
     w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                 kE2eBuckets, [](const Done& d, double* v, double* n) { *v = d.e2e_s, *n = 1; });
+    w.declared_counters(r.end_time);
     o << "# EOF\n";
   });
 }

@@ -166,6 +166,11 @@ void print_pools(std::ostream& o, const Scenario& sc) {
   }
 }
 
+// A declared total (summary_totals()) as the integer it counts.
+std::int64_t count_of(const Summary& s, const char* name) {
+  return static_cast<std::int64_t>(s.total(name));
+}
+
 // What happened to the requests: completed, rejected (and why), timed out, preempted.
 void print_requests(std::ostream& o, const RunResult& r, const Summary& s) {
   o << "\nRequests: " << s.requests << " arrived, " << s.ok << " completed, " << s.rejected
@@ -175,10 +180,11 @@ void print_requests(std::ostream& o, const RunResult& r, const Summary& s) {
   if (s.cancelled) o << ", " << s.cancelled << " cancelled";
   if (s.failed) o << ", " << s.failed << " failed";
   if (s.wasted_tokens) o << " (" << s.wasted_tokens << " tokens of work wasted)";
-  o << "\n  preempted: " << s.preempted_requests << " requests (" << s.num_preemptions
+  o << "\n  preempted: " << s.preempted_requests << " requests (" << count_of(s, "num_preemptions")
     << " preemptions";
-  if (s.num_swaps) o << ", " << s.num_swaps << " of them swapped to host memory";
-  o << ", " << s.recomputed_tokens << " tokens recomputed)\n";
+  if (count_of(s, "num_swaps"))
+    o << ", " << count_of(s, "num_swaps") << " of them swapped to host memory";
+  o << ", " << count_of(s, "recomputed_tokens") << " tokens recomputed)\n";
   if (s.rejected) {
     constexpr int kReasons = static_cast<int>(RejectReason::kQueueTimeout) + 1;
     std::int64_t by[kReasons] = {};
@@ -295,7 +301,7 @@ void print_conversations(std::ostream& o, const Summary& s) {
         << " tokens in, " << s.summary_output_tokens << " out), not in the latencies above";
     if (s.context_overflows) o << "; " << s.context_overflows << " turns did not fit the context";
     if (s.truncated_requests)
-      o << "; " << s.truncated_requests << " turns truncated (" << s.truncated_tokens
+      o << "; " << s.truncated_requests << " turns truncated (" << count_of(s, "truncated_tokens")
         << " history tokens cut)";
     o << "\n";
     if (s.workload_stat("sessions_gone_idle") > 0 || s.workload_stat("sessions_archived") > 0)
@@ -320,14 +326,16 @@ void print_throughput_and_cache(std::ostream& o, const RunResult& r, const Summa
     << fmt("%.1f%%", 100 * s.kv_token_utilization) << " of that memory holds token states"
     << (s.kv_token_utilization > 1 ? " (over 100%: blocks shared by prefix caching)" : "") << "\n";
 
-  if (s.prefix_cache_queries > 0) {
+  const std::int64_t queries = count_of(s, "prefix_cache_queries");
+  if (queries > 0) {
+    const std::int64_t tier_hits = count_of(s, "tier_hit_tokens");
+    const std::int64_t tier_recomputed = count_of(s, "tier_recomputed_tokens");
     o << "Prefix cache: " << fmt("%.1f%%", 100 * s.prefix_cache_hit_rate())
-      << " of prompt tokens hit (" << s.prefix_cache_hits << " of " << s.prefix_cache_queries
-      << "), " << s.cache_evictions << " cached blocks evicted\n";
-    if (s.tier_hit_tokens + s.tier_recomputed_tokens > 0)
-      o << "  KV tiers: " << s.tier_hit_tokens << " prompt tokens loaded ("
-        << fmt("%.1f%%", 100.0 * s.tier_hit_tokens / s.prefix_cache_queries)
-        << " of prompt tokens), " << s.tier_recomputed_tokens
+      << " of prompt tokens hit (" << count_of(s, "prefix_cache_hits") << " of " << queries << "), "
+      << count_of(s, "cache_evictions") << " cached blocks evicted\n";
+    if (tier_hits + tier_recomputed > 0)
+      o << "  KV tiers: " << tier_hits << " prompt tokens loaded ("
+        << fmt("%.1f%%", 100.0 * tier_hits / queries) << " of prompt tokens), " << tier_recomputed
         << " found but cheaper to recompute\n";
     for (const auto& rep : r.replicas)
       for (const auto& t : rep.tiers)
@@ -369,7 +377,7 @@ std::vector<Summary> print_engine(std::ostream& o, const RunResult& r, const Sum
     sum.pipeline_bubble_s += rep.stats.cost_sum.pipeline_bubble_s;
   }
   const double tot = sum.total_s();
-  o << "Engine: " << s.steps << " steps, busy " << fmt("%.0f%%", 100 * s.busy_fraction)
+  o << "Engine: " << count_of(s, "steps") << " steps, busy " << fmt("%.0f%%", 100 * s.busy_fraction)
     << " of the time";
   if (tot > 0)
     o << "; step time: linear layers " << fmt("%.0f%%", 100 * sum.gemm_s / tot)
@@ -397,6 +405,24 @@ std::vector<Summary> print_engine(std::ostream& o, const RunResult& r, const Sum
   return pools;
 }
 
+// Every declared total (summary_totals(): the counters of EngineStats and RequestRecord that
+// add up), by its /summary name, so that a new counter is in the report without a line here.
+void print_counters(std::ostream& o, const Summary& s) {
+  o << "\nCounters (totals over replicas and requests; /summary names):\n";
+  std::string zero;
+  for (const auto& t : summary_totals()) {
+    const double v = s.total(t.name);
+    if (v == 0) {
+      zero += (zero.empty() ? "" : ", ") + t.name;
+      continue;
+    }
+    o << "  " << t.name << std::string(t.name.size() < 26 ? 26 - t.name.size() : 1, ' ')
+      << pad(t.integer ? std::to_string(static_cast<std::int64_t>(v)) : fmt("%.6g", v), 14) << " "
+      << t.unit << "\n";
+  }
+  if (!zero.empty()) o << "  zero: " << zero << "\n";
+}
+
 }  // namespace
 
 void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
@@ -409,6 +435,7 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   print_conversations(o, s);
   print_throughput_and_cache(o, r, s);
   const std::vector<Summary> pools = print_engine(o, r, s);
+  print_counters(o, s);
   print_fleet(o, r, s, pools);
   if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
   // The names the lines above have in files, sweeps, --slo, --y and Python (one vocabulary).

@@ -71,19 +71,14 @@ void request_identity_columns(RequestColumns& q) {
 // Its tokens, its conversation and its treatment in the engine.
 void request_token_columns(RequestColumns& q) {
   using R = RequestRecord;
-  q.i("input_tokens", "tokens", "prompt tokens", [](const R& r) { return r.input_tokens; });
-  q.i("output_tokens", "tokens", "output tokens requested",
-      [](const R& r) { return r.output_tokens; });
-  q.i("generated_tokens", "tokens", "output tokens emitted",
-      [](const R& r) { return r.generated_tokens; });
-  q.i("cached_tokens", "tokens", "prompt tokens served from the prefix cache",
-      [](const R& r) { return r.cached_tokens; });
-  q.i("loaded_tokens", "tokens", "prompt tokens loaded from a KV tier",
-      [](const R& r) { return r.loaded_tokens; });
-  q.i("num_preemptions", "preemptions", "times it was preempted",
-      [](const R& r) { return r.num_preemptions; });
-  q.i("recomputed_tokens", "tokens", "tokens computed again after preemption",
-      [](const R& r) { return r.recomputed_tokens; });
+  FieldList<R> counters;
+  R::declare_counters(counters);
+  for (const auto& f : counters.fields) {
+    if (f.integer)
+      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
+    else
+      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
+  }
   q.i("tenant", "", "tenant id (content of different tenants never matches)",
       [](const R& r) { return r.tenant; });
   q.i("session", "", "conversation id (0: not a conversation)",
@@ -100,8 +95,6 @@ void request_token_columns(RequestColumns& q) {
       [](const R& r) { return r.stage; });
   q.i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
       [](const R& r) { return r.turn; });
-  q.i("truncated_tokens", "tokens", "history the application cut to fit",
-      [](const R& r) { return r.truncated_tokens; });
 }
 
 // Its latencies, pool, retries and costs.
@@ -214,17 +207,18 @@ struct ReplicaColumns {
   }
 };
 
-// Its steps, tokens and memory budget.
-void replica_budget_columns(ReplicaColumns& q) {
+// Its counters (EngineStats::declare), memory budget and KV tiers.
+void replica_stats_columns(ReplicaColumns& q) {
   using X = ReplicaResult;
-  q.i("steps", "steps", "engine steps", [](const X& x) { return x.stats.steps; });
-  q.i("num_preemptions", "preemptions", "preemptions",
-      [](const X& x) { return x.stats.num_preemptions; });
-  q.i("prompt_tokens", "tokens", "prefill tokens computed (recomputation included)",
-      [](const X& x) { return x.stats.prompt_tokens; });
-  q.i("generation_tokens", "tokens", "tokens emitted",
-      [](const X& x) { return x.stats.generation_tokens; });
-  q.f("busy_s", "s", "time in steps", [](const X& x) { return x.stats.busy_s; });
+  FieldList<EngineStats> stats;
+  EngineStats::declare(stats);
+  for (const auto& f : stats.fields) {
+    auto get = [g = f.get](const X& x) { return g(x.stats); };
+    if (f.integer)
+      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+    else
+      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+  }
   q.i("num_gpu_blocks", "blocks", "KV blocks (the same on every GPU of the replica)",
       [](const X& x) { return x.memory.num_blocks; });
   q.f("kv_pool_bytes", "bytes", "KV pool per GPU",
@@ -235,53 +229,6 @@ void replica_budget_columns(ReplicaColumns& q) {
       [](const X& x) { return x.memory.activation_peak_bytes; });
   q.f("runtime_overhead_bytes", "bytes", "runtime overhead per GPU",
       [](const X& x) { return x.memory.runtime_overhead_bytes; });
-}
-
-// Where its step time went, its cache, its waits, swaps and tiers.
-void replica_time_columns(ReplicaColumns& q) {
-  using X = ReplicaResult;
-  q.f("gemm_s", "s", "step time in linear layers",
-      [](const X& x) { return x.stats.cost_sum.gemm_s; });
-  q.f("prefill_attention_s", "s", "step time in prefill attention",
-      [](const X& x) { return x.stats.cost_sum.prefill_attn_s; });
-  q.f("decode_attention_s", "s", "step time in decode attention",
-      [](const X& x) { return x.stats.cost_sum.decode_attn_s; });
-  q.f("communication_s", "s",
-      "step time in collectives (tensor-parallel all-reduce, MoE dispatch and combine, waiting "
-      "there for slower data-parallel ranks)",
-      [](const X& x) { return x.stats.cost_sum.comm_s; });
-  q.f("overhead_s", "s", "fixed per-step and per-sequence overhead",
-      [](const X& x) { return x.stats.cost_sum.overhead_s; });
-  q.i("prefix_cache_queries", "tokens", "prompt tokens looked up in the prefix cache",
-      [](const X& x) { return x.stats.prefix_cache_queries; });
-  q.i("prefix_cache_hits", "tokens", "of which found cached",
-      [](const X& x) { return x.stats.prefix_cache_hits; });
-  q.i("cache_evictions", "blocks", "cached blocks reused for other content",
-      [](const X& x) { return x.stats.cache_evictions; });
-  q.f("kv_transfer_s", "s", "KV copies not overlapped with compute (swap, tiers)",
-      [](const X& x) { return x.stats.cost_sum.kv_transfer_s; });
-  q.f("pipeline_bubble_s", "s", "time pipeline stages waited for micro-batches",
-      [](const X& x) { return x.stats.cost_sum.pipeline_bubble_s; });
-  q.f("compute_s_at_peak", "s", "seconds its steps' FLOPs take at the GPU's peak",
-      [](const X& x) { return x.stats.compute_s_at_peak; });
-  q.f("memory_s_at_peak", "s", "seconds its steps' device-memory bytes take at peak bandwidth",
-      [](const X& x) { return x.stats.memory_s_at_peak; });
-  q.f("wait_kv_s", "s", "time requests waited for KV blocks",
-      [](const X& x) { return x.stats.wait_kv_s; });
-  q.f("wait_token_budget_s", "s", "time requests waited for the token budget",
-      [](const X& x) { return x.stats.wait_token_budget_s; });
-  q.f("wait_max_seqs_s", "s", "time requests waited for max_num_seqs",
-      [](const X& x) { return x.stats.wait_max_seqs_s; });
-  q.f("first_preemption_s", "s", "when KV first ran out for a running request (NaN: never)",
-      [](const X& x) {
-        return x.stats.first_preemption_s < 0 ? kNaN : x.stats.first_preemption_s;
-      });
-  q.i("num_swaps", "preemptions", "preemptions that swapped KV to the host",
-      [](const X& x) { return x.stats.num_swaps; });
-  q.f("swap_out_bytes", "bytes", "KV swapped out to the host, per GPU",
-      [](const X& x) { return x.stats.swap_out_bytes; });
-  q.i("tier_hit_tokens", "tokens", "prompt tokens loaded from KV tiers",
-      [](const X& x) { return x.stats.tier_hit_tokens; });
   q.f("tier_bytes_written", "bytes", "bytes written to its KV tiers", [](const X& x) {
     double w = 0;
     for (const auto& tier : x.tiers) w += tier.bytes_written;
@@ -305,8 +252,7 @@ const TableSpec<RunResult>& replicas_spec() {
     t.text("pool", "", "its pool",
            [](const RunResult& r, std::size_t k) { return r.replicas[k].pool; });
     ReplicaColumns q{t};
-    replica_budget_columns(q);
-    replica_time_columns(q);
+    replica_stats_columns(q);
     return t;
   }();
   return spec;

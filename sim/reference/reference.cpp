@@ -202,6 +202,19 @@ std::string outputs_reference_markdown() {
         t.name == "timeseries/<replica>" ? "/timeseries/<replica>" : "/" + t.name;
     table_markdown(o, ds, t);
   }
+  o << "### Counters on every surface\n\n"
+       "A counter declared with a total beside its field (`EngineStats::declare`, "
+       "`RequestRecord::declare_counters`) is a column of its table, a `/summary` metric "
+       "(its total over the run: sweeps, `--slo`, `--y`, Python), a line of the report's "
+       "*Counters*, a column of the GUI's table of points and, for a replica's, the OpenMetrics "
+       "family `kvfleet:<name>` (one sample per replica at the end of the run). Today's:\n\n"
+       "| counter | table | total | OpenMetrics |\n|---|---|---|---|\n";
+  for (const auto& t : summary_totals())
+    o << "| `" << t.name << "` | " << (t.per_replica ? "`/replicas`" : "`/requests`") << " | "
+      << (t.how == Total::kMax ? "largest" : "sum") << " | "
+      << (t.per_replica ? "`kvfleet:" + t.name + (t.how == Total::kSum ? "_total`" : "`") : "-")
+      << " |\n";
+  o << "\n";
   o << "## Sweep results (`kvfleet sweep --out FILE.h5`)\n\n"
        "`/sweep` is the sweep file (YAML text) and `/scenario` the base scenario as run. Axis "
        "columns are numbers when every value is, else text. Metrics that count (requests, "

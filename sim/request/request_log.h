@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/field.h"
 #include "sim/core/time.h"
 
 namespace kvfleet::sim {
@@ -86,6 +87,37 @@ struct RequestRecord {
   // Mean time per output token after the first; negative when undefined (one output token).
   double tpot_s() const {
     return generated_tokens > 1 ? to_seconds(finish - first_token) / (generated_tokens - 1) : -1;
+  }
+
+  // Its token counters as output fields, in /requests' order (v.integer(name, getter,
+  // FieldDecl), as EngineStats::declare): a per-request counter is a field above, its line here
+  // (.total = Total::kSum gives the run's sum in /summary, the report and the GUI) and the code
+  // that counts it.
+  template <class V>
+  static void declare_counters(V& v) {
+    using R = RequestRecord;
+    constexpr Total sum = Total::kSum;
+    v.integer("input_tokens", &R::input_tokens, {.unit = "tokens", .desc = "prompt tokens"});
+    v.integer("output_tokens", &R::output_tokens,
+              {.unit = "tokens", .desc = "output tokens requested"});
+    v.integer("generated_tokens", &R::generated_tokens,
+              {.unit = "tokens", .desc = "output tokens emitted"});
+    v.integer("cached_tokens", &R::cached_tokens,
+              {.unit = "tokens", .desc = "prompt tokens served from the prefix cache"});
+    v.integer("loaded_tokens", &R::loaded_tokens,
+              {.unit = "tokens", .desc = "prompt tokens loaded from a KV tier"});
+    v.integer("num_preemptions", &R::num_preemptions,
+              {.unit = "preemptions", .desc = "times it was preempted"});
+    v.integer("recomputed_tokens", &R::recomputed_tokens,
+              {.unit = "tokens",
+               .desc = "tokens computed again after preemption",
+               .total = sum,
+               .label = "Tokens recomputed"});
+    v.integer("truncated_tokens", &R::truncated_tokens,
+              {.unit = "tokens",
+               .desc = "history the application cut to fit",
+               .total = sum,
+               .label = "History tokens cut"});
   }
 };
 

@@ -2,7 +2,8 @@
 """Parses a kvfleet OpenMetrics backfill file with the Prometheus client library's own parser
 (Debian's python3-prometheus-client) and checks it: vLLM's families are there, timestamps rise,
 histogram buckets are cumulative and end at _count, the last E2E _count equals the number
-of completed requests, and the DCGM-named utilisation gauges are ratios with DCGM's labels. Usage: check_openmetrics.py FILE COMPLETED_REQUESTS"""
+of completed requests, the DCGM-named utilisation gauges are ratios with DCGM's labels, and the
+replicas' declared counters (kvfleet:<name>) have one sample per engine. Usage: check_openmetrics.py FILE COMPLETED_REQUESTS"""
 import sys
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -82,4 +83,13 @@ for s in families["vllm:e2e_request_latency_seconds"].samples:
     if s.name.endswith("_count"):
         final[s.labels["engine"]] = s.value
 assert sum(final.values()) == completed, f"e2e count {sum(final.values())} != {completed}"
+# The replicas' declared counters (EngineStats::declare, .total): kvfleet:<name>, one sample per
+# engine at the end of the run; steps is one of them and every engine stepped.
+engines = set(final)
+declared = {n: f for n, f in families.items() if n.startswith("kvfleet:")}
+assert "kvfleet:steps" in declared and declared["kvfleet:steps"].type == "counter", "kvfleet:steps"
+for name, fam in declared.items():
+    assert {s.labels["engine"] for s in fam.samples} == engines, f"{name}: not one per engine"
+    assert len(fam.samples) == len(engines), f"{name}: more than one sample per engine"
+assert all(s.value > 0 for s in declared["kvfleet:steps"].samples), "an engine with no steps"
 print(f"{path}: {len(families)} families parse; {int(sum(final.values()))} requests in e2e")

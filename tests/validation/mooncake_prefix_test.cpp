@@ -45,11 +45,11 @@ TEST(MooncakePrefix, UnlimitedCacheHitsExactlyTheLongestSeenPrefix) {
   const auto unlimited = run(6'000'000);  // 96M tokens: more than the trace's unique content
   std::printf("ideal %lld of %lld prompt tokens (%.2f%%); kvfleet %lld (%.2f%%)\n",
               static_cast<long long>(ideal), static_cast<long long>(queried),
-              100.0 * ideal / queried, static_cast<long long>(unlimited.prefix_cache_hits),
+              100.0 * ideal / queried, static_cast<long long>(unlimited.total("prefix_cache_hits")),
               100 * unlimited.prefix_cache_hit_rate());
-  EXPECT_EQ(unlimited.prefix_cache_queries, queried);
-  EXPECT_EQ(unlimited.prefix_cache_hits, ideal);
-  EXPECT_EQ(unlimited.cache_evictions, 0);
+  EXPECT_EQ(unlimited.total("prefix_cache_queries"), queried);
+  EXPECT_EQ(unlimited.total("prefix_cache_hits"), ideal);
+  EXPECT_EQ(unlimited.total("cache_evictions"), 0);
 
   double last = unlimited.prefix_cache_hit_rate();
   for (std::int64_t blocks : {500'000, 100'000, 56'142}) {
