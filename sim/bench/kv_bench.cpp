@@ -10,6 +10,7 @@
 namespace {
 
 using kvfleet::sim::KvCacheManager;
+using kvfleet::sim::SlotId;
 
 constexpr std::int64_t kBlocks = 28000;
 
@@ -20,8 +21,8 @@ void BM_AllocateFree(benchmark::State& state) {
   const std::int64_t seqs = kBlocks * 16 / tokens / 2;
   std::int64_t blocks = 0;
   for (auto _ : state) {
-    for (std::uint32_t s = 0; s < seqs; ++s) kv.allocate(s, tokens);
-    for (std::uint32_t s = 0; s < seqs; ++s) kv.free(s);
+    for (std::uint32_t s = 0; s < seqs; ++s) kv.allocate(SlotId(s), tokens);
+    for (std::uint32_t s = 0; s < seqs; ++s) kv.free(SlotId(s));
     blocks += seqs * ((tokens + 15) / 16);
   }
   state.SetItemsProcessed(blocks);
@@ -35,8 +36,8 @@ void BM_DecodeGrowth(benchmark::State& state) {
   std::int64_t ops = 0;
   for (auto _ : state) {
     for (std::int64_t t = 1; t <= 1024; ++t)
-      for (std::uint32_t s = 0; s < seqs; ++s) benchmark::DoNotOptimize(kv.allocate(s, t));
-    for (std::uint32_t s = 0; s < seqs; ++s) kv.free(s);
+      for (std::uint32_t s = 0; s < seqs; ++s) benchmark::DoNotOptimize(kv.allocate(SlotId(s), t));
+    for (std::uint32_t s = 0; s < seqs; ++s) kv.free(SlotId(s));
     ops += 1024 * seqs;
   }
   state.SetItemsProcessed(ops);
@@ -49,14 +50,14 @@ void BM_PrefixLookupAndHit(benchmark::State& state) {
   KvCacheManager kv(kBlocks, 16, true);
   std::vector<std::uint64_t> h(64);
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = 0x1234567ull * (i + 1);
-  kv.allocate(0, 64 * 16);
-  kv.cache_blocks(0, h, 64);
-  kv.free(0);
+  kv.allocate(SlotId(0), 64 * 16);
+  kv.cache_blocks(SlotId(0), h, 64);
+  kv.free(SlotId(0));
   std::int64_t blocks = 0;
   for (auto _ : state) {
     const auto n = kv.match_prefix(h);
-    kv.allocate_with_prefix(1, h, n, 64 * 16 + 1);
-    kv.free(1);
+    kv.allocate_with_prefix(SlotId(1), h, n, 64 * 16 + 1);
+    kv.free(SlotId(1));
     blocks += 64;
   }
   state.SetItemsProcessed(blocks);
@@ -71,9 +72,9 @@ void BM_AllocateEvicting(benchmark::State& state) {
   std::int64_t blocks = 0;
   for (auto _ : state) {
     for (auto& x : h) x = next++ * 0x9E3779B97F4A7C15ull;
-    kv.allocate(0, 32 * 16);
-    kv.cache_blocks(0, h, 32);
-    kv.free(0);
+    kv.allocate(SlotId(0), 32 * 16);
+    kv.cache_blocks(SlotId(0), h, 32);
+    kv.free(SlotId(0));
     blocks += 32;
   }
   state.SetItemsProcessed(blocks);

@@ -1,8 +1,8 @@
 #pragma once
-// Strong ids: a pool, a replica (node) of the fleet, a replica's place within its pool, and a
-// request are different kinds of number, and a function taking two of them cannot be called with
-// them swapped. Each is its integer and nothing more (no arithmetic); `value()` gives the integer
-// where an index or an output column needs it.
+// Strong ids: a pool, a replica (node) of the fleet, a replica's place within its pool, a
+// request's slot in an engine and a request are different kinds of number, and a function taking
+// two of them cannot be called with them swapped. Each is its integer and nothing more (no
+// arithmetic); `value()` gives the integer where an index or an output column needs it.
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +32,9 @@ using PoolId = StrongId<struct PoolIdTag, std::size_t>;
 using NodeId = StrongId<struct NodeIdTag, std::size_t>;
 // A replica's place within its pool (0 to the pool's replicas - 1).
 using LocalId = StrongId<struct LocalIdTag, std::size_t>;
+// A request's place in one replica's engine (its index into the replica's sequences and block
+// tables), reused once the request has left.
+using SlotId = StrongId<struct SlotIdTag, std::uint32_t>;
 // A request attempt (its row in the request log).
 using RequestId = StrongId<struct RequestIdTag, std::uint32_t>;
 

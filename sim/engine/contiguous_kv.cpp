@@ -35,17 +35,17 @@ std::int64_t ContiguousKv::largest_hole() const {
   return m;
 }
 
-void ContiguousKv::set_region(std::uint32_t slot, std::int64_t off, std::int64_t len) {
-  if (slot >= regions_.size()) regions_.resize(slot + 1, {0, 0});
-  regions_[slot] = {off, len};
+void ContiguousKv::set_region(SlotId slot, std::int64_t off, std::int64_t len) {
+  if (slot.value() >= regions_.size()) regions_.resize(slot.value() + 1, {0, 0});
+  regions_[slot.value()] = {off, len};
   reserved_ += len;
 }
 
-bool ContiguousKv::reserve(std::uint32_t slot, std::int64_t tokens) {
+bool ContiguousKv::reserve(SlotId slot, std::int64_t tokens) {
   return buddy_ ? reserve_buddy(slot, tokens) : reserve_first_fit(slot, tokens);
 }
 
-bool ContiguousKv::reserve_first_fit(std::uint32_t slot, std::int64_t tokens) {
+bool ContiguousKv::reserve_first_fit(SlotId slot, std::int64_t tokens) {
   for (auto it = holes_.begin(); it != holes_.end(); ++it) {
     if (it->second < tokens) continue;
     const std::int64_t off = it->first, len = it->second;
@@ -57,7 +57,7 @@ bool ContiguousKv::reserve_first_fit(std::uint32_t slot, std::int64_t tokens) {
   return false;
 }
 
-bool ContiguousKv::reserve_buddy(std::uint32_t slot, std::int64_t tokens) {
+bool ContiguousKv::reserve_buddy(SlotId slot, std::int64_t tokens) {
   const int want = tokens <= 1 ? 0 : 64 - std::countl_zero(static_cast<std::uint64_t>(tokens - 1));
   int k = want;
   while (k < static_cast<int>(free_by_order_.size()) && free_by_order_[k].empty()) ++k;
@@ -87,10 +87,10 @@ void ContiguousKv::release_buddy(std::int64_t off, std::int64_t len) {
   free_by_order_[k].insert(off);
 }
 
-void ContiguousKv::release(std::uint32_t slot) {
-  if (slot >= regions_.size() || regions_[slot].second == 0) return;
-  auto [off, len] = regions_[slot];
-  regions_[slot] = {0, 0};
+void ContiguousKv::release(SlotId slot) {
+  if (slot.value() >= regions_.size() || regions_[slot.value()].second == 0) return;
+  auto [off, len] = regions_[slot.value()];
+  regions_[slot.value()] = {0, 0};
   reserved_ -= len;
   if (buddy_) {
     release_buddy(off, len);

@@ -12,6 +12,8 @@
 #include <set>
 #include <vector>
 
+#include "sim/core/ids.h"
+
 namespace kvfleet::sim {
 
 class ContiguousKv {
@@ -25,20 +27,20 @@ class ContiguousKv {
 
   // Reserves room for `tokens` contiguous slots for `slot`. False, changing nothing, when no hole
   // is large enough.
-  bool reserve(std::uint32_t slot, std::int64_t tokens);
+  bool reserve(SlotId slot, std::int64_t tokens);
   // The region's size (buddy: rounded up to a power of two).
-  std::int64_t reservation(std::uint32_t slot) const {
-    return slot < regions_.size() ? regions_[slot].second : 0;
+  std::int64_t reservation(SlotId slot) const {
+    return slot.value() < regions_.size() ? regions_[slot.value()].second : 0;
   }
-  void release(std::uint32_t slot);
+  void release(SlotId slot);
 
   bool check_consistency() const;
 
  private:
-  bool reserve_first_fit(std::uint32_t slot, std::int64_t tokens);
-  bool reserve_buddy(std::uint32_t slot, std::int64_t tokens);
+  bool reserve_first_fit(SlotId slot, std::int64_t tokens);
+  bool reserve_buddy(SlotId slot, std::int64_t tokens);
   void release_buddy(std::int64_t off, std::int64_t len);
-  void set_region(std::uint32_t slot, std::int64_t off, std::int64_t len);
+  void set_region(SlotId slot, std::int64_t off, std::int64_t len);
 
   std::int64_t capacity_;
   bool buddy_;

@@ -7,41 +7,41 @@ namespace {
 
 TEST(ContiguousKv, FirstFitAndMergingHoles) {
   ContiguousKv kv(100, /*buddy=*/false);
-  ASSERT_TRUE(kv.reserve(0, 30));   // [0, 30)
-  ASSERT_TRUE(kv.reserve(1, 30));   // [30, 60)
-  ASSERT_TRUE(kv.reserve(2, 30));   // [60, 90)
-  EXPECT_FALSE(kv.reserve(3, 20));  // only 10 left at the end
-  kv.release(1);                    // hole [30, 60)
+  ASSERT_TRUE(kv.reserve(SlotId(0), 30));   // [0, 30)
+  ASSERT_TRUE(kv.reserve(SlotId(1), 30));   // [30, 60)
+  ASSERT_TRUE(kv.reserve(SlotId(2), 30));   // [60, 90)
+  EXPECT_FALSE(kv.reserve(SlotId(3), 20));  // only 10 left at the end
+  kv.release(SlotId(1));                    // hole [30, 60)
   EXPECT_EQ(kv.largest_hole(), 30);
-  ASSERT_TRUE(kv.reserve(3, 20));  // first fit: [30, 50)
+  ASSERT_TRUE(kv.reserve(SlotId(3), 20));  // first fit: [30, 50)
   EXPECT_EQ(kv.largest_hole(), 10);
   // 20 tokens free in total but split 10 + 10: external fragmentation.
-  EXPECT_FALSE(kv.reserve(4, 15));
+  EXPECT_FALSE(kv.reserve(SlotId(4), 15));
   EXPECT_EQ(kv.capacity_tokens() - kv.reserved_tokens(), 20);
-  kv.release(2);  // [50, 100) merges into one hole
+  kv.release(SlotId(2));  // [50, 100) merges into one hole
   EXPECT_EQ(kv.largest_hole(), 50);
-  kv.release(0);
-  kv.release(3);
+  kv.release(SlotId(0));
+  kv.release(SlotId(3));
   EXPECT_EQ(kv.largest_hole(), 100);
   EXPECT_EQ(kv.reserved_tokens(), 0);
   EXPECT_TRUE(kv.check_consistency());
 }
 
 TEST(ContiguousKv, BuddyRoundsUpSplitsAndMerges) {
-  ContiguousKv kv(96, /*buddy=*/true);  // roots of 64 and 32 tokens
-  ASSERT_TRUE(kv.reserve(0, 20));       // 32 from the 64-root, split 64 -> 32 + 32
-  EXPECT_EQ(kv.reservation(0), 32);
-  ASSERT_TRUE(kv.reserve(1, 5));  // 8 from a 32 split 32 -> 16 + 8 + 8
-  EXPECT_EQ(kv.reservation(1), 8);
-  ASSERT_TRUE(kv.reserve(2, 32));  // the other 32
+  ContiguousKv kv(96, /*buddy=*/true);     // roots of 64 and 32 tokens
+  ASSERT_TRUE(kv.reserve(SlotId(0), 20));  // 32 from the 64-root, split 64 -> 32 + 32
+  EXPECT_EQ(kv.reservation(SlotId(0)), 32);
+  ASSERT_TRUE(kv.reserve(SlotId(1), 5));  // 8 from a 32 split 32 -> 16 + 8 + 8
+  EXPECT_EQ(kv.reservation(SlotId(1)), 8);
+  ASSERT_TRUE(kv.reserve(SlotId(2), 32));  // the other 32
   EXPECT_EQ(kv.reserved_tokens(), 72);
-  EXPECT_FALSE(kv.reserve(3, 17));  // 24 tokens free, but no free 32-block
+  EXPECT_FALSE(kv.reserve(SlotId(3), 17));  // 24 tokens free, but no free 32-block
   EXPECT_TRUE(kv.check_consistency());
-  kv.release(1);
-  kv.release(2);
-  kv.release(0);  // everything merges back into its roots
+  kv.release(SlotId(1));
+  kv.release(SlotId(2));
+  kv.release(SlotId(0));  // everything merges back into its roots
   EXPECT_EQ(kv.largest_hole(), 64);
-  ASSERT_TRUE(kv.reserve(3, 64));
+  ASSERT_TRUE(kv.reserve(SlotId(3), 64));
   EXPECT_TRUE(kv.check_consistency());
 }
 

@@ -159,7 +159,7 @@ std::int64_t KvCacheManager::match_prefix(std::span<const std::uint64_t> hashes)
   return static_cast<std::int64_t>(n);
 }
 
-bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+bool KvCacheManager::allocate_with_prefix(SlotId slot, std::span<const std::uint64_t> hashes,
                                           std::int64_t hit_blocks, std::int64_t total_tokens) {
   Table& t = table(slot);
   const std::int64_t need = blocks_for(total_tokens) - hit_blocks;
@@ -186,7 +186,7 @@ bool KvCacheManager::allocate_with_prefix(std::uint32_t slot, std::span<const st
   return true;
 }
 
-void KvCacheManager::cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+void KvCacheManager::cache_blocks(SlotId slot, std::span<const std::uint64_t> hashes,
                                   std::int64_t num_full) {
   if (!caching_) return;
   Table& t = table(slot);
@@ -269,7 +269,7 @@ void KvCacheManager::table_insert(std::uint64_t h, std::uint32_t b) {
   if (index_.insert(h, b) != b) index_.assign(h, b);
 }
 
-void KvCacheManager::free(std::uint32_t slot, std::uint64_t session) {
+void KvCacheManager::free(SlotId slot, std::uint64_t session) {
   Table& t = table(slot);
   const std::size_t n = t.blocks.size();
   for (std::size_t j = 0; j < n; ++j) {

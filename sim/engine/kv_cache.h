@@ -35,6 +35,7 @@
 
 #include "sim/core/hash_index.h"
 #include "sim/core/huge_pages.h"
+#include "sim/core/ids.h"
 
 namespace kvfleet::sim {
 
@@ -73,12 +74,12 @@ class KvCacheManager {
   // Gives `slot` (which holds no blocks) the first `hit_blocks` cached blocks of `hashes` and
   // room for `total_tokens` tokens. Returns false, changing nothing, when the free pool is too
   // small (cached blocks it would take out of the free queue count against the pool).
-  bool allocate_with_prefix(std::uint32_t slot, std::span<const std::uint64_t> hashes,
+  bool allocate_with_prefix(SlotId slot, std::span<const std::uint64_t> hashes,
                             std::int64_t hit_blocks, std::int64_t total_tokens);
 
   // Ensures `slot` has room for `total_tokens` tokens. Returns false, changing nothing, when the
   // free pool is too small.
-  bool allocate(std::uint32_t slot, std::int64_t total_tokens) {
+  bool allocate(SlotId slot, std::int64_t total_tokens) {
     Table& t = table(slot);
     if (total_tokens <= static_cast<std::int64_t>(t.blocks.size()) * block_size_) return true;
     const std::int64_t need = blocks_for(total_tokens) - static_cast<std::int64_t>(t.blocks.size());
@@ -91,12 +92,11 @@ class KvCacheManager {
   // hashes, at least as many as will be entered). Blocks already entered are skipped. A block
   // whose hash is indexed already (an equal block computed elsewhere) keeps its hash without
   // becoming the one lookups find, as in vLLM.
-  void cache_blocks(std::uint32_t slot, std::span<const std::uint64_t> hashes,
-                    std::int64_t num_full);
+  void cache_blocks(SlotId slot, std::span<const std::uint64_t> hashes, std::int64_t num_full);
 
   // Releases all blocks of `slot`; those no other sequence holds join the free queue. With
   // session mode on, cached ones join the free list of `session` instead.
-  void free(std::uint32_t slot, std::uint64_t session = 0);
+  void free(SlotId slot, std::uint64_t session = 0);
 
   // Session mode (session-based retention): free blocks that cache nothing are used first, then
   // the cached blocks of the session `chooser` picks, in the order they were freed.
@@ -115,15 +115,18 @@ class KvCacheManager {
   std::int64_t evict_session(std::uint64_t session, std::int64_t max_blocks);
 
   // Leading blocks of `slot` entered in the index.
-  std::int64_t num_cached_in_table(std::uint32_t slot) const {
-    return slot < tables_.size() ? tables_[slot].num_cached : 0;
+  std::int64_t num_cached_in_table(SlotId slot) const {
+    return slot.value() < tables_.size() ? tables_[slot.value()].num_cached : 0;
   }
-  std::int64_t blocks_held(std::uint32_t slot) const {
-    return slot < tables_.size() ? static_cast<std::int64_t>(tables_[slot].blocks.size()) : 0;
+  std::int64_t blocks_held(SlotId slot) const {
+    return slot.value() < tables_.size()
+               ? static_cast<std::int64_t>(tables_[slot.value()].blocks.size())
+               : 0;
   }
-  std::span<const std::uint32_t> block_table(std::uint32_t slot) const {
-    return slot < tables_.size() ? std::span<const std::uint32_t>(tables_[slot].blocks)
-                                 : std::span<const std::uint32_t>();
+  std::span<const std::uint32_t> block_table(SlotId slot) const {
+    return slot.value() < tables_.size()
+               ? std::span<const std::uint32_t>(tables_[slot.value()].blocks)
+               : std::span<const std::uint32_t>();
   }
 
   // Blocks evicted from the cache so far (a cached block taken by allocation).
@@ -186,9 +189,9 @@ class KvCacheManager {
     std::uint32_t last = kNil;
   };
 
-  Table& table(std::uint32_t slot) {
-    if (slot >= tables_.size()) tables_.resize(slot + 1);
-    return tables_[slot];
+  Table& table(SlotId slot) {
+    if (slot.value() >= tables_.size()) tables_.resize(slot.value() + 1);
+    return tables_[slot.value()];
   }
   bool live(std::uint32_t l, std::size_t i) const {
     const List& list = lists_[l];

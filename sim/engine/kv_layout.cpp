@@ -22,7 +22,7 @@ class Paged final : public KvLayout {
   bool fits(std::int64_t prompt, std::int64_t output) const override {
     return kv_.blocks_for(prompt + output - 1) <= kv_.num_blocks();
   }
-  void release(std::uint32_t slot, std::uint64_t session) override { kv_.free(slot, session); }
+  void release(SlotId slot, std::uint64_t session) override { kv_.free(slot, session); }
   double usage() const override { return kv_.usage(); }
   std::int64_t allocated_tokens() const override {
     return kv_.num_used_blocks() * kv_.block_size();
@@ -50,17 +50,17 @@ class Contiguous final : public KvLayout {
   bool fits(std::int64_t prompt, std::int64_t output) const override {
     return reservation_for(prompt, output) <= ckv_->capacity_tokens();
   }
-  bool reserve(std::uint32_t slot, std::int64_t prompt, std::int64_t output) override {
+  bool reserve(SlotId slot, std::int64_t prompt, std::int64_t output) override {
     return ckv_->reserve(slot, reservation_for(prompt, output));
   }
-  void release(std::uint32_t slot, std::uint64_t) override { ckv_->release(slot); }
+  void release(SlotId slot, std::uint64_t) override { ckv_->release(slot); }
   double usage() const override {
     return static_cast<double>(ckv_->reserved_tokens()) / ckv_->capacity_tokens();
   }
   std::int64_t allocated_tokens() const override { return ckv_->reserved_tokens(); }
   void clear() override { ckv_ = std::make_unique<ContiguousKv>(capacity_, buddy_); }
-  std::int64_t reservation(std::uint32_t slot) const override { return ckv_->reservation(slot); }
-  void verify(std::span<const std::uint32_t> running, const std::string& replica) const override {
+  std::int64_t reservation(SlotId slot) const override { return ckv_->reservation(slot); }
+  void verify(std::span<const SlotId> running, const std::string& replica) const override {
     if (!ckv_->check_consistency())
       throw std::logic_error("replica " + replica + ": contiguous KV regions inconsistent");
     std::int64_t reserved = 0;

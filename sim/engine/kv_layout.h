@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sim/config/params.h"
+#include "sim/core/ids.h"
 #include "sim/engine/kv_cache.h"
 
 namespace kvfleet::sim {
@@ -34,20 +35,18 @@ class KvLayout {
   // A request of `prompt` + `output` tokens could run alone on an empty engine.
   virtual bool fits(std::int64_t prompt, std::int64_t output) const = 0;
   // Reserves the region of a request being admitted (reserves_at_admission only).
-  virtual bool reserve(std::uint32_t slot, std::int64_t prompt, std::int64_t output) {
-    return true;
-  }
+  virtual bool reserve(SlotId slot, std::int64_t prompt, std::int64_t output) { return true; }
   // Frees what `slot` holds (its blocks return to the cache under `session`).
-  virtual void release(std::uint32_t slot, std::uint64_t session) = 0;
+  virtual void release(SlotId slot, std::uint64_t session) = 0;
   // Fraction of KV memory in use, and tokens given to requests (blocks × block size, regions).
   virtual double usage() const = 0;
   virtual std::int64_t allocated_tokens() const = 0;
   // The engine restarted: everything is free.
   virtual void clear() = 0;
   // Checks the layout's own accounting against the running slots; throws std::logic_error.
-  virtual void verify(std::span<const std::uint32_t> running, const std::string& replica) const {}
+  virtual void verify(std::span<const SlotId> running, const std::string& replica) const {}
   // The request in `slot` holds this many tokens of KV memory (0 when the layout does not say).
-  virtual std::int64_t reservation(std::uint32_t slot) const { return 0; }
+  virtual std::int64_t reservation(SlotId slot) const { return 0; }
 };
 
 using KvLayoutRegistry = config::Registry<KvLayout, const KvLayoutContext&>;

@@ -49,15 +49,15 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   running_.reserve(batch);
 }
 
-std::uint32_t Replica::new_slot() {
+SlotId Replica::new_slot() {
   if (!free_slots_.empty()) {
-    const std::uint32_t s = free_slots_.back();
+    const SlotId s = free_slots_.back();
     free_slots_.pop_back();
     return s;
   }
   seqs_.emplace_back();
   content_.emplace_back();
-  return static_cast<std::uint32_t>(seqs_.size() - 1);
+  return SlotId(static_cast<std::uint32_t>(seqs_.size() - 1));
 }
 
 void Replica::submit(RequestId id, RequestSpec&& spec, SimTime now) {
@@ -85,20 +85,20 @@ void Replica::submit(RequestId id, RequestSpec&& spec, SimTime now) {
     if (observer_) observer_->on_request_end(id, now);
     return;
   }
-  const std::uint32_t s = new_slot();
-  Seq& q = seqs_[s];
+  const SlotId s = new_slot();
+  Seq& q = seq(s);
   q.request = request;
   q.prompt_tokens = prompt;
   q.max_output = output;
-  content_[s].handoff = spec.handoff;
-  content_[s].preload_pending = spec.preloaded_tokens > 0;
+  content(s).handoff = spec.handoff;
+  content(s).preload_pending = spec.preloaded_tokens > 0;
   // Async scheduling: the step after the one in flight is already scheduled without it.
-  content_[s].eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
+  content(s).eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = q.cache_at = 0;
   q.gpu_s = 0;
   q.hashed = false;
   q.all_cached = false;
-  Content& c = content_[s];
+  Content& c = content(s);
   c.swapped_tokens = 0;
   c.preloaded = spec.preloaded_tokens;
   c.output_offset = spec.output_offset;
@@ -141,8 +141,8 @@ void Replica::handle(ReplicaEvent kind, std::uint64_t, SimTime now) {
     end_step(now);
 }
 
-SchedView Replica::view(std::uint32_t slot, SimTime now) const {
-  const Seq& q = seqs_[slot];
+SchedView Replica::view(SlotId slot, SimTime now) const {
+  const Seq& q = seq(slot);
   const RequestRecord& r = log_[q.request];
   SchedView v;
   v.priority = r.priority;
@@ -151,12 +151,12 @@ SchedView Replica::view(std::uint32_t slot, SimTime now) const {
   v.prompt_tokens = q.prompt_tokens;
   v.num_output = q.num_output;
   v.num_computed = q.num_computed;
-  v.tenant = content_[slot].tenant;
+  v.tenant = content(slot).tenant;
   v.now = now;
   return v;
 }
 
-void Replica::wait(std::uint32_t slot, bool preempted) {
+void Replica::wait(SlotId slot, bool preempted) {
   const SchedView v = view(slot, sched_now_);
   const std::int64_t key = waiting_.keyed() ? policy_->key(v) : 0;
   if (preempted)
@@ -165,17 +165,17 @@ void Replica::wait(std::uint32_t slot, bool preempted) {
     waiting_.push_new(slot, key, v.arrival, v.id);
 }
 
-std::pair<std::uint32_t, std::size_t> Replica::pop_victim() {
+std::pair<SlotId, std::size_t> Replica::pop_victim() {
   victims_.clear();
-  for (const std::uint32_t s : running_) victims_.push_back(view(s, sched_now_));
+  for (const SlotId s : running_) victims_.push_back(view(s, sched_now_));
   const std::size_t idx = policy_->victim(victims_);
-  const std::uint32_t slot = running_[idx];
+  const SlotId slot = running_[idx];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(idx));
   return {slot, idx};
 }
 
-void Replica::preempt(std::uint32_t slot) {
-  Seq& q = seqs_[slot];
+void Replica::preempt(SlotId slot) {
+  Seq& q = seq(slot);
   RequestRecord& r = log_[q.request];
   held_tokens_ -= q.num_computed;
   // The preemption mode keeps the computed KV in host memory (copied there now) or drops it.
@@ -184,10 +184,10 @@ void Replica::preempt(std::uint32_t slot) {
     transfer_s_ += bytes / host_link_Bps_;
     stats_.swap_out_bytes += bytes;
     ++stats_.num_swaps;
-    content_[slot].swapped_tokens = q.num_computed;
+    content(slot).swapped_tokens = q.num_computed;
   }
   keep_own_blocks(slot, q);
-  kv_.free(slot, content_[slot].session);
+  kv_.free(slot, content(slot).session);
   q.kv_room = q.cache_at = 0;
   q.num_computed = 0;
   q.all_cached = false;  // its blocks are gone: re-enter hashes when it runs again
@@ -205,9 +205,9 @@ void Replica::preempt(std::uint32_t slot) {
 // salted with its request id (shared-prefix hashes are unchanged) and enters them in the index
 // before freeing them: the same hits and evictions as vLLM, at no cost for requests never
 // preempted.
-void Replica::keep_own_blocks(std::uint32_t slot, Seq& q) {
+void Replica::keep_own_blocks(SlotId slot, Seq& q) {
   if (!kv_.caching() || q.hashable || q.num_computed < kv_.block_size()) return;
-  Content& c = content_[slot];
+  Content& c = content(slot);
   if (c.segments.empty()) c.segments.push_back({0, q.prompt_tokens, c.tenant});
   const std::uint64_t salt = mix64(0x73656C66ull, log_[q.request].id + 1);
   c.hasher.reset(c.segments, c.output_content, c.tenant, kv_.block_size(), salt);
@@ -216,9 +216,9 @@ void Replica::keep_own_blocks(std::uint32_t slot, Seq& q) {
   cache_new_blocks(slot, q, q.num_computed);
 }
 
-std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int64_t blocks) {
-  Seq& q = seqs_[slot];
-  Content& c = content_[slot];
+std::span<const std::uint64_t> Replica::hashes_upto(SlotId slot, std::int64_t blocks) {
+  Seq& q = seq(slot);
+  Content& c = content(slot);
   if (q.hashable && static_cast<std::int64_t>(c.hashes.size()) < blocks)
     q.hashable = c.hasher.extend(c.hashes, blocks, q.num_tokens());
   q.hashed = !c.hashes.empty();
@@ -229,11 +229,11 @@ std::span<const std::uint64_t> Replica::hashes_upto(std::uint32_t slot, std::int
 // vLLM enters the blocks a step will fill in the index when it allocates them
 // (KVCacheManager.allocate_slots -> cache_blocks), so a request arriving during the step can
 // already hit them.
-void Replica::cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
+void Replica::cache_new_blocks(SlotId slot, Seq& q, std::int64_t tokens_after_step) {
   const std::int64_t full = tokens_after_step / kv_.block_size();
   kv_.cache_blocks(slot, hashes_upto(slot, full), full);
   const std::int64_t cached = kv_.num_cached_in_table(slot);
-  q.all_cached = !q.hashable && cached >= static_cast<std::int64_t>(content_[slot].hashes.size());
+  q.all_cached = !q.hashable && cached >= static_cast<std::int64_t>(content(slot).hashes.size());
   q.cache_at = static_cast<std::int32_t>((cached + 1) * kv_.block_size());
 }
 
@@ -254,7 +254,7 @@ void Replica::schedule() {
     batch_ = Batch{};
     chunks_.clear();
     decode_contexts_.clear();
-    for (auto& sc : scheduled_) add_to_batch(seqs_[sc.slot], sc);
+    for (auto& sc : scheduled_) add_to_batch(seq(sc.slot), sc);
   }
   batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
   batch_.prefill = chunks_;
@@ -266,8 +266,8 @@ void Replica::schedule() {
 void Replica::schedule_running(std::int64_t& budget) {
   const EngineConfig& e = setup_.engine;
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
-    const std::uint32_t s = running_[i];
-    Seq& q = seqs_[s];
+    const SlotId s = running_[i];
+    Seq& q = seq(s);
     std::int64_t n = q.num_tokens() - q.num_computed;
     if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
       n = e.long_prefill_token_threshold;
@@ -292,8 +292,7 @@ void Replica::schedule_running(std::int64_t& budget) {
   }
 }
 
-bool Replica::make_room(std::uint32_t s, std::int64_t tokens, std::size_t& i,
-                        std::int64_t& budget) {
+bool Replica::make_room(SlotId s, std::int64_t tokens, std::size_t& i, std::int64_t& budget) {
   while (!kv_.allocate(s, tokens)) {
     const auto [victim, vidx] = pop_victim();
     if (vidx < i) {
@@ -319,15 +318,15 @@ bool Replica::make_room(std::uint32_t s, std::int64_t tokens, std::size_t& i,
 void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < setup_.engine.max_num_seqs) {
-    const std::uint32_t s = waiting_.front();
+    const SlotId s = waiting_.front();
     // Async scheduling: arrived after this step was planned, unless the step would be empty
     // (the engine then plans again at once).
-    if (content_[s].eligible_step > launched_ + 1 && !scheduled_.empty()) {
+    if (content(s).eligible_step > launched_ + 1 && !scheduled_.empty()) {
       held_back_ = true;
       break;
     }
-    const bool admitted = content_[s].swapped_tokens > 0 ? resume_swapped(s, budget)
-                                                         : admit(s, budget, prompt_over_budget);
+    const bool admitted = content(s).swapped_tokens > 0 ? resume_swapped(s, budget)
+                                                        : admit(s, budget, prompt_over_budget);
     if (!admitted) break;
     waiting_.pop_front();
     running_.push_back(s);
@@ -335,9 +334,9 @@ void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
 }
 
 // A swapped request's KV comes back from host memory.
-bool Replica::resume_swapped(std::uint32_t s, std::int64_t& budget) {
-  Seq& q = seqs_[s];
-  std::int32_t& swapped = content_[s].swapped_tokens;
+bool Replica::resume_swapped(SlotId s, std::int64_t& budget) {
+  Seq& q = seq(s);
+  std::int32_t& swapped = content(s).swapped_tokens;
   const std::int64_t n = std::min<std::int64_t>(q.num_tokens() - swapped, budget);
   if (n <= 0 || !kv_.allocate(s, swapped + n)) return false;
   q.kv_room = static_cast<std::int32_t>(kv_.blocks_held(s) * kv_.block_size());
@@ -357,10 +356,10 @@ bool Replica::resume_swapped(std::uint32_t s, std::int64_t& budget) {
 // A waiting request is admitted: the longest cached prefix (at most num_tokens - 1 tokens: the
 // last is always computed to produce logits; vLLM KVCacheManager.get_computed_blocks), tier
 // loads, then KV for its first chunk. False when it does not fit (it keeps waiting).
-bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_budget) {
+bool Replica::admit(SlotId s, std::int64_t& budget, bool& prompt_over_budget) {
   const EngineConfig& e = setup_.engine;
-  Seq& q = seqs_[s];
-  const bool preload = content_[s].preload_pending;
+  Seq& q = seq(s);
+  const bool preload = content(s).preload_pending;
   std::span<const std::uint64_t> hit_hashes;
   std::int64_t hit_blocks = 0;
   if (!preload && kv_.caching() && q.num_computed == 0) {
@@ -372,7 +371,7 @@ bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_bud
           ? tier_prefix(hit_hashes, hit_blocks)
           : std::pair<std::int64_t, double>{0, 0.0};
   const std::int64_t computed =
-      preload ? content_[s].preloaded : (hit_blocks + tier_blocks) * kv_.block_size();
+      preload ? content(s).preloaded : (hit_blocks + tier_blocks) * kv_.block_size();
   std::int64_t n = q.num_tokens() - computed;
   if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
     n = e.long_prefill_token_threshold;
@@ -394,7 +393,7 @@ bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_bud
   if (tier_blocks > 0) load_from_tiers(hit_hashes, hit_blocks, tier_blocks, load_s, rec);
   held_tokens_ += computed - q.num_computed;
   q.num_computed = static_cast<std::int32_t>(computed);
-  content_[s].preload_pending = false;  // after a preemption it recomputes here
+  content(s).preload_pending = false;  // after a preemption it recomputes here
   q.max_computed = std::max(q.max_computed, q.num_computed);
   cache_full_blocks(s, q, computed + n);
   schedule_tokens(s, q, n);
@@ -404,12 +403,12 @@ bool Replica::admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_bud
 }
 
 // Prefix-cache statistics count first admissions (vLLM PrefixCacheStats).
-void Replica::count_prefix_hits(std::uint32_t s, const Seq& q, RequestRecord& rec, bool preload,
+void Replica::count_prefix_hits(SlotId s, const Seq& q, RequestRecord& rec, bool preload,
                                 std::int64_t gpu_hit) {
   if (preload || q.num_output != 0 || rec.num_preemptions != 0) return;
   stats_.prefix_cache_queries += q.num_tokens();
   stats_.prefix_cache_hits += gpu_hit;
-  auto& t = tenant_prefix_[content_[s].tenant];
+  auto& t = tenant_prefix_[content(s).tenant];
   t.first += q.num_tokens();
   t.second += gpu_hit;
   rec.cached_tokens = static_cast<std::int32_t>(gpu_hit);
@@ -442,7 +441,7 @@ bool Replica::begin_step(SimTime now) {
     }
     // A policy whose keys follow its state orders the waiting queue afresh for each step.
     if (policy_->rekeys())
-      waiting_.rekey([&](std::uint32_t slot) { return policy_->key(view(slot, now)); });
+      waiting_.rekey([&](SlotId slot) { return policy_->key(view(slot, now)); });
     schedule();
     if (!scheduled_.empty()) break;
     // Nothing could run although work is queued: only possible if every running request was
@@ -482,7 +481,7 @@ void Replica::launch(SimTime now, const StepCost& c, const StepWork& w, SimTime 
                  {}};
     t.chunks.assign(batch_.prefill.begin(), batch_.prefill.end());
     for (const auto& sc : scheduled_) {
-      const Seq& q = seqs_[sc.slot];
+      const Seq& q = seq(sc.slot);
       if (is_decode(q, sc.tokens)) t.decode_contexts.push_back(q.num_computed + 1);
     }
     batch_trace_->push_back(std::move(t));
@@ -512,7 +511,7 @@ void Replica::finish_step(SimTime now) {
   seen_ = output_.deliver(now, step_emits_);
   in_end_step_ = true;
   for (const auto& sc : scheduled_) {
-    Seq& q = seqs_[sc.slot];
+    Seq& q = seq(sc.slot);
     if (!is_decode(q, sc.tokens)) stats_.prompt_tokens += sc.tokens;
     // Positions below the highest ever computed are recomputation after a preemption.
     if (q.num_computed < q.max_computed) {
@@ -534,13 +533,13 @@ void Replica::finish_step(SimTime now) {
         if (observer_) observer_->on_first_token(RequestId{q.request}, now);
       }
       if (q.num_output >= q.max_output) {
-        finish(sc.slot, now, content_[sc.slot].handoff ? Outcome::kPending : Outcome::kOk);
+        finish(sc.slot, now, content(sc.slot).handoff ? Outcome::kPending : Outcome::kOk);
         any_finished = true;
       }
     }
   }
   if (any_finished) {
-    std::erase_if(running_, [&](std::uint32_t s) { return seqs_[s].request == UINT32_MAX; });
+    std::erase_if(running_, [&](SlotId s) { return seq(s).request == UINT32_MAX; });
   }
   // Slots freed above become reusable only now that running_ no longer lists them: an observer
   // may have submitted a new request to this replica from inside finish().
@@ -552,12 +551,12 @@ void Replica::finish_step(SimTime now) {
   if (setup_.check_invariants) verify();
 }
 
-void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
+void Replica::finish(SlotId slot, SimTime now, Outcome o) {
   if (policy_->stateful()) policy_->on_finish(view(slot, now));
-  Seq& q = seqs_[slot];
+  Seq& q = seq(slot);
   RequestRecord& r = log_[q.request];
   // A reply the client no longer waits for is wasted work, not a completion.
-  const Content& c = content_[slot];
+  const Content& c = content(slot);
   if (o != Outcome::kPending) {  // kPending: handed over to a decode replica, not over
     r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
     r.finish = now;
@@ -590,9 +589,9 @@ void Replica::finish(std::uint32_t slot, SimTime now, Outcome o) {
     observer_->on_request_end(RequestId{request}, now);
 }
 
-void Replica::release_slot(std::uint32_t slot, SimTime now) {
-  layout_->release(slot, content_[slot].session);
-  if (by_session_) session_end(content_[slot].session, now);
+void Replica::release_slot(SlotId slot, SimTime now) {
+  layout_->release(slot, content(slot).session);
+  if (by_session_) session_end(content(slot).session, now);
   (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
 }
 

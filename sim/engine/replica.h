@@ -214,7 +214,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
     BlockHasher hasher;
   };
   struct Scheduled {  // 8 bytes: written for every sequence of every step
-    std::uint32_t slot;
+    SlotId slot;
     std::int32_t tokens;
   };
   // One token of a request past its prompt (before the step's tokens are applied).
@@ -223,7 +223,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   }
 
   // Adds `tokens` of `q` to the step and to the batch the cost model sees.
-  void schedule_tokens(std::uint32_t slot, const Seq& q, std::int64_t tokens) {
+  void schedule_tokens(SlotId slot, const Seq& q, std::int64_t tokens) {
     Scheduled sc{slot, static_cast<std::int32_t>(tokens)};
     add_to_batch(q, sc);
     scheduled_.push_back(sc);
@@ -264,19 +264,19 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   void schedule_running(std::int64_t& budget);
   // Allocates KV for `tokens` of running slot `s` (index i of running_), preempting the policy's
   // victims until it fits; false when `s` itself was preempted.
-  bool make_room(std::uint32_t s, std::int64_t tokens, std::size_t& i, std::int64_t& budget);
+  bool make_room(SlotId s, std::int64_t tokens, std::size_t& i, std::int64_t& budget);
   void admit_waiting(std::int64_t& budget, bool& prompt_over_budget);
-  bool resume_swapped(std::uint32_t s, std::int64_t& budget);
-  bool admit(std::uint32_t s, std::int64_t& budget, bool& prompt_over_budget);
+  bool resume_swapped(SlotId s, std::int64_t& budget);
+  bool admit(SlotId s, std::int64_t& budget, bool& prompt_over_budget);
   std::pair<std::int64_t, double> tier_prefix(std::span<const std::uint64_t> hashes,
                                               std::int64_t hit_blocks);
-  void count_prefix_hits(std::uint32_t s, const Seq& q, RequestRecord& rec, bool preload,
+  void count_prefix_hits(SlotId s, const Seq& q, RequestRecord& rec, bool preload,
                          std::int64_t gpu_hit);
   void load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_t hit_blocks,
                        std::int64_t tier_blocks, double load_s, RequestRecord& rec);
   void note_wait_cause(std::int64_t budget, bool prompt_over_budget);
-  void preempt(std::uint32_t slot);
-  void keep_own_blocks(std::uint32_t slot, Seq& q);
+  void preempt(SlotId slot);
+  void keep_own_blocks(SlotId slot, Seq& q);
   // Session-based retention.
   std::uint64_t choose_victim() override;
   void session_start(std::uint64_t key, std::int32_t priority, SimTime now);
@@ -288,29 +288,29 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   double prefill_seconds(std::int64_t tokens, std::int64_t prefix) const;
   // Removes the running request the scheduling policy preempts. Returns its slot and its index
   // in running_ before removal.
-  std::pair<std::uint32_t, std::size_t> pop_victim();
+  std::pair<SlotId, std::size_t> pop_victim();
   // What the scheduling policy sees of the request in `slot`.
-  SchedView view(std::uint32_t slot, SimTime now) const;
+  SchedView view(SlotId slot, SimTime now) const;
   SimTime sched_now_ = 0;  // the time of the step being planned (for the policy's views)
   // Puts `slot` in the waiting queue (new, or back after a preemption).
-  void wait(std::uint32_t slot, bool preempted);
-  void finish(std::uint32_t slot, SimTime now, Outcome o);
-  void release_slot(std::uint32_t slot, SimTime now);  // frees its KV and the slot
+  void wait(SlotId slot, bool preempted);
+  void finish(SlotId slot, SimTime now, Outcome o);
+  void release_slot(SlotId slot, SimTime now);  // frees its KV and the slot
   // Builds the layout, tiers and session mode around a fresh kv_ (construction, stop()).
   void empty_memory();
-  std::uint32_t new_slot();
+  SlotId new_slot();
   void verify();
   void apply_cancels(SimTime now);
   std::vector<std::uint32_t> pending_cancels_;  // requests, taken at the next step boundary
   // Hashes of `q`'s full blocks up to `blocks` (fewer if its content turns unique).
-  std::span<const std::uint64_t> hashes_upto(std::uint32_t slot, std::int64_t blocks);
+  std::span<const std::uint64_t> hashes_upto(SlotId slot, std::int64_t blocks);
   // More of `q`'s blocks may still be hashed or entered in the index.
   static bool wants_caching(const Seq& q) { return q.hashable || (q.hashed && !q.all_cached); }
   // Enters the blocks `q` will have filled after this step in the prefix-cache index.
-  void cache_full_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step) {
+  void cache_full_blocks(SlotId slot, Seq& q, std::int64_t tokens_after_step) {
     if (wants_caching(q)) cache_new_blocks(slot, q, tokens_after_step);
   }
-  void cache_new_blocks(std::uint32_t slot, Seq& q, std::int64_t tokens_after_step);
+  void cache_new_blocks(SlotId slot, Seq& q, std::int64_t tokens_after_step);
 
   ReplicaSetup setup_;
   LockstepGroup* group_ = nullptr;
@@ -331,13 +331,17 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   std::int64_t held_tokens_ = 0;  // Σ num_computed over running requests
   int max_model_len_;
 
-  std::vector<Seq> seqs_;         // by slot
-  std::vector<Content> content_;  // by slot
-  std::vector<std::uint32_t> free_slots_;
-  std::vector<std::uint32_t> retired_slots_;  // freed during end_step, reusable after it
-  absl::flat_hash_map<std::uint32_t, std::uint32_t> handed_;  // request -> slot, KV in transfer
+  std::vector<Seq> seqs_;         // by slot: seq(slot)
+  std::vector<Content> content_;  // by slot: content(slot)
+  Seq& seq(SlotId s) { return seqs_[s.value()]; }
+  const Seq& seq(SlotId s) const { return seqs_[s.value()]; }
+  Content& content(SlotId s) { return content_[s.value()]; }
+  const Content& content(SlotId s) const { return content_[s.value()]; }
+  std::vector<SlotId> free_slots_;
+  std::vector<SlotId> retired_slots_;                  // freed during end_step, reusable after it
+  absl::flat_hash_map<std::uint32_t, SlotId> handed_;  // request -> slot, KV in transfer
   bool in_end_step_ = false;
-  std::vector<std::uint32_t> running_;  // slots, in admission order
+  std::vector<SlotId> running_;  // slots, in admission order
   std::unique_ptr<SchedulingPolicy> policy_;
   std::vector<SchedView>
       victims_;        // pop_victim's scratch: the running requests as the policy sees them

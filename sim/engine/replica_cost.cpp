@@ -113,7 +113,7 @@ StepCost Replica::pipeline_cost(StepWork& work) {
                                               : a.num_seqs < b.num_seqs;
     });
     const auto m = static_cast<std::size_t>(lightest - micro.begin());
-    add_to(micro[m], chunks[m], seqs_[sc.slot], sc);
+    add_to(micro[m], chunks[m], seq(sc.slot), sc);
     ++micro[m].num_seqs;
   }
   // Each stage runs every micro-batch once per step, so a stage's GPUs work Σ_m w_m (w_m: the

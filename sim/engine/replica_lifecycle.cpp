@@ -12,7 +12,7 @@ namespace kvfleet::sim {
 void Replica::release_handoff(RequestId request, SimTime now) {
   const auto it = handed_.find(request.value());
   if (it == handed_.end()) return;  // the replica stopped since: its KV is gone already
-  const std::uint32_t slot = it->second;
+  const SlotId slot = it->second;
   handed_.erase(it);
   release_slot(slot, now);
 }
@@ -24,20 +24,21 @@ void Replica::cancel(RequestId request, SimTime now) {
 
 void Replica::apply_cancels(SimTime now) {
   for (const std::uint32_t request : pending_cancels_) {
-    std::uint32_t slot = UINT32_MAX;
+    constexpr SlotId kNone{UINT32_MAX};
+    SlotId slot = kNone;
     for (std::size_t i = 0; i < running_.size(); ++i)
-      if (seqs_[running_[i]].request == request) {
+      if (seq(running_[i]).request == request) {
         slot = running_[i];
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
         break;
       }
-    if (slot == UINT32_MAX) {
-      waiting_.for_each([&](std::uint32_t s) {
-        if (seqs_[s].request == request) slot = s;
+    if (slot == kNone) {
+      waiting_.for_each([&](SlotId s) {
+        if (seq(s).request == request) slot = s;
       });
-      if (slot == UINT32_MAX) continue;  // already finished
+      if (slot == kNone) continue;  // already finished
       waiting_.erase(slot);
-      std::int32_t& swapped = content_[slot].swapped_tokens;
+      std::int32_t& swapped = content(slot).swapped_tokens;
       if (swapped > 0) {
         preemption_->release(static_cast<double>(swapped) * setup_.memory.kv_bytes_per_token);
         swapped = 0;
@@ -50,8 +51,8 @@ void Replica::apply_cancels(SimTime now) {
 }
 
 void Replica::abandon(SimTime now) {
-  auto drop = [&](std::uint32_t s) {
-    if (seqs_[s].request != UINT32_MAX) finish(s, now, Outcome::kUnfinished);
+  auto drop = [&](SlotId s) {
+    if (seq(s).request != UINT32_MAX) finish(s, now, Outcome::kUnfinished);
   };
   for (auto s : running_) drop(s);
   waiting_.for_each(drop);
@@ -69,12 +70,12 @@ void Replica::stop(SimTime now, Outcome outcome) {
   stepping_ = false;
   in_flight_ = false;
   pending_cancels_.clear();
-  std::vector<std::uint32_t> slots(running_.begin(), running_.end());
-  waiting_.for_each([&](std::uint32_t s) { slots.push_back(s); });
+  std::vector<SlotId> slots(running_.begin(), running_.end());
+  waiting_.for_each([&](SlotId s) { slots.push_back(s); });
   running_.clear();
   waiting_.clear();
   for (auto s : slots)
-    if (seqs_[s].request != UINT32_MAX) finish(s, now, outcome);
+    if (seq(s).request != UINT32_MAX) finish(s, now, outcome);
   policy_->reset();  // every request is gone
   for (const auto& [request, slot] : handed_) free_slots_.push_back(slot);
   handed_.clear();
@@ -100,7 +101,7 @@ void Replica::verify() {
   if (reserves_) {
     layout_->verify(running_, setup_.name);
     std::int64_t held = 0;
-    for (auto s : running_) held += seqs_[s].num_computed;
+    for (auto s : running_) held += seq(s).num_computed;
     if (held != held_tokens_)
       throw std::logic_error("replica " + setup_.name + ": held tokens drifted");
     return;
@@ -115,22 +116,22 @@ void Replica::verify() {
     for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
   for (const auto& [request, s] : handed_)  // handed over, KV still on its way out
     for (auto b : kv_.block_table(s)) held += verify_marks_[b] == 0, verify_marks_[b] = 1;
-  waiting_.for_each([&](std::uint32_t s) {
+  waiting_.for_each([&](SlotId s) {
     if (kv_.blocks_held(s) != 0)
       throw std::logic_error("replica " + setup_.name + ": a waiting request holds blocks");
   });
   double swapped = 0;
-  waiting_.for_each([&](std::uint32_t s) {
-    swapped += static_cast<double>(content_[s].swapped_tokens) * setup_.memory.kv_bytes_per_token;
+  waiting_.for_each([&](SlotId s) {
+    swapped += static_cast<double>(content(s).swapped_tokens) * setup_.memory.kv_bytes_per_token;
   });
   const double host = preemption_->host_bytes();
   if (std::abs(swapped - host) > 1e-6 * (1 + swapped) ||
       host > preemption_->host_capacity_bytes() + 1e-6)
     throw std::logic_error("replica " + setup_.name + ": swap space accounting drifted");
   std::int64_t computed = 0;
-  for (auto s : running_) computed += seqs_[s].num_computed;
+  for (auto s : running_) computed += seq(s).num_computed;
   for (auto s : running_)
-    if (seqs_[s].kv_room != kv_.blocks_held(s) * kv_.block_size())
+    if (seq(s).kv_room != kv_.blocks_held(s) * kv_.block_size())
       throw std::logic_error("replica " + setup_.name + ": cached KV room drifted");
   if (computed != held_tokens_)
     throw std::logic_error("replica " + setup_.name + ": held tokens drifted");

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "sim/core/ids.h"
 #include "sim/core/time.h"
 
 namespace kvfleet::sim {
@@ -19,7 +20,7 @@ class WaitQueue {
   bool keyed() const { return keyed_; }
   bool empty() const { return keyed_ ? ordered_.empty() : fifo_.empty(); }
   std::size_t size() const { return keyed_ ? ordered_.size() : fifo_.size(); }
-  std::uint32_t front() const { return keyed_ ? std::get<3>(*ordered_.begin()) : fifo_.front(); }
+  SlotId front() const { return keyed_ ? std::get<3>(*ordered_.begin()) : fifo_.front(); }
   void pop_front() {
     if (keyed_)
       ordered_.erase(ordered_.begin());
@@ -27,21 +28,21 @@ class WaitQueue {
       fifo_.pop_front();
   }
   // A newly arrived request.
-  void push_new(std::uint32_t slot, std::int64_t key, SimTime arrival, std::uint64_t id) {
+  void push_new(SlotId slot, std::int64_t key, SimTime arrival, std::uint64_t id) {
     if (keyed_)
       ordered_.insert({key, arrival, id, slot});
     else
       fifo_.push_back(slot);
   }
   // A preempted request going back to wait.
-  void push_preempted(std::uint32_t slot, std::int64_t key, SimTime arrival, std::uint64_t id) {
+  void push_preempted(SlotId slot, std::int64_t key, SimTime arrival, std::uint64_t id) {
     if (keyed_)
       ordered_.insert({key, arrival, id, slot});
     else
       fifo_.push_front(slot);
   }
   // Removes `slot` if it waits here. O(size).
-  bool erase(std::uint32_t slot) {
+  bool erase(SlotId slot) {
     if (keyed_) {
       for (auto it = ordered_.begin(); it != ordered_.end(); ++it)
         if (std::get<3>(*it) == slot) {
@@ -80,8 +81,8 @@ class WaitQueue {
 
  private:
   bool keyed_;
-  std::deque<std::uint32_t> fifo_;
-  std::set<std::tuple<std::int64_t, SimTime, std::uint64_t, std::uint32_t>> ordered_;
+  std::deque<SlotId> fifo_;
+  std::set<std::tuple<std::int64_t, SimTime, std::uint64_t, SlotId>> ordered_;
 };
 
 }  // namespace kvfleet::sim

@@ -5,6 +5,9 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "sim/engine/contiguous_kv.h"
+#include "sim/engine/kv_cache.h"
+#include "sim/engine/kv_layout.h"
 #include "sim/fleet/client.h"
 #include "sim/fleet/disaggregation.h"
 #include "sim/fleet/lifecycle.h"
@@ -18,7 +21,23 @@ static_assert(!std::is_convertible_v<PoolId, std::size_t>);
 static_assert(!std::is_convertible_v<PoolId, NodeId>);
 static_assert(!std::is_convertible_v<NodeId, LocalId>);
 static_assert(!std::is_convertible_v<std::uint32_t, RequestId>);
+static_assert(!std::is_convertible_v<std::uint32_t, SlotId>);
+static_assert(!std::is_convertible_v<SlotId, RequestId>);
 static_assert(sizeof(NodeId) == sizeof(std::size_t) && sizeof(RequestId) == sizeof(std::uint32_t));
+static_assert(sizeof(SlotId) == sizeof(std::uint32_t));
+
+// A replica's KV memory is addressed by slot: a request id, a block count or a raw integer where
+// the slot goes does not compile (KvCacheManager's allocate(slot, tokens) took two integers).
+static_assert(std::is_invocable_v<decltype(&KvCacheManager::allocate), KvCacheManager*, SlotId,
+                                  std::int64_t>);
+static_assert(!std::is_invocable_v<decltype(&KvCacheManager::allocate), KvCacheManager*,
+                                   std::int64_t, std::int64_t>);
+static_assert(!std::is_invocable_v<decltype(&KvCacheManager::free), KvCacheManager*, RequestId,
+                                   std::uint64_t>);
+static_assert(!std::is_invocable_v<decltype(&ContiguousKv::reserve), ContiguousKv*, std::uint32_t,
+                                   std::int64_t>);
+static_assert(
+    !std::is_invocable_v<decltype(&KvLayout::release), KvLayout*, std::uint32_t, std::uint64_t>);
 
 // The fleet's host interfaces cannot be called with a pool, a node, a replica's place in its pool
 // and a request mixed up.

@@ -418,7 +418,11 @@ void print_counters(std::ostream& o, const Summary& s) {
     }
     o << "  " << t.name << std::string(t.name.size() < 26 ? 26 - t.name.size() : 1, ' ')
       << pad(t.integer ? std::to_string(static_cast<std::int64_t>(v)) : fmt("%.6g", v), 14) << " "
-      << t.unit << "\n";
+      << t.unit
+      << (t.how == Total::kMax
+              ? std::string(" (the most of any ") + (t.per_replica ? "replica" : "request") + ")"
+              : "")
+      << "\n";
   }
   if (!zero.empty()) o << "  zero: " << zero << "\n";
 }

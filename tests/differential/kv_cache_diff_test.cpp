@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "sim/engine/block_hash.h"
@@ -18,6 +19,15 @@
 
 namespace kvfleet::sim {
 namespace {
+
+// A slot as each model takes it: the manager a SlotId, the reference its plain index.
+template <class M>
+auto slot_of(const M&, std::uint32_t s) {
+  if constexpr (std::is_same_v<M, KvCacheManager>)
+    return SlotId(s);
+  else
+    return s;
+}
 
 // The session with the fewest cached blocks (lowest key on ties): the same rule on both sides.
 template <class M>
@@ -138,8 +148,8 @@ void run_case(const Case& c, int ops) {
     }
     ASSERT_EQ(fast.evictions(), ref.evictions()) << "op " << op;
     ASSERT_EQ(fast.num_uncached_free_blocks(), ref.num_uncached_free_blocks()) << "op " << op;
-    ASSERT_EQ(fast.num_cached_in_table(slot), ref.num_cached_in_table(slot)) << "op " << op;
-    const auto a = fast.block_table(slot), b = ref.block_table(slot);
+    ASSERT_EQ(fast.num_cached_in_table(SlotId(slot)), ref.num_cached_in_table(slot)) << "op " << op;
+    const auto a = fast.block_table(SlotId(slot)), b = ref.block_table(slot);
     ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "op " << op;
     ASSERT_EQ(fast.evicted(), ref.evicted()) << "op " << op;
     fast.evicted().clear();
@@ -162,32 +172,32 @@ void run_case(const Case& c, int ops) {
       const std::int64_t hit = fast.match_prefix(h);
       ASSERT_EQ(hit, ref.match_prefix(h)) << "op " << op;
       const std::int64_t chunk = std::min(s.tokens, hit * c.block_size + u(1, 8 * c.block_size));
-      const bool ok = fast.allocate_with_prefix(slot, h, hit, chunk);
+      const bool ok = fast.allocate_with_prefix(SlotId(slot), h, hit, chunk);
       ASSERT_EQ(ok, ref.allocate_with_prefix(slot, h, hit, chunk)) << "op " << op;
       if (ok) {
         s.active = true;
         s.tokens = std::max(s.tokens, chunk);
         // Its computed full blocks enter the index, now or (duplicates) a few ops later.
         if (what < 70) {
-          fast.cache_blocks(slot, s.hashes, chunk / c.block_size);
+          fast.cache_blocks(SlotId(slot), s.hashes, chunk / c.block_size);
           ref.cache_blocks(slot, s.hashes, chunk / c.block_size);
         }
       }
     } else if (what < 95 - c.frees) {
       // A step: the sequence grows (a prefill chunk or decode tokens) and caches its full blocks.
-      const std::int64_t to =
-          std::min<std::int64_t>(static_cast<std::int64_t>(s.hashes.size()) * c.block_size,
-                                 fast.blocks_held(slot) * c.block_size + u(0, 3 * c.block_size));
-      const bool ok = fast.allocate(slot, to);
+      const std::int64_t to = std::min<std::int64_t>(
+          static_cast<std::int64_t>(s.hashes.size()) * c.block_size,
+          fast.blocks_held(SlotId(slot)) * c.block_size + u(0, 3 * c.block_size));
+      const bool ok = fast.allocate(SlotId(slot), to);
       ASSERT_EQ(ok, ref.allocate(slot, to)) << "op " << op;
       if (ok) {
         s.tokens = std::max(s.tokens, to);
-        fast.cache_blocks(slot, s.hashes, to / c.block_size);
+        fast.cache_blocks(SlotId(slot), s.hashes, to / c.block_size);
         ref.cache_blocks(slot, s.hashes, to / c.block_size);
       }
     } else if (what < 95) {
       // Finished or preempted: its blocks go back (to its session's list in session mode).
-      fast.free(slot, s.session);
+      fast.free(SlotId(slot), s.session);
       ref.free(slot, s.session);
       s.active = false;
       end_chat(s);
@@ -243,14 +253,14 @@ TEST(KvCacheDifferential, DuplicatesCachedThenTheOriginalsEvicted) {
     f(fast);
     f(ref);
   };
-  both([&](auto& m) { ASSERT_TRUE(m.allocate_with_prefix(1, {}, 0, 2)); });  // B
-  both([&](auto& m) {                                                        // A
-    ASSERT_TRUE(m.allocate_with_prefix(0, {}, 0, 2));
-    m.cache_blocks(0, h, 2);
-    m.free(0);
+  both([&](auto& m) { ASSERT_TRUE(m.allocate_with_prefix(slot_of(m, 1), {}, 0, 2)); });  // B
+  both([&](auto& m) {                                                                    // A
+    ASSERT_TRUE(m.allocate_with_prefix(slot_of(m, 0), {}, 0, 2));
+    m.cache_blocks(slot_of(m, 0), h, 2);
+    m.free(slot_of(m, 0));
   });
-  both([&](auto& m) { m.cache_blocks(1, h, 2); });        // B's duplicates
-  both([&](auto& m) { ASSERT_TRUE(m.allocate(2, 2)); });  // C evicts A's
+  both([&](auto& m) { m.cache_blocks(slot_of(m, 1), h, 2); });        // B's duplicates
+  both([&](auto& m) { ASSERT_TRUE(m.allocate(slot_of(m, 2), 2)); });  // C evicts A's
   EXPECT_EQ(fast.evictions(), ref.evictions());
   EXPECT_EQ(fast.num_cached_blocks(), ref.num_cached_blocks());
   EXPECT_EQ(fast.match_prefix(h), ref.match_prefix(h));
@@ -321,7 +331,7 @@ TEST(KvCacheDifferential, TriePromptsTinyPools) {
     };
     std::vector<S> seqs(slots);
     auto both_cache = [&](std::uint32_t slot, std::span<const std::uint64_t> h, std::int64_t full) {
-      fast.cache_blocks(slot, h, full);
+      fast.cache_blocks(SlotId(slot), h, full);
       ref.cache_blocks(slot, h, full);
     };
     for (int op = 0, ops = 100 + static_cast<int>(rng() % 400); op < ops; ++op) {
@@ -341,7 +351,7 @@ TEST(KvCacheDifferential, TriePromptsTinyPools) {
         ASSERT_EQ(hit, ref.match_prefix(full)) << "op " << op;
         const std::int64_t chunk = std::min<std::int64_t>(
             s.tokens, hit * bs + 1 + static_cast<std::int64_t>(rng() % (4 * bs)));
-        const bool ok = fast.allocate_with_prefix(slot, full, hit, chunk);
+        const bool ok = fast.allocate_with_prefix(SlotId(slot), full, hit, chunk);
         ASSERT_EQ(ok, ref.allocate_with_prefix(slot, full, hit, chunk)) << "op " << op;
         if (ok) {
           s.active = true;
@@ -354,8 +364,8 @@ TEST(KvCacheDifferential, TriePromptsTinyPools) {
       } else if (what < 45) {
         const std::int64_t to = std::min<std::int64_t>(
             static_cast<std::int64_t>(s.h.size()) * bs + 4 * bs,
-            fast.blocks_held(slot) * bs + static_cast<std::int64_t>(rng() % (3 * bs + 1)));
-        const bool ok = fast.allocate(slot, to);
+            fast.blocks_held(SlotId(slot)) * bs + static_cast<std::int64_t>(rng() % (3 * bs + 1)));
+        const bool ok = fast.allocate(SlotId(slot), to);
         ASSERT_EQ(ok, ref.allocate(slot, to)) << "op " << op;
         if (ok) {
           s.tokens = std::max(s.tokens, to);
@@ -368,14 +378,14 @@ TEST(KvCacheDifferential, TriePromptsTinyPools) {
             s.h.begin(), s.h.begin() + static_cast<std::ptrdiff_t>(rng() % (s.h.size() + 1)));
         std::uint64_t parent = h.empty() ? 0x99 : h.back();
         const std::uint64_t salt = rng();
-        while (static_cast<std::int64_t>(h.size()) < fast.blocks_held(slot))
+        while (static_cast<std::int64_t>(h.size()) < fast.blocks_held(SlotId(slot)))
           h.push_back(parent = mix64(parent, salt));
         both_cache(slot, h, s.tokens / bs);
-        fast.free(slot, s.session);
+        fast.free(SlotId(slot), s.session);
         ref.free(slot, s.session);
         s.active = false;
       } else if (what < 90) {
-        fast.free(slot, s.session);
+        fast.free(SlotId(slot), s.session);
         ref.free(slot, s.session);
         s.active = false;
       } else {
@@ -388,9 +398,9 @@ TEST(KvCacheDifferential, TriePromptsTinyPools) {
       for (std::uint32_t b = 0; b < static_cast<std::uint32_t>(blocks); ++b)
         ASSERT_EQ(fast.block_hash(b), ref.block_hash(b)) << "op " << op << ", block " << b;
       for (std::uint32_t x = 0; x < slots; ++x) {
-        const auto a = fast.block_table(x), b = ref.block_table(x);
+        const auto a = fast.block_table(SlotId(x)), b = ref.block_table(x);
         ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "op " << op;
-        ASSERT_EQ(fast.num_cached_in_table(x), ref.num_cached_in_table(x)) << "op " << op;
+        ASSERT_EQ(fast.num_cached_in_table(SlotId(x)), ref.num_cached_in_table(x)) << "op " << op;
       }
       ASSERT_EQ(fast.evictions(), ref.evictions()) << "op " << op;
       ASSERT_EQ(fast.evicted(), ref.evicted()) << "op " << op;
