@@ -312,6 +312,15 @@ TEST(Conservation, DeclaredCountersReachEverySurface) {
   }
   EXPECT_GE(nonzero, 5);  // steps, preemptions, cache queries, hits, evictions, recomputation
   EXPECT_THROW(r.summary.total("no_such_counter"), std::logic_error);
+  // A /summary metric the report's sections neither name nor show in words is listed under
+  // "Other metrics" with its value: a workload's own counter stands for a newly declared metric.
+  EXPECT_EQ(report.find("Other metrics"), std::string::npos);
+  sim::Summary more = r.summary;
+  more.workload_stats.push_back({"brand_new_metric", 7});
+  const std::string with = sim::report_text(r.scenario, r.result, more);
+  EXPECT_NE(with.find("\nOther metrics (/summary names):\n  brand_new_metric "), std::string::npos)
+      << with;
+  EXPECT_NE(with.find(" 7 \n"), std::string::npos);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include "sim/metrics/fidelity.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -427,9 +429,81 @@ void print_counters(std::ostream& o, const Summary& s) {
   if (!zero.empty()) o << "  zero: " << zero << "\n";
 }
 
-}  // namespace
+// /summary metrics the sections above show in words ("3 timed out", "0.04 GPU-hours") or only
+// where they apply (latency stems, named with _<stat>_s: conversation turns, clients), rather
+// than by name.
+constexpr const char* kShownInWords[] = {"timed_out",
+                                         "unfinished",
+                                         "preempted_requests",
+                                         "context_overflows",
+                                         "truncated_requests",
+                                         "duration_s",
+                                         "frontend_mean_s",
+                                         "wait_kv_fraction",
+                                         "wait_token_budget_fraction",
+                                         "wait_max_seqs_fraction",
+                                         "wasted_tokens",
+                                         "sessions",
+                                         "sessions_gone_idle",
+                                         "sessions_archived",
+                                         "summaries",
+                                         "released_blocks",
+                                         "summary_requests",
+                                         "summary_input_tokens",
+                                         "summary_output_tokens",
+                                         "logical_requests",
+                                         "logical_ok",
+                                         "retries",
+                                         "gpu_hours",
+                                         "cost_per_million_output_tokens",
+                                         "wasted_gpu_s",
+                                         "hotspot_mean",
+                                         "hotspot_max",
+                                         "replica_failures",
+                                         "replica_restarts",
+                                         "gateway_rejected",
+                                         "gateway_queued",
+                                         "scale_ups",
+                                         "scale_downs",
+                                         "peak_replicas",
+                                         "client_e2e_latency",
+                                         "time_to_first_token_first_turn",
+                                         "time_to_first_token_warm",
+                                         "time_to_first_token_cold"};
 
-void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+// Whether `text` names `name` as a whole word.
+bool names(const std::string& text, const std::string& name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1))
+    if ((at == 0 || !word(text[at - 1])) &&
+        (at + name.size() >= text.size() || !word(text[at + name.size()])))
+      return true;
+  return false;
+}
+
+// Every /summary metric (declared, and a workload's own counters) that `text` neither names nor
+// shows in words, with its value and unit: a metric added to summary_metrics() reaches the
+// report without a line of this file.
+void print_other_metrics(std::ostream& o, const std::string& text, const Summary& s) {
+  std::string lines;
+  for (const auto& [name, value] : s.flatten()) {
+    std::string stem = name;  // a latency statistic: its stem, as the latency rows name it
+    for (const char* stat : {"_mean_s", "_p50_s", "_p90_s", "_p99_s", "_max_s"})
+      if (stem.ends_with(stat)) stem = stem.substr(0, stem.size() - std::strlen(stat));
+    bool shown = names(text, name) || (stem != name && names(text, stem + "_<stat>_s"));
+    for (const char* w : kShownInWords) shown = shown || name == w || stem == w;
+    if (shown) continue;
+    std::string unit;
+    for (const auto& m : summary_metrics())
+      if (m.name == name) unit = m.unit;
+    lines += "  " + name + std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') +
+             pad(fmt("%.6g", value), 14) + " " + unit + "\n";
+  }
+  if (!lines.empty()) o << "\nOther metrics (/summary names):\n" << lines;
+}
+
+// The report's sections, in order.
+void print_body(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
   const ScenarioConfig& c = sc.config;
   o << "kvfleet run: " << c.name << "  (" << sc.file << ", seed " << c.seed << ")\n";
   if (!c.description.empty()) o << "  " << c.description << "\n";
@@ -442,12 +516,23 @@ void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const
   print_counters(o, s);
   print_fleet(o, r, s, pools);
   if (!c.alerts.rules.empty()) print_alerts(o, c.alerts, r.alerts);
+}
+
+}  // namespace
+
+void print_report(std::ostream& o, const Scenario& sc, const RunResult& r, const Summary& s) {
+  std::ostringstream body;  // written out once the metrics it does not name are known
+  print_body(body, sc, r, s);
   // The names the lines above have in files, sweeps, --slo, --y and Python (one vocabulary).
-  o << "\nMetric names (files, sweeps, --slo, --y, Python): requests, ok, rejected; "
-       "requests_per_s, input_tokens_per_s, output_tokens_per_s; kv_cache_usage_mean, "
-       "kv_cache_usage_max, kv_token_utilization; prefix_cache_hit_rate; busy_fraction, "
-       "compute_utilization, memory_bandwidth_utilization; latencies as above; every one: "
-       "kvfleet outputs\n";
+  const std::string names =
+      "\nMetric names (files, sweeps, --slo, --y, Python): requests, ok, rejected; "
+      "requests_per_s, input_tokens_per_s, output_tokens_per_s; kv_cache_usage_mean, "
+      "kv_cache_usage_max, kv_token_utilization; prefix_cache_hit_rate; busy_fraction, "
+      "compute_utilization, memory_bandwidth_utilization; latencies as above; every one: "
+      "kvfleet outputs\n";
+  o << body.str();
+  print_other_metrics(o, body.str() + names, s);
+  o << names;
 }
 
 std::string report_text(const Scenario& sc, const RunResult& r, const Summary& s) {
