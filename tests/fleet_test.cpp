@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "sim/output/results.h"
 #include "sim/testing/run.h"
 
 namespace kvfleet {
@@ -246,6 +247,31 @@ simulation: {check_invariants: true}
 )";
   const auto r = testing::run_yaml(yaml, {"workload.tenants=1"});
   EXPECT_EQ(check_attempts(r.result), 4000);
+  // Per pool, a declared total is the sum of its column over the pool's replicas, or over the
+  // requests the pool served: a disaggregated request counts in its decode pool and in the pool
+  // of its prefill. The pools' replica totals add up to the fleet's.
+  const sim::Table reps = sim::replicas_table(r.result), reqs = sim::requests_table(r.result);
+  for (const auto& t : sim::summary_totals()) {
+    const auto col = sim::column_numbers(t.per_replica ? reps : reqs, t.name, "test", t.name);
+    double pools_sum = 0;
+    for (int p = 0; p < 2; ++p) {
+      double want = 0;
+      if (t.per_replica) {
+        for (std::size_t i = 0; i < r.result.replicas.size(); ++i)
+          if (r.result.replicas[i].pool == r.result.pools[p].name) want += col[i];
+      } else {
+        for (std::size_t i = 0; i < r.result.requests.size(); ++i) {
+          const auto& q = r.result.requests[i];
+          if (q.pool == p || (q.prefill_replica >= 0 && q.prefill_replica / 2 == p)) want += col[i];
+        }
+      }
+      EXPECT_EQ(sim::summarize(r.result, p).total(t.name), want) << t.name << " in pool " << p;
+      pools_sum += want;
+    }
+    if (t.per_replica) EXPECT_EQ(r.summary.total(t.name), pools_sum) << t.name;
+  }
+  EXPECT_GT(sim::summarize(r.result, 0).total("steps"), 0);
+  EXPECT_GT(sim::summarize(r.result, 1).total("steps"), 0);
   std::int64_t remote = 0, direct = 0, gen = 0, emitted = 0;
   const double kv_per_token = 131072;  // Llama-3-8B, bf16
   for (const auto& q : r.result.requests) {

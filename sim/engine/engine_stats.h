@@ -42,9 +42,11 @@ struct EngineStats {
   double wait_kv_s = 0, wait_token_budget_s = 0, wait_max_seqs_s = 0;
   double first_preemption_s = -1;  // when KV first ran out for a running request; -1 = never
 
-  // The output fields, in /replicas' order: v.integer or v.number (name, getter of the value
-  // from an EngineStats, FieldDecl). A counter is a field above, its line here (with
-  // .total = Total::kSum to show it fleet-wide) and the code that counts it.
+  // The output fields, in /replicas' order (its memory-budget and tier columns are inserted
+  // after busy_s and tier_hit_tokens: output/run_tables.cpp): v.integer or v.number (name,
+  // getter of the value from an EngineStats, FieldDecl). A counter is a field above, its line
+  // here (with .total = Total::kSum to show it fleet-wide; a name no /summary metric has) and the
+  // code that counts it. A new one goes last, so that no existing column moves.
   template <class V>
   static void declare(V& v) {
     using S = EngineStats;
@@ -62,21 +64,6 @@ struct EngineStats {
               {.unit = "tokens", .desc = "tokens emitted"});
     v.number("busy_s", &S::busy_s, {.unit = "s", .desc = "time in steps"});
     declare_time(v);
-    v.integer("prefix_cache_queries", &S::prefix_cache_queries,
-              {.unit = "tokens",
-               .desc = "prompt tokens looked up in the prefix cache",
-               .total = sum,
-               .label = "Prefix-cache lookups"});
-    v.integer("prefix_cache_hits", &S::prefix_cache_hits,
-              {.unit = "tokens",
-               .desc = "of which found cached",
-               .total = sum,
-               .label = "Prefix-cache hits"});
-    v.integer("cache_evictions", &S::cache_evictions,
-              {.unit = "blocks",
-               .desc = "cached blocks reused for other content",
-               .total = sum,
-               .label = "Cache evictions"});
     declare_waits(v);
     v.integer("num_swaps", &S::num_swaps,
               {.unit = "preemptions",
@@ -98,10 +85,12 @@ struct EngineStats {
   }
 
  private:
-  // Where the step time went (StepCost's kinds) and the seconds at the GPU's peaks.
+  // Where the step time went (StepCost's kinds), the prefix cache and the seconds at the GPU's
+  // peaks.
   template <class V>
   static void declare_time(V& v) {
     using S = EngineStats;
+    constexpr Total sum = Total::kSum;
     v.number("gemm_s", [](const S& s) { return s.cost_sum.gemm_s; },
              {.unit = "s", .desc = "step time in linear layers"});
     v.number("prefill_attention_s", [](const S& s) { return s.cost_sum.prefill_attn_s; },
@@ -114,6 +103,21 @@ struct EngineStats {
                       "combine, waiting there for slower data-parallel ranks)"});
     v.number("overhead_s", [](const S& s) { return s.cost_sum.overhead_s; },
              {.unit = "s", .desc = "fixed per-step and per-sequence overhead"});
+    v.integer("prefix_cache_queries", &S::prefix_cache_queries,
+              {.unit = "tokens",
+               .desc = "prompt tokens looked up in the prefix cache",
+               .total = sum,
+               .label = "Prefix-cache lookups"});
+    v.integer("prefix_cache_hits", &S::prefix_cache_hits,
+              {.unit = "tokens",
+               .desc = "of which found cached",
+               .total = sum,
+               .label = "Prefix-cache hits"});
+    v.integer("cache_evictions", &S::cache_evictions,
+              {.unit = "blocks",
+               .desc = "cached blocks reused for other content",
+               .total = sum,
+               .label = "Cache evictions"});
     v.number("kv_transfer_s", [](const S& s) { return s.cost_sum.kv_transfer_s; },
              {.unit = "s", .desc = "KV copies not overlapped with compute (swap, tiers)"});
     v.number("pipeline_bubble_s", [](const S& s) { return s.cost_sum.pipeline_bubble_s; },

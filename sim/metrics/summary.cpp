@@ -290,13 +290,25 @@ class MetricList {
              double Summary::*field) {
     add(name, unit, desc, [field](const Summary& s) { return s.*field; });
   }
-  // The declared totals of the replicas' (or the requests') counters, in declaration order.
-  void totals(bool per_replica) {
+  // A declared total (summary_totals()) at this place of /summary.
+  void total(const std::string& name) {
     for (const auto& t : summary_totals())
-      if (t.per_replica == per_replica)
+      if (t.name == name) {
         add(
             t.name, t.unit, t.desc, [n = t.name](const Summary& s) { return s.total(n); },
             t.integer);
+        return;
+      }
+    throw std::logic_error("summary_metrics: '" + name + "' is not a declared total");
+  }
+  // Every declared total not placed above, last (a new counter lands here, so that adding it
+  // moves no existing /summary column: sweep files resume by column order).
+  void other_totals() {
+    for (const auto& t : summary_totals()) {
+      bool placed = false;
+      for (const auto& m : v_) placed = placed || m.name == t.name;
+      if (!placed) total(t.name);
+    }
   }
   std::vector<SummaryMetric> v_;
 };
@@ -317,7 +329,8 @@ void declare_request_metrics(MetricList& m) {
   m.count("unfinished", "requests", "still in the system when simulation.max_time_s stopped it",
           &S::unfinished);
   m.count("preempted_requests", "requests", "preempted at least once", &S::preempted_requests);
-  m.totals(/*per_replica=*/false);
+  m.total("num_preemptions");
+  m.total("recomputed_tokens");
   m.latency("time_to_first_token", "time to first token of completed requests", &S::ttft);
   m.latency("inter_token_latency", "time per output token after the first (TPOT)", &S::tpot);
   m.latency("e2e_request_latency", "end-to-end latency of completed requests", &S::e2e);
@@ -362,9 +375,13 @@ void declare_engine_metrics(MetricList& m) {
   m.value("wait_max_seqs_fraction", "fraction",
           "share of the run requests waited because max_num_seqs requests already ran",
           &S::wait_max_seqs_fraction);
-  m.totals(/*per_replica=*/true);
+  m.total("steps");
+  m.total("prefix_cache_queries");
+  m.total("prefix_cache_hits");
   m.add("prefix_cache_hit_rate", "fraction", "prefix_cache_hits / prefix_cache_queries",
         [](const S& s) { return s.prefix_cache_hit_rate(); });
+  m.total("cache_evictions");
+  m.total("num_swaps");
   m.count("sessions", "sessions", "conversations that started", &S::sessions);
   m.count("wasted_tokens", "tokens", "tokens computed for requests cancelled, timed out or failed",
           &S::wasted_tokens);
@@ -393,6 +410,7 @@ void declare_conversation_metrics(MetricList& m) {
           &S::context_overflows);
   m.count("truncated_requests", "requests", "turns whose history was cut to fit",
           &S::truncated_requests);
+  m.total("truncated_tokens");
   m.latency("time_to_first_token_first_turn", "TTFT of conversations' first turns", &S::ttft_first);
   m.latency("time_to_first_token_warm", "TTFT of later turns that reused cached KV", &S::ttft_warm);
   m.latency("time_to_first_token_cold", "TTFT of later turns that reused none", &S::ttft_cold);
@@ -401,6 +419,8 @@ void declare_conversation_metrics(MetricList& m) {
 // KV tiers, clients' retries, cost and the fleet's lifecycle.
 void declare_fleet_metrics(MetricList& m) {
   using S = Summary;
+  m.total("tier_hit_tokens");
+  m.total("tier_recomputed_tokens");
   m.count("logical_requests", "requests", "requests as clients see them (first attempts)",
           &S::logical_requests);
   m.count("logical_ok", "requests", "of which the last attempt completed", &S::logical_ok);
@@ -436,6 +456,7 @@ std::vector<SummaryMetric> declare_summary_metrics() {
   declare_engine_metrics(m);
   declare_conversation_metrics(m);
   declare_fleet_metrics(m);
+  m.other_totals();
   return m.v_;
 }
 

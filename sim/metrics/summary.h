@@ -60,7 +60,7 @@ struct Summary {
   // Time the serving frontend (API server) added to each completed request's E2E, mean.
   double frontend_mean_s = 0;
   // The declared counters' totals over the run's replicas and requests (summary_totals(), in
-  // that order): steps, num_preemptions, prefix_cache_hits, recomputed_tokens, ...
+  // that order: steps, num_preemptions, prefix_cache_queries, ..., recomputed_tokens, ...).
   std::vector<std::pair<std::string, double>> totals;
   // A declared total by name (0 before summarize() filled it); an undeclared name is a bug
   // and throws std::logic_error.

@@ -1,6 +1,8 @@
 // The declared counters' totals (summary_totals()): the fields of EngineStats and RequestRecord
 // declared with a Total, summed (or maxed) over a run's replicas and requests into /summary.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,9 +33,12 @@ const std::vector<DeclaredField<RequestRecord>>& request_totalling() {
   return v;
 }
 
-// Adds `x` into a total kept `how`.
+// Adds `x` into a total kept `how` (a largest starts at -inf; NaN rows are left out of it).
 void accumulate(double& into, double x, Total how) {
-  into = how == Total::kMax ? std::max(into, x) : into + x;
+  if (how != Total::kMax)
+    into += x;
+  else if (x > into)
+    into = x;
 }
 
 std::string label_of(const std::string& name, const char* label) {
@@ -57,6 +62,8 @@ std::vector<std::pair<std::string, double>> declared_totals(const RunResult& r, 
   const auto& reps = replica_totalling();
   const auto& reqs = request_totalling();
   std::vector<double> v(reps.size() + reqs.size(), 0.0);
+  for (std::size_t k = 0; k < v.size(); ++k)
+    if (summary_totals()[k].how == Total::kMax) v[k] = -std::numeric_limits<double>::infinity();
   for (const auto& rep : r.replicas)
     if (pool < 0 || rep.pool == pool_name)
       for (std::size_t k = 0; k < reps.size(); ++k)
@@ -66,7 +73,8 @@ std::vector<std::pair<std::string, double>> declared_totals(const RunResult& r, 
       for (std::size_t k = 0; k < reqs.size(); ++k)
         accumulate(v[reps.size() + k], reqs[k].get(q), reqs[k].decl.total);
   std::vector<std::pair<std::string, double>> out;
-  for (std::size_t k = 0; k < v.size(); ++k) out.push_back({summary_totals()[k].name, v[k]});
+  for (std::size_t k = 0; k < v.size(); ++k)  // the largest of no rows is 0, as a sum of none
+    out.push_back({summary_totals()[k].name, std::isinf(v[k]) && v[k] < 0 ? 0.0 : v[k]});
   return out;
 }
 

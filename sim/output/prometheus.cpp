@@ -49,6 +49,20 @@ std::string escape(std::string s) {
   return o;
 }
 
+// HELP text as OpenMetrics escapes it: backslash and line feed.
+std::string help_text(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\\')
+      o += "\\\\";
+    else if (c == '\n')
+      o += "\\n";
+    else
+      o += c;
+  }
+  return o;
+}
+
 // One finished request's latencies, by replica, in finishing order.
 struct Done {
   double finish_s, ttft_s, tpot_s, e2e_s;
@@ -113,7 +127,8 @@ class OpenMetricsWriter {
       const bool counter = f.decl.total == Total::kSum;
       const std::string name = std::string("kvfleet:") + f.name;
       o_ << "# TYPE " << name << (counter ? " counter" : " gauge") << "\n# HELP " << name << " "
-         << f.decl.desc << " (" << f.decl.unit << ", kvfleet's /replicas)\n";
+         << help_text(std::string(f.decl.desc) + " (" + f.decl.unit + ", kvfleet's /replicas)")
+         << "\n";
       for (std::size_t i = 0; i < r_.replicas.size() && i < r_.timeseries.size(); ++i)
         o_ << name << (counter ? "_total" : "") << "{" << labels(i) << "} "
            << num(f.get(r_.replicas[i].stats)) << " " << ts(epoch_s_, to_seconds(end)) << "\n";

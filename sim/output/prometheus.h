@@ -12,6 +12,8 @@
 //   the replica finished by then, with vLLM's bucket boundaries. Inter-token latency: each
 //   request contributes its output tokens − 1 observations of its mean gap (kvfleet does not
 //   keep every token's time).
+// Per replica, once at the end of the run: kvfleet:<name> for every replica counter declared with
+// a total in EngineStats::declare (counters: kvfleet:steps_total, ...), its /replicas value.
 #include <string>
 
 #include "sim/simulation/scenario.h"

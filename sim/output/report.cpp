@@ -494,10 +494,14 @@ void print_other_metrics(std::ostream& o, const std::string& text, const Summary
     for (const char* w : kShownInWords) shown = shown || name == w || stem == w;
     if (shown) continue;
     std::string unit;
+    bool integer = true;  // a workload's own counter (undeclared) is a count
     for (const auto& m : summary_metrics())
-      if (m.name == name) unit = m.unit;
-    lines += "  " + name + std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') +
-             pad(fmt("%.6g", value), 14) + " " + unit + "\n";
+      if (m.name == name) unit = m.unit, integer = m.integer;
+    const bool whole = integer && std::isfinite(value) && value == std::floor(value);
+    lines +=
+        "  " + name + std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') +
+        pad(whole ? std::to_string(static_cast<std::int64_t>(value)) : fmt("%.6g", value), 14) +
+        " " + unit + "\n";
   }
   if (!lines.empty()) o << "\nOther metrics (/summary names):\n" << lines;
 }

@@ -68,17 +68,10 @@ void request_identity_columns(RequestColumns& q) {
       [](const R& r) { return sec(r.finish); });
 }
 
-// Its tokens, its conversation and its treatment in the engine.
-void request_token_columns(RequestColumns& q) {
+// Its tenant, session, priority, purpose, load stage and turn (in /requests after
+// recomputed_tokens).
+void request_conversation_columns(RequestColumns& q) {
   using R = RequestRecord;
-  FieldList<R> counters;
-  R::declare_counters(counters);
-  for (const auto& f : counters.fields) {
-    if (f.integer)
-      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
-    else
-      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
-  }
   q.i("tenant", "", "tenant id (content of different tenants never matches)",
       [](const R& r) { return r.tenant; });
   q.i("session", "", "conversation id (0: not a conversation)",
@@ -95,6 +88,20 @@ void request_token_columns(RequestColumns& q) {
       [](const R& r) { return r.stage; });
   q.i("turn", "", "turn of its conversation, from 1 (0: not a conversation)",
       [](const R& r) { return r.turn; });
+}
+
+// Its tokens, its conversation and its treatment in the engine.
+void request_token_columns(RequestColumns& q) {
+  using R = RequestRecord;
+  FieldList<R> counters;
+  R::declare_counters(counters);
+  for (const auto& f : counters.fields) {
+    if (f.integer)
+      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
+    else
+      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
+    if (f.name == "recomputed_tokens") request_conversation_columns(q);
+  }
 }
 
 // Its latencies, pool, retries and costs.
@@ -207,18 +214,9 @@ struct ReplicaColumns {
   }
 };
 
-// Its counters (EngineStats::declare), memory budget and KV tiers.
-void replica_stats_columns(ReplicaColumns& q) {
+// Its memory budget (in /replicas after busy_s).
+void replica_memory_columns(ReplicaColumns& q) {
   using X = ReplicaResult;
-  FieldList<EngineStats> stats;
-  EngineStats::declare(stats);
-  for (const auto& f : stats.fields) {
-    auto get = [g = f.get](const X& x) { return g(x.stats); };
-    if (f.integer)
-      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, get);
-    else
-      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, get);
-  }
   q.i("num_gpu_blocks", "blocks", "KV blocks (the same on every GPU of the replica)",
       [](const X& x) { return x.memory.num_blocks; });
   q.f("kv_pool_bytes", "bytes", "KV pool per GPU",
@@ -229,6 +227,11 @@ void replica_stats_columns(ReplicaColumns& q) {
       [](const X& x) { return x.memory.activation_peak_bytes; });
   q.f("runtime_overhead_bytes", "bytes", "runtime overhead per GPU",
       [](const X& x) { return x.memory.runtime_overhead_bytes; });
+}
+
+// Its KV tiers' traffic (in /replicas after tier_hit_tokens).
+void replica_tier_columns(ReplicaColumns& q) {
+  using X = ReplicaResult;
   q.f("tier_bytes_written", "bytes", "bytes written to its KV tiers", [](const X& x) {
     double w = 0;
     for (const auto& tier : x.tiers) w += tier.bytes_written;
@@ -239,6 +242,22 @@ void replica_stats_columns(ReplicaColumns& q) {
     for (const auto& tier : x.tiers) rd += tier.bytes_read;
     return rd;
   });
+}
+
+// Its counters (EngineStats::declare), with the memory budget and tier columns at their places.
+void replica_stats_columns(ReplicaColumns& q) {
+  using X = ReplicaResult;
+  FieldList<EngineStats> stats;
+  EngineStats::declare(stats);
+  for (const auto& f : stats.fields) {
+    auto get = [g = f.get](const X& x) { return g(x.stats); };
+    if (f.integer)
+      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+    else
+      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+    if (f.name == "busy_s") replica_memory_columns(q);
+    if (f.name == "tier_hit_tokens") replica_tier_columns(q);
+  }
 }
 
 }  // namespace

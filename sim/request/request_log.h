@@ -89,10 +89,11 @@ struct RequestRecord {
     return generated_tokens > 1 ? to_seconds(finish - first_token) / (generated_tokens - 1) : -1;
   }
 
-  // Its token counters as output fields, in /requests' order (v.integer(name, getter,
-  // FieldDecl), as EngineStats::declare): a per-request counter is a field above, its line here
-  // (.total = Total::kSum gives the run's sum in /summary, the report and the GUI) and the code
-  // that counts it.
+  // Its token counters as output fields, in /requests' order (tenant to turn are inserted after
+  // recomputed_tokens: output/run_tables.cpp), as EngineStats::declare: v.integer(name, getter,
+  // FieldDecl). A per-request counter is a field above, its line here, last (.total =
+  // Total::kSum gives the run's sum in /summary, the report and the GUI; a name no /summary
+  // metric has) and the code that counts it.
   template <class V>
   static void declare_counters(V& v) {
     using R = RequestRecord;
