@@ -407,6 +407,16 @@ std::vector<Summary> print_engine(std::ostream& o, const RunResult& r, const Sum
   return pools;
 }
 
+// One metric of the Counters and Other metrics lists: its /summary name, its value (a count as
+// an integer) and its unit, in columns.
+std::string metric_line(const std::string& name, double value, bool integer,
+                        const std::string& unit) {
+  const bool whole = integer && std::isfinite(value) && value == std::floor(value);
+  return "  " + name + std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') +
+         pad(whole ? std::to_string(static_cast<std::int64_t>(value)) : fmt("%.6g", value), 14) +
+         " " + unit;
+}
+
 // Every declared total (summary_totals(): the counters of EngineStats and RequestRecord that
 // add up), by its /summary name, so that a new counter is in the report without a line here.
 void print_counters(std::ostream& o, const Summary& s) {
@@ -418,9 +428,7 @@ void print_counters(std::ostream& o, const Summary& s) {
       zero += (zero.empty() ? "" : ", ") + t.name;
       continue;
     }
-    o << "  " << t.name << std::string(t.name.size() < 26 ? 26 - t.name.size() : 1, ' ')
-      << pad(t.integer ? std::to_string(static_cast<std::int64_t>(v)) : fmt("%.6g", v), 14) << " "
-      << t.unit
+    o << metric_line(t.name, v, t.integer, t.unit)
       << (t.how == Total::kMax
               ? std::string(" (the most of any ") + (t.per_replica ? "replica" : "request") + ")"
               : "")
@@ -497,11 +505,7 @@ void print_other_metrics(std::ostream& o, const std::string& text, const Summary
     bool integer = true;  // a workload's own counter (undeclared) is a count
     for (const auto& m : summary_metrics())
       if (m.name == name) unit = m.unit, integer = m.integer;
-    const bool whole = integer && std::isfinite(value) && value == std::floor(value);
-    lines +=
-        "  " + name + std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') +
-        pad(whole ? std::to_string(static_cast<std::int64_t>(value)) : fmt("%.6g", value), 14) +
-        " " + unit + "\n";
+    lines += metric_line(name, value, integer, unit) + "\n";
   }
   if (!lines.empty()) o << "\nOther metrics (/summary names):\n" << lines;
 }

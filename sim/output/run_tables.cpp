@@ -15,6 +15,20 @@ const double kNaN = std::nan("");
 double sec(SimTime x) { return x >= 0 ? to_seconds(x) : kNaN; }
 double pos(double x) { return x >= 0 ? x : kNaN; }
 
+// A declaration's fields (FieldList) as columns of `q`, each read from the record `of(row)`;
+// `after(name)` adds the table's own columns that follow the field `name`.
+template <class Columns, class Rec, class Of, class After>
+void declared_columns(Columns& q, const FieldList<Rec>& fields, Of of, After after) {
+  for (const auto& f : fields.fields) {
+    auto get = [g = f.get, of](const auto& row) { return g(of(row)); };
+    if (f.integer)
+      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+    else
+      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, get);
+    after(f.name);
+  }
+}
+
 // The request table's columns, by kind, over the request records.
 struct RequestColumns {
   using R = RequestRecord;
@@ -95,13 +109,11 @@ void request_token_columns(RequestColumns& q) {
   using R = RequestRecord;
   FieldList<R> counters;
   R::declare_counters(counters);
-  for (const auto& f : counters.fields) {
-    if (f.integer)
-      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
-    else
-      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, f.get);
-    if (f.name == "recomputed_tokens") request_conversation_columns(q);
-  }
+  declared_columns(
+      q, counters, [](const R& r) -> const R& { return r; },
+      [&](const std::string& f) {
+        if (f == "recomputed_tokens") request_conversation_columns(q);
+      });
 }
 
 // Its latencies, pool, retries and costs.
@@ -249,15 +261,12 @@ void replica_stats_columns(ReplicaColumns& q) {
   using X = ReplicaResult;
   FieldList<EngineStats> stats;
   EngineStats::declare(stats);
-  for (const auto& f : stats.fields) {
-    auto get = [g = f.get](const X& x) { return g(x.stats); };
-    if (f.integer)
-      q.i(f.name.c_str(), f.decl.unit, f.decl.desc, get);
-    else
-      q.f(f.name.c_str(), f.decl.unit, f.decl.desc, get);
-    if (f.name == "busy_s") replica_memory_columns(q);
-    if (f.name == "tier_hit_tokens") replica_tier_columns(q);
-  }
+  declared_columns(
+      q, stats, [](const X& x) -> const EngineStats& { return x.stats; },
+      [&](const std::string& f) {
+        if (f == "busy_s") replica_memory_columns(q);
+        if (f == "tier_hit_tokens") replica_tier_columns(q);
+      });
 }
 
 }  // namespace
