@@ -521,7 +521,7 @@ void Replica::finish_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
-    q.gpu_s += static_cast<float>(gpu_s_per_token_ * sc.tokens);
+    q.gpu_s += gpu_s_per_token_ * sc.tokens;
     held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {

@@ -189,7 +189,7 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
     // cache_new_blocks; 0 after its table was emptied or refilled, until that call. Below it a
     // step has nothing to enter (saves a division and a block-table look per sequence and step).
     std::int32_t cache_at = 0;
-    float gpu_s = 0;          // GPU-seconds of its share of the steps so far
+    double gpu_s = 0;         // GPU-seconds of its share of the steps so far
     bool hashable = false;    // more blocks may still be hashed (see Content)
     bool hashed = false;      // some of its blocks have hashes
     bool all_cached = false;  // hashing ended and every hash is in the index
