@@ -35,6 +35,14 @@ std::int64_t ContiguousKv::largest_hole() const {
   return m;
 }
 
+bool ContiguousKv::can_ever_reserve(std::int64_t tokens) const {
+  if (!buddy_) return tokens <= capacity_;
+  if (capacity_ <= 0) return false;
+  const int largest = 63 - std::countl_zero(static_cast<std::uint64_t>(capacity_));
+  const int want = tokens <= 1 ? 0 : 64 - std::countl_zero(static_cast<std::uint64_t>(tokens - 1));
+  return want <= largest;
+}
+
 void ContiguousKv::set_region(SlotId slot, std::int64_t off, std::int64_t len) {
   if (slot.value() >= regions_.size()) regions_.resize(slot.value() + 1, {0, 0});
   regions_[slot.value()] = {off, len};

@@ -24,6 +24,10 @@ class ContiguousKv {
   // Tokens given to requests (buddy: whole power-of-two regions).
   std::int64_t reserved_tokens() const { return reserved_; }
   std::int64_t largest_hole() const;
+  // Whether a region of `tokens` can be reserved at all (in an empty space): the buddy
+  // allocator gives power-of-two blocks no larger than its largest root, first fit any size up
+  // to the capacity.
+  bool can_ever_reserve(std::int64_t tokens) const;
 
   // Reserves room for `tokens` contiguous slots for `slot`. False, changing nothing, when no hole
   // is large enough.

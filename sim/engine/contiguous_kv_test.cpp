@@ -45,5 +45,19 @@ TEST(ContiguousKv, BuddyRoundsUpSplitsAndMerges) {
   EXPECT_TRUE(kv.check_consistency());
 }
 
+// A region above the buddy allocator's largest root can never be reserved, even with the space
+// empty: the engine rejects such a request (it waited forever, and the scheduler reported that
+// it made no progress, in a random scenario of the fast-decode differential test).
+TEST(ContiguousKv, WhatCanEverBeReserved) {
+  const ContiguousKv buddy(1200, /*buddy=*/true);  // roots of 1024, 128, 32 and 16
+  EXPECT_EQ(buddy.largest_hole(), 1024);
+  EXPECT_TRUE(buddy.can_ever_reserve(1024));
+  EXPECT_FALSE(buddy.can_ever_reserve(1025));
+  EXPECT_FALSE(buddy.can_ever_reserve(1169));
+  const ContiguousKv first_fit(1200, /*buddy=*/false);
+  EXPECT_TRUE(first_fit.can_ever_reserve(1200));
+  EXPECT_FALSE(first_fit.can_ever_reserve(1201));
+}
+
 }  // namespace
 }  // namespace kvfleet::sim

@@ -48,7 +48,9 @@ class Contiguous final : public KvLayout {
   }
   bool reserves_at_admission() const override { return true; }
   bool fits(std::int64_t prompt, std::int64_t output) const override {
-    return reservation_for(prompt, output) <= ckv_->capacity_tokens();
+    // The buddy allocator's largest block is the largest power of two within the capacity: a
+    // reservation above it would wait forever in an empty engine.
+    return ckv_->can_ever_reserve(reservation_for(prompt, output));
   }
   bool reserve(SlotId slot, std::int64_t prompt, std::int64_t output) override {
     return ckv_->reserve(slot, reservation_for(prompt, output));

@@ -25,6 +25,11 @@ Replica::Replica(ReplicaSetup setup, std::unique_ptr<CostModel> cost, RequestLog
   finish_delay_ = setup_.frontend.finish_delay();
   // Policies chosen by name are decided here, once, not on the hot path.
   wants_contexts_ = cost_->wants_decode_contexts();
+  // Fast decode sums the coasting sequences into the batch: not for a cost model that reads each
+  // decode's context, a pipeline (micro-batches split the sequences) or a policy told of every
+  // sequence's tokens each step.
+  fast_decode_ =
+      setup_.fast_decode && !wants_contexts_ && setup_.pipeline_stages == 1 && !policy_->stateful();
   preemption_ = make_preemption_policy(
       setup_.engine.preemption_mode,
       {setup_.engine.swap_space_gib * 1024.0 * 1024.0 * 1024.0, setup_.host_link_Bps});
@@ -96,6 +101,7 @@ void Replica::submit(RequestId id, RequestSpec&& spec, SimTime now) {
   content(s).eligible_step = setup_.engine.async_scheduling && in_flight_ ? launched_ + 2 : 0;
   q.num_output = q.num_computed = q.max_computed = q.kv_room = q.cache_at = 0;
   q.gpu_s = 0;
+  q.coasting = false;
   q.hashed = false;
   q.all_cached = false;
   Content& c = content(s);
@@ -246,9 +252,16 @@ void Replica::schedule() {
   preempted_this_step_ = false;
   held_back_ = false;
   std::int64_t budget = setup_.engine.max_num_batched_tokens;
-  schedule_running(budget);
+  const bool coast = coasting_allowed();
+  if (coast) wake_due();
+  const bool visit_all = !coast || !schedule_active(budget);
+  if (visit_all) {
+    if (coast_count_ > 0) sync_all();
+    schedule_running(budget);
+  }
   bool prompt_over_budget = false;  // without chunked prefill the next prompt did not fit
   if (!preempted_this_step_) admit_waiting(budget, prompt_over_budget);
+  if (visit_all) activate_all();
   note_wait_cause(budget, prompt_over_budget);
   if (batch_dirty_) {  // a victim lost its tokens in this step: describe the batch again
     batch_ = Batch{};
@@ -256,7 +269,12 @@ void Replica::schedule() {
     decode_contexts_.clear();
     for (auto& sc : scheduled_) add_to_batch(seq(sc.slot), sc);
   }
-  batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size());
+  batch_.num_seqs = static_cast<std::int32_t>(scheduled_.size() + coast_count_);
+  if (coast_count_ > 0) {  // each coasting sequence decodes one token
+    batch_.num_decode_seqs += static_cast<std::int32_t>(coast_count_);
+    batch_.decode_context_tokens += coast_ctx_ + coast_count_;
+    batch_.num_sampled += static_cast<std::int32_t>(coast_count_);
+  }
   batch_.prefill = chunks_;
   batch_.decode_contexts = decode_contexts_;
 }
@@ -321,7 +339,7 @@ void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
     const SlotId s = waiting_.front();
     // Async scheduling: arrived after this step was planned, unless the step would be empty
     // (the engine then plans again at once).
-    if (content(s).eligible_step > launched_ + 1 && !scheduled_.empty()) {
+    if (content(s).eligible_step > launched_ + 1 && (!scheduled_.empty() || coast_count_ > 0)) {
       held_back_ = true;
       break;
     }
@@ -329,7 +347,9 @@ void Replica::admit_waiting(std::int64_t& budget, bool& prompt_over_budget) {
                                                         : admit(s, budget, prompt_over_budget);
     if (!admitted) break;
     waiting_.pop_front();
+    seq(s).ord = next_ord_++;
     running_.push_back(s);
+    active_.push_back({seq(s).ord, s});
   }
 }
 
@@ -443,7 +463,7 @@ bool Replica::begin_step(SimTime now) {
     if (policy_->rekeys())
       waiting_.rekey([&](SlotId slot) { return policy_->key(view(slot, now)); });
     schedule();
-    if (!scheduled_.empty()) break;
+    if (!scheduled_.empty() || coast_count_ > 0) break;
     // Nothing could run although work is queued: only possible if every running request was
     // preempted this step; the next schedule() admits from waiting. Guard against a livelock.
     if (!preempted_this_step_)
@@ -521,7 +541,7 @@ void Replica::finish_step(SimTime now) {
       stats_.recomputed_tokens += again;
     }
     q.num_computed += sc.tokens;
-    q.gpu_s += gpu_s_per_token_ * sc.tokens;
+    q.gpu_s += gpu_s_per_token_ * static_cast<double>(sc.tokens);
     held_tokens_ += sc.tokens;
     q.max_computed = std::max(q.max_computed, q.num_computed);
     if (q.num_computed == q.num_tokens()) {
@@ -538,9 +558,17 @@ void Replica::finish_step(SimTime now) {
       }
     }
   }
+  if (coast_count_ > 0) {  // each coasting sequence computed and emitted one token
+    held_tokens_ += coast_count_;
+    stats_.generation_tokens += coast_count_;
+    coast_ctx_ += coast_count_;
+  }
+  coast_gpu_s_ += gpu_s_per_token_;
+  ++tick_;
   if (any_finished) {
     std::erase_if(running_, [&](SlotId s) { return seq(s).request == UINT32_MAX; });
   }
+  start_coasting();
   // Slots freed above become reusable only now that running_ no longer lists them: an observer
   // may have submitted a new request to this replica from inside finish().
   free_slots_.insert(free_slots_.end(), retired_slots_.begin(), retired_slots_.end());
@@ -549,50 +577,6 @@ void Replica::finish_step(SimTime now) {
   retain(now);
   stats_.cache_evictions = kv_.evictions();
   if (setup_.check_invariants) verify();
-}
-
-void Replica::finish(SlotId slot, SimTime now, Outcome o) {
-  if (policy_->stateful()) policy_->on_finish(view(slot, now));
-  Seq& q = seq(slot);
-  RequestRecord& r = log_[q.request];
-  // A reply the client no longer waits for is wasted work, not a completion.
-  const Content& c = content(slot);
-  if (o != Outcome::kPending) {  // kPending: handed over to a decode replica, not over
-    r.outcome = o == Outcome::kOk && r.client_gone ? r.gone_as : o;
-    r.finish = now;
-    if (r.outcome == Outcome::kOk) {
-      // A completed reply ends for its client when the frontend has streamed its last token
-      // and closed the stream (finish_step set seen_ for this step).
-      r.finish = seen_ + finish_delay_;
-      r.frontend_s += static_cast<float>(to_seconds(r.finish - now));
-    }
-  }
-  r.gpu_s += q.gpu_s;
-  r.generated_tokens = q.num_output + c.output_offset;
-  // Positions the engine computed here: prefill, every decode step, and recomputation; not
-  // those served from the prefix cache or a tier, nor KV that arrived with the request.
-  const std::int64_t got =
-      static_cast<std::int64_t>(r.cached_tokens) + r.loaded_tokens - c.free_base + c.preloaded;
-  r.work_tokens += (q.max_computed - got) + (r.recomputed_tokens - c.recomputed_base);
-  held_tokens_ -= q.num_computed;
-  const std::uint32_t request = q.request;
-  q.request = UINT32_MAX;  // marks the slot dead until running_ is compacted
-  if (o == Outcome::kPending) {
-    // Handed over: its KV stays here until the decode side has it (release_handoff).
-    handed_.emplace(request, slot);
-  } else {
-    release_slot(slot, now);
-  }
-  if (observer_ && o == Outcome::kPending)
-    observer_->on_handoff(RequestId{request}, now);
-  else if (observer_ && o != Outcome::kUnfinished)
-    observer_->on_request_end(RequestId{request}, now);
-}
-
-void Replica::release_slot(SlotId slot, SimTime now) {
-  layout_->release(slot, content(slot).session);
-  if (by_session_) session_end(content(slot).session, now);
-  (in_end_step_ ? retired_slots_ : free_slots_).push_back(slot);
 }
 
 }  // namespace kvfleet::sim

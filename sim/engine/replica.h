@@ -57,6 +57,10 @@ struct ReplicaSetup {
   double host_link_Bps = 0;  // per GPU, for swapping KV
   int gpus = 1;              // GPUs of the replica (tensor parallelism), for GPU-seconds
   WorkModel work;            // FLOPs and bytes of a step, for utilisation
+  // Decoding sequences advance in bulk between the steps where something happens to them (see
+  // Replica::coast_steps): the same events, times and counts as visiting each one every step.
+  // Off (simulation.fast_decode: false) for the differential test, which compares the two.
+  bool fast_decode = true;
   // Pipeline parallelism: stages, and the link that carries activations between them.
   int pipeline_stages = 1;
   double p2p_Bps = 0, p2p_latency_s = 0;
@@ -189,7 +193,14 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
     // cache_new_blocks; 0 after its table was emptied or refilled, until that call. Below it a
     // step has nothing to enter (saves a division and a block-table look per sequence and step).
     std::int32_t cache_at = 0;
-    double gpu_s = 0;         // GPU-seconds of its share of the steps so far
+    double gpu_s = 0;       // GPU-seconds of its share of the steps so far
+    std::uint64_t ord = 0;  // admission order (running_ is sorted by it)
+    // Coasting (fast decode): a pure decode that steps pass without visiting. num_computed,
+    // num_output, max_computed and gpu_s are as of coast_tick; sync() adds the steps since.
+    std::uint64_t coast_tick = 0;  // tick_ when it started coasting
+    std::uint64_t coast_due = 0;   // the tick at whose step it must be visited again
+    double coast_g = 0;            // coast_gpu_s_ when it started coasting
+    bool coasting = false;
     bool hashable = false;    // more blocks may still be hashed (see Content)
     bool hashed = false;      // some of its blocks have hashes
     bool all_cached = false;  // hashing ended and every hash is in the index
@@ -262,6 +273,36 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   void end_step(SimTime now);
   void schedule();
   void schedule_running(std::int64_t& budget);
+  // Fast decode. A step visits only the running sequences in active_ (not coasting) and adds
+  // the coasting ones to its batch as a sum: each decodes one token. A sequence coasts from
+  // the end of a step after which it is a pure decode until the step at which it would do
+  // anything else: finish, need a KV block, fill a block the prefix cache should enter, or
+  // reach max_model_len (coast_steps). A step that could run short of token budget or KV
+  // blocks syncs every sequence and is scheduled as before (schedule_running).
+  bool coasting_allowed() const {
+    return fast_decode_ && group_ == nullptr && batch_trace_ == nullptr;
+  }
+  // The tokens schedule_running gives running sequence `q` when the budget does not run out.
+  std::int64_t step_need(const Seq& q) const;
+  // Schedules active_ as schedule_running would schedule running_ (false, scheduling nothing,
+  // when the budget or the free KV blocks might not cover every running sequence).
+  bool schedule_active(std::int64_t& budget);
+  // Steps `q` (just past a step, up to date) may coast before it must be visited again.
+  std::int64_t coast_steps(const Seq& q) const;
+  // After a step: the active sequences that can coast start coasting; finished ones leave.
+  void start_coasting();
+  // Brings a coasting sequence up to date and stops its coasting.
+  void sync(SlotId s);
+  // Syncs every running sequence (active_ becomes running_).
+  void sync_all();
+  // Before a step: the sequences due this tick stop coasting and join active_.
+  void wake_due();
+  void verify_coasting();
+  // num_computed of `q` as of now, coasting or not.
+  std::int32_t computed_now(const Seq& q) const {
+    return q.coasting ? q.num_computed + static_cast<std::int32_t>(tick_ - q.coast_tick)
+                      : q.num_computed;
+  }
   // Allocates KV for `tokens` of running slot `s` (index i of running_), preempting the policy's
   // victims until it fits; false when `s` itself was preempted.
   bool make_room(SlotId s, std::int64_t tokens, std::size_t& i, std::int64_t& budget);
@@ -342,6 +383,29 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   absl::flat_hash_map<std::uint32_t, SlotId> handed_;  // request -> slot, KV in transfer
   bool in_end_step_ = false;
   std::vector<SlotId> running_;  // slots, in admission order
+  // Fast decode (see coasting_allowed).
+  bool fast_decode_ = false;  // setup_.fast_decode, and nothing needs every sequence a step
+  struct Active {
+    std::uint64_t ord;  // seq(slot).ord, kept here so that merging reads no sequence
+    SlotId slot;
+  };
+  std::vector<Active> active_;    // running, not coasting, in running_'s order (by ord)
+  std::vector<Active> woken_;     // wake_due's scratch
+  std::vector<Active> merged_;    // wake_due's scratch
+  std::uint64_t next_ord_ = 0;    // Seq::ord of the next admission
+  std::uint64_t tick_ = 0;        // steps ended (finish_step)
+  double coast_gpu_s_ = 0;        // sum of gpu_s_per_token_ over the steps ended
+  std::int64_t coast_count_ = 0;  // coasting sequences
+  std::int64_t coast_ctx_ = 0;    // sum of num_computed of the coasting sequences, as of now
+  // The coasting sequences and the tick at whose step each is due, in no order: a step scans
+  // this short, flat array (no sequence is read) rather than keeping a heap or buckets, whose
+  // scattered memory is cold again by the next step of a replica in a large fleet.
+  struct Due {
+    std::uint64_t due, ord;
+    SlotId slot;
+  };
+  std::vector<Due> coasting_;
+  void activate_all();  // active_ = running_ (nothing coasts)
   std::unique_ptr<SchedulingPolicy> policy_;
   std::vector<SchedView>
       victims_;        // pop_victim's scratch: the running requests as the policy sees them

@@ -66,6 +66,7 @@ struct SimulationConfig {
   double timeseries_interval_s = 1.0;
   double scrape_interval_s = 0.05;
   bool check_invariants = false;
+  bool fast_decode = true;
   std::vector<double> report_context_tokens = {2048, 8192, 32768};
   template <class V>
   void visit(V& v) {
@@ -86,6 +87,10 @@ struct SimulationConfig {
              .min = 0});
     v.param("check_invariants", check_invariants,
             {.desc = "verify KV block conservation and scheduler limits after every step (slow)"});
+    v.param("fast_decode", fast_decode,
+            {.desc = "advance decoding sequences in bulk between the steps where something "
+                     "happens to them (same events, times and counts; false visits every "
+                     "sequence every step, for comparison)"});
     v.param("report_context_tokens", report_context_tokens,
             {.unit = "tokens",
              .desc = "the report says how many sequences of each of these lengths fit in KV",

@@ -34,6 +34,10 @@ inline constexpr std::size_t kMaxTimeseriesRows = 20'000'000;
 inline constexpr std::size_t kIdleRowsWritten = 10'000;
 
 // Simulation's own events.
+// The setup of engine `r` of pool `p` (rank r % dp of replica r / dp) as the scenario declares it
+// (replica_setup.cpp).
+ReplicaSetup replica_setup(const Scenario& sc, std::size_t p, int r, const CostContext& ctx);
+
 enum class SimulationEvent : std::uint32_t {
   kArrival,   // the workload's next arrival is due
   kSample,    // the time series' next row
