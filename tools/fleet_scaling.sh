@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fleet scaling table of docs/performance.md: scenarios/fleet/fleet-64-hour.yaml's workload
 # at the same load per replica (2.7 new sessions per second per replica) on N replicas for H
-# simulated hours, each case one `kvfleet run` (report only, no result file) under
+# simulated hours (with sessions enough for the run), each case one `kvfleet run` (report only, no result file) under
 # /usr/bin/time: wall time, peak memory, engine events and events per second.
 #
 #   tools/fleet_scaling.sh [KVFLEET] [CASES...]     CASES as N:H, default 8:0.25 8:1 8:4 64:0.25
@@ -22,10 +22,12 @@ for c in "${cases[@]}"; do
   h=${c#*:}
   rate=$(awk -v n="$n" 'BEGIN { printf "%.6f", 173 * n / 64 }')
   secs=$(awk -v h="$h" 'BEGIN { printf "%.0f", h * 3600 }')
+  # Enough sessions for the whole run (the scenario's 1,000,000 last 64 replicas about 1.6 h).
+  sessions=$(awk -v r="$rate" -v s="$secs" 'BEGIN { printf "%.0f", r * s * 1.5 + 1000 }')
   set +e
   /usr/bin/time -v "$kvfleet" run "$here/scenarios/fleet/fleet-64-hour.yaml" \
     --set "pools[0].replicas=$n" --set "workload.session_arrival.rate_per_s=$rate" \
-    --set "simulation.max_time_s=$secs" >"$tmp/out" 2>"$tmp/time"
+    --set "workload.num_sessions=$sessions" --set "simulation.max_time_s=$secs" >"$tmp/out" 2>"$tmp/time"
   rc=$?
   set -e
   if [ $rc -ne 0 ]; then

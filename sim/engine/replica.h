@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <absl/container/inlined_vector.h>
+
 #include "sim/core/event_queue.h"
 #include "sim/core/ids.h"
 #include "sim/cost/cost_model.h"
@@ -397,15 +399,21 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   double coast_gpu_s_ = 0;        // sum of gpu_s_per_token_ over the steps ended
   std::int64_t coast_count_ = 0;  // coasting sequences
   std::int64_t coast_ctx_ = 0;    // sum of num_computed of the coasting sequences, as of now
-  // The coasting sequences and the tick at whose step each is due, in no order: a step scans
-  // this short, flat array (no sequence is read) rather than keeping a heap or buckets, whose
-  // scattered memory is cold again by the next step of a replica in a large fleet.
+  // When each coasting sequence is due: in ring_[due % kRing] when due within kRing ticks (a
+  // paged sequence coasts at most a block's tokens), else in far_ (in no order, scanned only
+  // once its earliest is due). An entry leaves when it is due or when everything is synced,
+  // never otherwise. The buckets keep a few entries inline: in a large fleet a replica's state
+  // is cold again by its next step, and a pointer to chase would be a second cache miss.
   struct Due {
     std::uint64_t due, ord;
     SlotId slot;
   };
-  std::vector<Due> coasting_;
-  void activate_all();  // active_ = running_ (nothing coasts)
+  static constexpr std::uint64_t kRing = 64;
+  std::vector<absl::InlinedVector<Due, 4>> ring_ = std::vector<absl::InlinedVector<Due, 4>>(kRing);
+  std::vector<Due> far_;
+  std::uint64_t far_min_ = UINT64_MAX;
+  std::int64_t due_count_ = 0;  // entries in ring_ and far_
+  void activate_all();          // active_ = running_ (nothing coasts)
   std::unique_ptr<SchedulingPolicy> policy_;
   std::vector<SchedView>
       victims_;        // pop_victim's scratch: the running requests as the policy sees them

@@ -84,7 +84,14 @@ void Replica::start_coasting() {
       q.coast_g = coast_gpu_s_;
       ++coast_count_;
       coast_ctx_ += q.num_computed;
-      coasting_.push_back({q.coast_due, q.ord, a.slot});
+      const Due d{q.coast_due, q.ord, a.slot};
+      if (q.coast_due - tick_ < kRing) {
+        ring_[q.coast_due % kRing].push_back(d);
+      } else {
+        far_.push_back(d);
+        far_min_ = std::min(far_min_, q.coast_due);
+      }
+      ++due_count_;
       continue;
     }
     active_[j++] = a;
@@ -113,24 +120,37 @@ void Replica::sync_all() {
   if (coast_count_ > 0)
     for (const SlotId s : running_)
       if (seq(s).coasting) sync(s);
-  coasting_.clear();
+  if (due_count_ > 0) {
+    for (auto& bucket : ring_) bucket.clear();
+    far_.clear();
+    far_min_ = UINT64_MAX;
+    due_count_ = 0;
+  }
   activate_all();
 }
 
 void Replica::wake_due() {
+  if (due_count_ == 0) return;
   woken_.clear();
-  for (std::size_t i = 0; i < coasting_.size();) {
-    const Due d = coasting_[i];
-    if (d.due > tick_) {
-      ++i;
-      continue;
+  auto& bucket = ring_[tick_ % kRing];  // entered less than kRing ticks ago: all due now
+  for (const Due& d : bucket) woken_.push_back({d.ord, d.slot});
+  bucket.clear();
+  if (far_min_ <= tick_) {
+    far_min_ = UINT64_MAX;
+    for (std::size_t i = 0; i < far_.size();) {
+      if (far_[i].due > tick_) {
+        far_min_ = std::min(far_min_, far_[i].due);
+        ++i;
+        continue;
+      }
+      woken_.push_back({far_[i].ord, far_[i].slot});
+      far_[i] = far_.back();
+      far_.pop_back();
     }
-    sync(d.slot);
-    woken_.push_back({d.ord, d.slot});
-    coasting_[i] = coasting_.back();
-    coasting_.pop_back();
   }
   if (woken_.empty()) return;
+  due_count_ -= static_cast<std::int64_t>(woken_.size());
+  for (const Active& w : woken_) sync(w.slot);
   const auto by_ord = [](const Active& a, const Active& b) { return a.ord < b.ord; };
   std::sort(woken_.begin(), woken_.end(), by_ord);
   merged_.clear();

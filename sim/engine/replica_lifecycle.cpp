@@ -210,8 +210,7 @@ void Replica::verify_coasting() {
       throw std::logic_error("replica " + setup_.name + ": active sequences out of step");
     }
   }
-  if (a != active_.size() || count != coast_count_ || ctx != coast_ctx_ ||
-      coasting_.size() != static_cast<std::size_t>(count))
+  if (a != active_.size() || count != coast_count_ || ctx != coast_ctx_ || due_count_ != count)
     throw std::logic_error("replica " + setup_.name + ": coasting sums drifted");
 }
 
