@@ -282,14 +282,10 @@ void Replica::schedule() {
 // RUNNING first, in order, each taking the tokens it still needs up to the remaining budget; a
 // request that needs KV blocks when none are free preempts the policy's victim, itself included.
 void Replica::schedule_running(std::int64_t& budget) {
-  const EngineConfig& e = setup_.engine;
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
     const SlotId s = running_[i];
     Seq& q = seq(s);
-    std::int64_t n = q.num_tokens() - q.num_computed;
-    if (e.long_prefill_token_threshold > 0 && n > e.long_prefill_token_threshold)
-      n = e.long_prefill_token_threshold;
-    n = std::min<std::int64_t>({n, budget, max_model_len_ - 1 - q.num_computed});
+    const std::int64_t n = std::min(step_need(q), budget);
     if (n <= 0) {
       ++i;
       continue;
