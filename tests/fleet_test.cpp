@@ -109,6 +109,25 @@ TEST(Fleet, GpuSecondsAddUpAndWasteIsTheAbandonedShare) {
   EXPECT_NEAR(r.summary.gpu_hours, 4 * 2 * sim::to_seconds(r.result.end_time) / 3600, 1e-9);
 }
 
+// A random failure drawn for after the last request does not lengthen the run, nor the GPU time
+// it bills: rarer failures never cost more (a run once billed 405,311 GPU-hours for 67 s of
+// traffic with mtbf_s 1e9).
+TEST(Fleet, FailuresDrawnAfterTheTrafficDoNotLengthenTheRun) {
+  const auto none = testing::run_yaml(kFleet, {});
+  for (const char* mtbf : {"pools[0].failures.mtbf_s=1e5", "pools[0].failures.mtbf_s=1e9"}) {
+    const auto r = testing::run_yaml(kFleet, {mtbf});
+    for (const auto& rep : r.result.replicas) EXPECT_EQ(rep.failures, 0) << mtbf;
+    EXPECT_EQ(r.result.end_time, none.result.end_time) << mtbf;
+    EXPECT_NEAR(r.summary.gpu_hours, none.summary.gpu_hours, 1e-12) << mtbf;
+  }
+  // Failures during the traffic still happen and still count.
+  const auto often = testing::run_yaml(kFleet, {"pools[0].failures.mtbf_s=20"});
+  std::int64_t failures = 0;
+  for (const auto& rep : often.result.replicas) failures += rep.failures;
+  EXPECT_GT(failures, 0);
+  EXPECT_GE(often.result.end_time, sim::from_seconds(1));
+}
+
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
   const auto r =
       testing::run_yaml(kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]",

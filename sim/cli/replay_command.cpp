@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -68,6 +69,7 @@ BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
   if (vm.count("leave-out")) bo.leave_out = vm["leave-out"].as<std::vector<std::string>>();
   if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
   if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
+  if (vm.count("weight-dtype")) bo.weight_dtype = vm["weight-dtype"].as<std::string>();
   if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
   if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
     throw InputError("--tp", "", "must be from 1 to 64");
@@ -115,10 +117,34 @@ std::string stored_scenario(const Scenario& sc, const TempTrace& run_trace,
   return stored;
 }
 
+// A KV pool the run's block count sets far above what the model and GPU leave for it: the
+// model, its precision or the GPU's memory is not the run's (the blocks are used as recorded).
+std::vector<std::string> budget_warnings(const Scenario& sc) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::vector<std::string> w;
+  for (const auto& p : sc.pools) {
+    const MemoryBudget& m = p.memory;
+    if (!m.blocks_overridden || m.kv_pool_bytes <= 1.25 * std::max(m.computed_pool_bytes, 0.0))
+      continue;
+    char buf[700];
+    std::snprintf(buf, sizeof buf,
+                  "WARNING: the run's %lld KV blocks hold %.2f GiB at %.1f KiB per token, but "
+                  "%s on this GPU (%.2f GiB) leaves %.2f GiB for KV: the model, its weight "
+                  "precision (%s here; --weight-dtype, --model-config) or the GPU's memory is "
+                  "not the run's, so step times may be off too",
+                  static_cast<long long>(m.num_blocks), m.kv_pool_bytes / kGiB,
+                  m.kv_bytes_per_token / 1024, p.model.name.c_str(), m.device_bytes / kGiB,
+                  m.computed_pool_bytes / kGiB, m.weight_dtype.c_str());
+    w.emplace_back(buf);
+  }
+  return w;
+}
+
 void print_bench_replay(const BenchReplay& plan, const Scenario& sc, const RunResult& r,
                         const std::string& path) {
   std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
   for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  for (const auto& n : budget_warnings(sc)) std::cout << "  " << n << "\n";
   double mae = 0;
   std::cout << bench_comparison(plan, sc, r, &mae);
   if (std::isfinite(mae)) {
@@ -208,6 +234,14 @@ void check_replay_options(const po::variables_map& vm, const std::string& profil
   if (vm.count("profile") && vm.count("cost-model"))
     throw InputError("--cost-model", "",
                      "a profile prices the steps: give --profile or --cost-model, not both");
+  if (vm.count("weight-dtype")) {
+    static const std::vector<std::string> ok = {"bf16",     "fp16", "fp8", "fp8_e4m3",
+                                                "fp8_e5m2", "int8", "int4"};
+    const std::string& w = vm["weight-dtype"].as<std::string>();
+    if (std::find(ok.begin(), ok.end(), w) == ok.end())
+      throw InputError("--weight-dtype", "",
+                       "'" + w + "' is not one of bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, int4");
+  }
   if (vm.count("profile") && profile.empty())
     throw InputError("--profile", "",
                      "is empty: name a profile file, or leave the option out "
@@ -249,12 +283,13 @@ void check_run_folder(const po::variables_map& vm, const std::string& run) {
                      "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
                      "ttfts or request_throughput), and a measured run or an inference-perf "
                      "result is a folder");
-  for (const char* o : {"model-config", "engine-args", "tp"})
+  for (const char* o : {"engine-args", "tp"})
     if (vm.count(o))
       throw InputError(std::string("--") + o, "",
                        "applies to benchmark results (an inference-perf folder or a vllm bench "
                        "serve JSON); " +
-                           run + " is a run folder, whose files record it");
+                           run +
+                           " is a run folder, whose meta.json records the engine's arguments");
 }
 
 // A measured run folder replayed: the run, its outputs, the report and the comparison.
@@ -278,11 +313,29 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
   if (!vm.count("quiet")) std::cout << report;
   std::cout << "\nReplay of " << ro.run_dir << ", settings from its files:\n";
   for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  for (const auto& n : budget_warnings(sc)) std::cout << "  " << n << "\n";
+  if (measured.aborted > 0)
+    std::cout << "  " << measured.aborted
+              << " request(s) of requests.jsonl have no first or last token time (aborted): "
+                 "simulated, not in the measured statistics\n";
+  const std::int64_t not_served = s.rejected + s.timed_out + s.cancelled + s.failed + s.unfinished;
+  if (not_served > 0)
+    std::cout << "  WARNING: the simulation did not complete " << not_served << " of " << s.requests
+              << " requests (rejected " << s.rejected << ", unfinished " << s.unfinished
+              << ", other " << not_served - s.rejected - s.unfinished
+              << "; the report says why): the simulated statistics leave them out, the measured "
+                 "ones do not\n";
   double mae = 0;
-  std::cout << "\n" << comparison_table(measured, s, &mae);
-  char buf[120];
+  int compared = 0;
+  std::cout << "\n" << comparison_table(measured, s, &mae, &compared);
+  char buf[160];
   if (std::isfinite(mae)) {
-    std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+    if (compared == 12)
+      std::snprintf(buf, sizeof buf, "\nMean absolute error over the twelve: %.1f%%\n", 100 * mae);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "\nMean absolute error over the %d statistics both sides have: %.1f%%\n",
+                    compared, 100 * mae);
     std::cout << buf;
   }
   return 0;
@@ -304,7 +357,11 @@ int cmd_replay(const std::vector<std::string>& args) {
       "run's own GPU)")("model", po::value(&model),
                         "model preset (default: the one matching the run's model name)")(
       "model-config", po::value<std::string>(),
-      "benchmark results: the model's Hugging Face config.json instead of a preset")(
+      "the model's Hugging Face config.json instead of a preset (its quantization_config "
+      "sets the weights' precision)")(
+      "weight-dtype", po::value<std::string>(),
+      "weight precision (bf16, fp16, fp8, int8, int4) where the run's files do not tell it "
+      "(default: from vLLM's quantization and dtype arguments and the model's name)")(
       "gpu", po::value(&gpu),
       "GPU preset (default for a run folder: the one matching its hardware; required for "
       "benchmark results, which do not record it)")(
@@ -335,8 +392,16 @@ int cmd_replay(const std::vector<std::string>& args) {
   replay_cost_model_yaml(cost_model, leave_out);  // refuses another name before any work
   if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
   check_run_folder(vm, run);
-  return replay_run_folder(vm, ReplayOptions{run, profile, model, gpu, cost_model, leave_out},
-                           write);
+  ReplayOptions ro;
+  ro.run_dir = run;
+  ro.profile = profile;
+  ro.model = model;
+  ro.gpu = gpu;
+  ro.cost_model = cost_model;
+  ro.leave_out = leave_out;
+  if (vm.count("model-config")) ro.model_config = vm["model-config"].as<std::string>();
+  if (vm.count("weight-dtype")) ro.weight_dtype = vm["weight-dtype"].as<std::string>();
+  return replay_run_folder(vm, ro, write);
 }
 
 }  // namespace kvfleet::cli

@@ -35,6 +35,7 @@
 #include "sim/reference/reference.h"
 #include "sim/replay/bench_results.h"
 #include "sim/replay/replay.h"
+#include "sim/simulation/provenance.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/capacity.h"
@@ -221,6 +222,13 @@ int cmd_run(const std::vector<std::string>& args) {
                                      : load_scenario_text(builtin_default_scenario(),
                                                           "<built-in default.yaml>", ".", sets);
   OutputSet outputs;
+  // An output may not replace a file the scenario reads (a trace, a profile, a config.json).
+  for (const auto& [key, path] : scenario_input_files(sc.resolved_yaml))
+    for (const char* opt : {"out", "trace"})
+      if (vm.count(opt) && same_file(vm[opt].as<std::string>(), path))
+        throw InputError(std::string("--") + opt, "",
+                         vm[opt].as<std::string>() + " is an input of the scenario (" + key +
+                             "): write it elsewhere");
   const RunOutputs o = plan_outputs(vm, outputs);
   Simulation simulation(sc);
   double wall_s = 0;

@@ -35,6 +35,7 @@
 #include "sim/reference/reference.h"
 #include "sim/replay/bench_results.h"
 #include "sim/replay/replay.h"
+#include "sim/simulation/provenance.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
 #include "sim/sweep/capacity.h"
@@ -158,6 +159,15 @@ int report_sweep(const SweepResults& results, const std::string& out) {
   return failed == 0 ? 0 : 100 + static_cast<int>(std::min<std::size_t>(failed, 100));
 }
 
+// --out may not replace a file the sweep's scenario reads (a trace, a profile, a config.json).
+void check_not_an_input(const std::string& out, const std::string& base_yaml) {
+  for (const auto& [key, path] : scenario_input_files(base_yaml))
+    if (same_file(out, path))
+      throw InputError(
+          "--out", "",
+          out + " is an input of the sweep's scenario (" + key + "): write it elsewhere");
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
@@ -190,6 +200,7 @@ int cmd_sweep(const std::vector<std::string>& args, Mpi& mpi) {
   const bool resume = vm.count("resume") && std::filesystem::exists(out);
   if (resume) previous = read_sweep_h5(out);
   SweepResults results = prepare_sweep(spec, resume ? &previous : nullptr);
+  check_not_an_input(out, results.base_yaml);
   results.record_wall_time = vm.count("timing") > 0;
   const bool root = mpi.rank() == 0;
   const bool quiet = vm.count("quiet") || !root;

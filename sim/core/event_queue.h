@@ -86,6 +86,8 @@ class EventQueue {
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
   SimTime now() const { return now_; }
+  // The time of the event delivered before the current one (0 before the second).
+  SimTime previous_time() const { return prev_; }
   SimTime next_time() const { return heap_.empty() ? kTimeNever : heap_.front().time; }
   // The event being delivered (inside a handler), else an invalid id.
   EventId current() const { return current_; }
@@ -98,6 +100,7 @@ class EventQueue {
     heap_.front() = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) sift_down(0);
+    prev_ = now_;
     now_ = e.time;
     ++processed_;
     if (wake_) [[unlikely]] {
@@ -236,6 +239,7 @@ class EventQueue {
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
   SimTime now_ = 0;
+  SimTime prev_ = 0;
 };
 
 }  // namespace kvfleet::sim

@@ -65,6 +65,7 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
   b.block_bytes = b.kv_bytes_per_token * e.block_size;
   b.kv_pool_bytes =
       b.usable_bytes - b.weights_bytes - b.activation_peak_bytes - b.runtime_overhead_bytes;
+  b.computed_pool_bytes = b.kv_pool_bytes;
   if (e.num_gpu_blocks_override > 0) {
     b.num_blocks = e.num_gpu_blocks_override;
     b.blocks_overridden = true;
@@ -76,9 +77,14 @@ MemoryBudget compute_memory_budget(const ModelSpec& m, const GpuSpec& g, int tp,
         "the model does not fit: " + gib(b.usable_bytes) + " usable (" + gib(b.device_bytes) +
         " × gpu_memory_utilization) − weights " + gib(b.weights_bytes) + " − activations " +
         gib(b.activation_peak_bytes) + " − runtime overhead " + gib(b.runtime_overhead_bytes) +
-        " leaves " + gib(b.kv_pool_bytes) +
-        " for KV; use more GPUs (tensor_parallel, pipeline_parallel), a smaller model or a "
-        "larger GPU");
+        " leaves " + gib(b.kv_pool_bytes) + " for KV; " +
+        (b.activation_peak_bytes > b.weights_bytes && e.activation_peak_gib <= 0
+             ? std::string("the activations (estimated from max_num_batched_tokens " +
+                           std::to_string(e.max_num_batched_tokens) + " and max_num_seqs " +
+                           std::to_string(e.max_num_seqs) +
+                           ") take more than the weights: lower those limits, or ")
+             : std::string()) +
+        "use more GPUs (tensor_parallel, pipeline_parallel), a smaller model or a larger GPU");
   }
   const double blocks = std::floor(b.kv_pool_bytes / b.block_bytes);
   if (blocks > static_cast<double>(kMaxKvBlocksPerReplica)) {

@@ -26,6 +26,10 @@ struct MemoryBudget {
   double block_bytes = 0;
   std::int64_t num_blocks = 0;  // KV blocks (same count on every GPU of the group)
   bool blocks_overridden = false;
+  // What the budget leaves for KV (usable − weights − activations − overhead), before an
+  // override replaced it: an override far above it means the model, its precision or the GPU
+  // differ from what the blocks were counted on.
+  double computed_pool_bytes = 0;
   double margin_bytes = 0;  // device − usable: memory the engine leaves alone
   std::string weight_dtype, kv_dtype;
   int pipeline_stages = 1;

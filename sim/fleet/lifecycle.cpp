@@ -50,6 +50,7 @@ void Lifecycle::handle(LifecycleEvent kind, std::uint64_t arg, SimTime now) {
   switch (kind) {
     case kLife: {
       const LifeEvent e = LifeEvent::decode(arg);
+      if (e.action != kRandomFail) quiet_at_ = kTimeNever;  // something still happens
       std::vector<EventId>& due = nodes_[e.node].due;
       if (const auto it = std::find(due.begin(), due.end(), queue_.current()); it != due.end())
         due.erase(it);  // delivered: no longer due
@@ -57,9 +58,11 @@ void Lifecycle::handle(LifecycleEvent kind, std::uint64_t arg, SimTime now) {
       return;
     }
     case kDeploy:
+      quiet_at_ = kTimeNever;
       deploy_next(arg, now);
       return;
     case kAutoscale: {
+      quiet_at_ = kTimeNever;
       autoscale(arg, now);
       const double dt = pools_[arg].config.autoscale.interval_s;
       if (host_.active()) queue_.push(now + from_seconds(dt), this, kAutoscale, arg);
@@ -138,7 +141,13 @@ void Lifecycle::lifecycle(std::size_t n, Action a, SimTime now) {
       return;
     }
     case kRandomFail:
-      if (host_.active()) fail(n, now);  // else the run is over: no more failures
+      if (host_.active()) {
+        fail(n, now);
+      } else if (quiet_at_ == kTimeNever) {
+        // The run is over: no more failures, and a failure drawn for after its last event does
+        // not lengthen it (nor the GPU time it bills).
+        quiet_at_ = queue_.previous_time();
+      }
       return;
     case kFailNow:
       fail(n, now);

@@ -204,6 +204,9 @@ class Lifecycle final : public EventHandlerOf<LifecycleEvent> {
   const LifecycleCounts& counts(PoolId pool) const { return pools_[pool.value()].counts; }
   // Accounts paid time up to `end` (the end of the run).
   void finish(SimTime end);
+  // When a random failure found the run over (nothing left to serve, nothing changing since):
+  // the time of the event before it, where the run ends; kTimeNever otherwise.
+  SimTime quiet_at() const { return quiet_at_; }
 
  private:
   using enum LifecycleEvent;
@@ -252,6 +255,7 @@ class Lifecycle final : public EventHandlerOf<LifecycleEvent> {
   EventQueue& queue_;
   LifecycleHost& host_;
   std::uint64_t seed_;
+  SimTime quiet_at_ = kTimeNever;
   std::vector<Pool> pools_;
   std::vector<FleetNode> nodes_;
 };

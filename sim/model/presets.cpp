@@ -312,9 +312,28 @@ const std::vector<GpuSpec>& gpu_presets() {
                  64e9,
                  "NVIDIA H200 datasheet (SXM 141GB): 4.8 TB/s HBM3e, compute as H100 SXM; "
                  "NVLink4 900 GB/s total, PCIe Gen5"});
+    v.push_back(
+        {"H100-PCIe", 81559 * MiB, 2.0e12, 756e12, 1513e12, 1513e12, 64e9, 10e-6, 64e9,
+         "NVIDIA H100 datasheet (PCIe 80GB): 2 TB/s HBM2e, 756 TFLOP/s bf16, 1,513 fp8 and int8 "
+         "dense (half the sparse figures); peers over PCIe Gen5 x16 (an NVLink bridge, where "
+         "fitted, joins pairs only)"});
+    v.push_back(
+        {"H100-NVL", 95830 * MiB, 3.9e12, 835e12, 1671e12, 1671e12, 600e9 / 2, 5e-6, 64e9,
+         "NVIDIA H100 datasheet (H100 NVL, 94 GB): 3.9 TB/s HBM3, 835 TFLOP/s bf16, 1,671 fp8 "
+         "and int8 dense (half the sparse figures); NVLink bridge 600 GB/s total, PCIe Gen5"});
+    v.push_back(
+        {"A100-40GB", 40960 * MiB, 1.555e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
+         "NVIDIA A100 datasheet (SXM4 40GB): 1,555 GB/s HBM2, 312 TFLOP/s bf16, no fp8, 624 TOPS "
+         "int8; NVLink3 600 GB/s total, PCIe Gen4"});
     v.push_back({"L40S", 46068 * MiB, 864e9, 362.05e12, 733e12, 733e12, 32e9, 10e-6, 32e9,
                  "NVIDIA L40S datasheet: 48 GB GDDR6 at 864 GB/s, 362 TFLOP/s bf16 and 733 fp8 "
                  "and int8 dense; no NVLink, peers over PCIe Gen4"});
+    v.push_back({"L40", 46068 * MiB, 864e9, 181.05e12, 362.1e12, 362.1e12, 32e9, 10e-6, 32e9,
+                 "NVIDIA L40 datasheet: 48 GB GDDR6 at 864 GB/s, 181 TFLOP/s bf16 and 362 fp8 "
+                 "and int8 dense (half the sparse figures); no NVLink, peers over PCIe Gen4"});
+    v.push_back({"L4", 23034 * MiB, 300e9, 121e12, 242.5e12, 242.5e12, 32e9, 10e-6, 32e9,
+                 "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 121 TFLOP/s bf16 and 242.5 fp8 "
+                 "and int8 dense (half the sparse figures); peers over PCIe Gen4"});
     v.push_back(
         {"RTX-4090", 25250627584.0, 1008e9, 165.2e12, 330.3e12, 660.6e12, 25e9, 10e-6, 25e9,
          "NVIDIA Ada whitepaper (RTX 4090): 1,008 GB/s GDDR6X, 165.2 TFLOP/s bf16 and 330.3 "

@@ -157,6 +157,14 @@ void print_pools(std::ostream& o, const Scenario& sc) {
       << fmt("%.1f", m.kv_bytes_per_token / 1024) << " KiB/token"
       << (m.blocks_overridden ? " (num_gpu_blocks_override)" : "") << "\n";
     o << "    margin (unused)       " << fmt("%8.2f GiB", m.margin_bytes / kGiB) << "\n";
+    if (m.blocks_overridden) {
+      o << "    (the budget leaves   " << fmt("%8.2f GiB", m.computed_pool_bytes / kGiB)
+        << " for KV; num_gpu_blocks_override sets the pool instead)\n";
+      if (m.kv_pool_bytes > 1.25 * std::max(m.computed_pool_bytes, 0.0))
+        o << "  WARNING: num_gpu_blocks_override gives a KV pool larger than the memory budget "
+             "leaves (this GPU could not hold it): check the override, the model, its "
+             "precision and the GPU\n";
+    }
     o << "  sequences that fit in the KV pool at once:";
     for (double ctx : c.simulation.report_context_tokens) {
       const auto blocks_per_seq =

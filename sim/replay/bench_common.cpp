@@ -167,8 +167,14 @@ void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::st
   auto real = [&](const std::string& k, double lo, double hi) { return t.real(k, lo, hi); };
   auto boolean = [&](const std::string& k) { return t.boolean(k); };
   std::vector<std::string> used;
-  if (auto v = integer("tensor_parallel_size", 1, 64))
+  if (auto v = integer("tensor_parallel_size", 1, 64)) {
+    // --tp was given (base_scenario set it): the two must agree.
+    if (pool["tensor_parallel"] && pool["tensor_parallel"].as<long long>() != *v)
+      throw InputError("--tp", "",
+                       pool["tensor_parallel"].Scalar() + " contradicts tensor_parallel_size " +
+                           std::to_string(*v) + " in " + a.where + ": give one of them");
     pool["tensor_parallel"] = *v, used.push_back("tensor_parallel_size");
+  }
   if (auto v = integer("pipeline_parallel_size", 1, 64))
     pool["pipeline_parallel"] = *v, used.push_back("pipeline_parallel_size");
   if (auto v = integer("data_parallel_size", 1, 64))
@@ -202,6 +208,8 @@ void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::st
     used.push_back("kv_cache_dtype");
   }
   if (auto v = boolean("enforce_eager")) used.push_back("enforce_eager"), (void)v;
+  for (const char* k : {"quantization", "dtype"})
+    if (a.values.count(k)) used.push_back(k);
   std::string list;
   for (const auto& u : used) list += (list.empty() ? "" : ", ") + u;
   notes.push_back("engine arguments from " + a.where + ": " +
@@ -210,8 +218,29 @@ void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::st
 
 // ---- the model ---------------------------------------------------------------------------------
 
+namespace {
+void set_weight_dtype(const BenchOptions& o, const std::string& model_name, YAML::Node pool,
+                      std::vector<std::string>& notes, const WeightArgs& w) {
+  if (!o.weight_dtype.empty()) {
+    pool["weight_dtype"] = o.weight_dtype;
+    notes.push_back("weights " + o.weight_dtype + " (--weight-dtype)");
+    return;
+  }
+  if (!o.model_config.empty()) return;  // its quantization_config decides
+  std::string how;
+  const std::string d = vllm_weight_dtype(w.quantization, w.dtype, model_name,
+                                          w.where.empty() ? o.path : w.where, "quantization", how);
+  if (d != "auto") pool["weight_dtype"] = d;
+  if (d != "auto" || !how.empty())
+    notes.push_back("weights " + (d == "auto" ? std::string("the model's own precision") : d) +
+                    (how.empty() ? "" : " (" + how + ")"));
+}
+}  // namespace
+
 void set_model(const BenchOptions& o, const std::string& name_from_run, const std::string& where,
-               YAML::Node sc, YAML::Node pool, std::vector<std::string>& notes) {
+               YAML::Node sc, YAML::Node pool, std::vector<std::string>& notes,
+               const WeightArgs& weights) {
+  set_weight_dtype(o, name_from_run, pool, notes, weights);
   if (!o.model_config.empty()) {
     const ModelSpec m = read_hf_config(o.model_config, "replay-model");
     YAML::Node entry;
@@ -303,7 +332,8 @@ IpFiles ip_files(const fs::path& dir) {
 }
 
 void apply_engine_args_file(const std::string& file, YAML::Node pool, std::string& model,
-                            const char* beside, std::vector<std::string>& notes) {
+                            const char* beside, std::vector<std::string>& notes,
+                            WeightArgs& weights) {
   if (file.empty()) {
     notes.push_back(std::string("engine arguments: none given (--engine-args FILE, or "
                                 "engine_args.json or serve_args.txt ") +
@@ -312,6 +342,10 @@ void apply_engine_args_file(const std::string& file, YAML::Node pool, std::strin
   }
   const EngineArgs a = read_engine_args(file);
   apply_engine_args(a, pool, notes);
+  weights.where = a.where;
+  if (const auto it = a.values.find("quantization"); it != a.values.end())
+    weights.quantization = it->second;
+  if (const auto it = a.values.find("dtype"); it != a.values.end()) weights.dtype = it->second;
   if (model.empty()) model = a.model;
 }
 

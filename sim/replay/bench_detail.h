@@ -32,11 +32,18 @@ std::string engine_args_beside(const fs::path& dir);
 void apply_engine_args(const EngineArgs& a, YAML::Node pool, std::vector<std::string>& notes);
 // Applies the engine arguments of `file` (none: a note that kvfleet's defaults apply, `beside`
 // saying where they were looked for); `model` takes theirs if it is empty.
+// What the arguments say of the weights' precision (vLLM's quantization and dtype), for set_model.
+struct WeightArgs {
+  std::string quantization, dtype, where;
+};
 void apply_engine_args_file(const std::string& file, YAML::Node pool, std::string& model,
-                            const char* beside, std::vector<std::string>& notes);
+                            const char* beside, std::vector<std::string>& notes,
+                            WeightArgs& weights);
 // The pool's model: --model-config, --model, else the preset the result's model name matches.
+// Its weight precision: --weight-dtype, else the config.json's (--model-config), else `weights`.
 void set_model(const BenchOptions& o, const std::string& name_from_run, const std::string& where,
-               YAML::Node sc, YAML::Node pool, std::vector<std::string>& notes);
+               YAML::Node sc, YAML::Node pool, std::vector<std::string>& notes,
+               const WeightArgs& weights);
 // The scenario a replay starts from: the GPU given, one pool, the replay's simulation settings.
 YAML::Node base_scenario(const BenchOptions& o, const std::string& name,
                          std::vector<std::string>& notes);

@@ -58,6 +58,7 @@ struct BenchOptions {
   std::string model_config;  // a Hugging Face config.json instead of a preset
   std::string gpu;           // a GPU preset (required: results do not record the GPU)
   std::string engine_args;   // vLLM engine arguments: JSON/YAML mapping or a `vllm serve` line
+  std::string weight_dtype;  // "" = from the engine arguments (quantization, dtype) and model name
   int tensor_parallel = 0;   // 0 = from the engine arguments (else 1)
   std::string cost_model;    // without a profile: roofline ("") or fitted
   std::vector<std::string> leave_out;  // public fits the fitted cost model leaves out

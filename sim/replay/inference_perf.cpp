@@ -261,8 +261,9 @@ void model_and_engine(const BenchOptions& o, const YAML::Node& cfg, const std::s
   YAML::Node pool = sc["pools"][0];
   const std::string engine_args =
       o.engine_args.empty() ? engine_args_beside(o.path) : o.engine_args;
-  apply_engine_args_file(engine_args, pool, model_name, "in the folder", plan.notes);
-  set_model(o, model_name, cfg_where, sc, pool, plan.notes);
+  WeightArgs weights;
+  apply_engine_args_file(engine_args, pool, model_name, "in the folder", plan.notes, weights);
+  set_model(o, model_name, cfg_where, sc, pool, plan.notes, weights);
 }
 
 // The measured groups: each stage, and the whole run.
@@ -296,6 +297,19 @@ void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int
                              " request(s) failed; the measured statistics are of the successes");
     }
     plan.groups.push_back(g);
+  }
+  // A stage that should have sent requests but left no file: its requests are simulated but
+  // were not measured (a run cut short, or a file lost).
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const double rate = stages[i]["rate_per_s"].as<double>();
+    const double duration = stages[i]["duration_s"].as<double>();
+    if (!stage_json.count(static_cast<int>(i)) && std::floor(rate * duration) >= 1)
+      plan.notes.push_back(
+          "WARNING: stage " + std::to_string(i) + " of config.yaml (" + fmt("%g", rate) +
+          " requests/s for " + fmt("%g", duration) + " s) has no stage_" + std::to_string(i) +
+          "_lifecycle_metrics.json in " + o.path +
+          ": the replay sends its requests, but none was measured (a run cut short?); "
+          "\"all requests\" compares what the summary measured with every simulated request");
   }
   if (!f.summary.empty()) {
     const json j =

@@ -4,6 +4,7 @@
 // config.json's GPU-to-GPU link where there is one, requests.jsonl's arrivals and lengths), run,
 // and its latencies compared with the measured ones. `kvfleet replay` prints the comparison;
 // docs/validation.md reports it for the runs in ../shared/reference/validation.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct ReplayOptions {
   // out (validation without the run's own GPU).
   std::string cost_model;
   std::vector<std::string> leave_out;
+  std::string model_config;  // a Hugging Face config.json for the model instead of a preset
+  std::string weight_dtype;  // weight precision; "" = from the run's files (quantization, dtype)
 };
 
 // The scenario (YAML) and, line by line, where each setting came from.
@@ -32,6 +35,16 @@ struct ReplayPlan {
 struct ModelSpec;
 const ModelSpec* match_model_preset(const std::string& text);
 
+// The weight precision (a scenario's pools[].weight_dtype) of a vLLM server from its
+// `quantization` and `dtype` arguments and, where vLLM detects the method from the checkpoint
+// (quantization unset or compressed-tensors), the model's name (…-FP8, …-W8A8, …-AWQ). `where`
+// names the file and key in messages; `how` receives where the answer came from. "auto" when
+// nothing says the weights are other than the model's own precision. Throws InputError for a
+// method kvfleet does not price.
+std::string vllm_weight_dtype(const std::string& quantization, const std::string& dtype,
+                              const std::string& model_name, const std::string& where,
+                              const std::string& key, std::string& how);
+
 // The cost_model mapping of a replay without a profile, as YAML text: roofline (`impl` ""), or
 // fitted with `leave_out`. Throws InputError naming --cost-model for another name.
 std::string replay_cost_model_yaml(const std::string& impl,
@@ -43,12 +56,14 @@ ReplayPlan plan_replay(const ReplayOptions& opts);
 // TTFT = first − queued, TPOT = (last − first) / (output − 1), E2E = last − queued (seconds).
 struct MeasuredLatencies {
   std::vector<double> ttft, tpot, e2e;
+  std::int64_t aborted = 0;  // rows with a null first or last token time: not compared
 };
 MeasuredLatencies read_measured(const std::string& requests_jsonl);
 
 // A Markdown table of mean, p50, p90 and p99 of TTFT, TPOT and E2E, measured against simulated,
-// with the relative errors; `mean_abs_error` receives their mean absolute value (fraction).
+// with the relative errors; `mean_abs_error` receives their mean absolute value (fraction) over
+// the statistics both sides have (`compared` of the twelve; TPOT needs outputs over one token).
 std::string comparison_table(const MeasuredLatencies& measured, const Summary& simulated,
-                             double* mean_abs_error = nullptr);
+                             double* mean_abs_error = nullptr, int* compared = nullptr);
 
 }  // namespace kvfleet::sim

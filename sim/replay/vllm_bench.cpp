@@ -267,8 +267,9 @@ BenchReplay plan_vllm_bench(const BenchOptions& o) {
   std::string model = r.string("model_id").value_or("");
   const std::string engine_args =
       o.engine_args.empty() ? engine_args_beside(fs::path(o.path).parent_path()) : o.engine_args;
-  apply_engine_args_file(engine_args, pool, model, "beside the result", plan.notes);
-  set_model(o, model, o.path, sc, pool, plan.notes);
+  WeightArgs weights;
+  apply_engine_args_file(engine_args, pool, model, "beside the result", plan.notes, weights);
+  set_model(o, model, o.path, sc, pool, plan.notes, weights);
   // Per-request data (--save-detailed): the lengths in dispatch order, and the arrivals where the
   // newest versions record them (start_times − queue_times).
   MeasuredGroup g;

@@ -87,6 +87,13 @@ Table provenance_table(const Scenario& sc) {
   return t;
 }
 
+std::vector<std::pair<std::string, std::string>> scenario_input_files(
+    const std::string& resolved_yaml) {
+  std::vector<std::pair<std::string, std::string>> files;
+  input_files(YAML::Load(resolved_yaml), "", files);
+  return files;
+}
+
 Table provenance_table_for_sweep(const std::string& sweep_text) {
   Rows rows;
   Table t = start(rows);

@@ -523,7 +523,9 @@ RunResult Simulation::run() {
     res.end_time = stop;
   } else {
     queue_.run();
-    res.end_time = queue_.now();
+    // Random failures drawn for after the last request (the lifecycle ignores them) do not
+    // lengthen the run.
+    res.end_time = std::min(queue_.now(), lifecycle_->quiet_at());
   }
   collect(res);
   return res;

@@ -327,12 +327,17 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   EXPECT_NE(p.yaml.find("gpu: replay-gpu"), std::string::npos) << p.yaml;
   EXPECT_NE(p.yaml.find("memory_bytes: 51539607552"), std::string::npos) << p.yaml;
   EXPECT_NO_THROW(sim::load_scenario_text(p.yaml, "<replay>", ".", {})) << p.yaml;
-  // A family's variant with other memory (A100 40GB) is not the preset (A100-80GB).
+  // A family's variant with other memory than any preset of the family is none of them, and
+  // the message names the nearest.
   std::ofstream(dir / "meta.json")
       << "{\"engine_kwargs\": {\"model\": \"meta-llama/Meta-Llama-3-8B\"}, \"hardware\": "
-         "{\"device_name\": \"NVIDIA A100-SXM4-40GB\", \"device_total_memory_bytes\": "
-         "42505273344}}";
+         "{\"device_name\": \"NVIDIA A100-SXM4-64GB\", \"device_total_memory_bytes\": "
+         "68719476736}}";
   expect_error("matches no GPU preset");
+  expect_error("--gpu A100-");
+  std::ofstream(dir / "meta.json")
+      << "{\"engine_kwargs\": {\"model\": \"meta-llama/Meta-Llama-3-8B\"}}";
+  expect_error("the run records no GPU");
   // A meta.json that is a fifo: refused, not read (a read would block).
   fs::remove(dir / "meta.json");
   ASSERT_EQ(mkfifo((dir / "meta.json").c_str(), 0600), 0);
@@ -372,6 +377,150 @@ TEST(VllmReplay, ARunTheReplayCannotReadIsNamed) {
   expect_error("kv_cache.num_gpu_blocks: must be a whole number");
   std::ofstream(dir / "meta.json") << std::string(100000, '[') << std::string(100000, ']');
   expect_error("meta.json");
+  fs::remove_all(dir);
+}
+
+// What other measured runs record: quantized checkpoints, GPU variants (PCIe, NVL, 40 GB),
+// pipeline parallelism, a KV cache recorded only in the resolved configuration, a model with no
+// preset described by its config.json.
+TEST(VllmReplay, QuantizationGpuVariantsAndResolvedSettingsAreRead) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "replay_variants";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "requests.jsonl")
+      << R"({"input_toks": 10, "output_toks": 5, "queued_ts": 1.0, "first_token_ts": 1.1,)"
+      << R"( "last_token_ts": 1.5})"
+      << "\n";
+  auto plan = [&](const std::string& meta, const std::string& gpu = "",
+                  const std::string& model_config = "") {
+    std::ofstream(dir / "meta.json") << meta;
+    sim::ReplayOptions o;
+    o.run_dir = dir.string();
+    o.gpu = gpu;
+    o.model_config = model_config;
+    const sim::ReplayPlan p = sim::plan_replay(o);
+    EXPECT_NO_THROW(sim::load_scenario_text(p.yaml, "<replay>", ".", {})) << p.yaml;
+    return p.yaml;
+  };
+  auto error_of = [&](const std::string& meta) -> std::string {
+    std::ofstream(dir / "meta.json") << meta;
+    sim::ReplayOptions o;
+    o.run_dir = dir.string();
+    try {
+      sim::plan_replay(o);
+    } catch (const sim::InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string h100 = R"("hardware": {"device_name": "NVIDIA H100 80GB HBM3"})";
+  // Weight precision: from the model's name, the quantization argument, the resolved config.
+  struct Quant {
+    std::string engine_kwargs, want;
+  };
+  for (const Quant& q : std::vector<Quant>{
+           {R"("model": "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8")", "weight_dtype: fp8"},
+           {R"("model": "meta-llama/Llama-3.1-70B", "quantization": "fp8")", "weight_dtype: fp8"},
+           {R"("model": "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+               "quantization": "awq_marlin")",
+            "weight_dtype: int4"},
+           {R"("model": "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8",
+               "quantization": "compressed-tensors")",
+            "weight_dtype: int8"},
+           {R"("model": "meta-llama/Llama-3.1-8B", "dtype": "float16")", "weight_dtype: fp16"}}) {
+    const std::string y = plan("{" + h100 + R"(, "engine_kwargs": {)" + q.engine_kwargs + "}}");
+    EXPECT_NE(y.find(q.want), std::string::npos) << q.engine_kwargs << "\n" << y;
+  }
+  EXPECT_EQ(plan("{" + h100 + R"(, "engine_kwargs": {"model": "meta-llama/Llama-3.1-8B"}})")
+                .find("weight_dtype"),
+            std::string::npos);
+  EXPECT_NE(plan("{" + h100 +
+                 R"(, "engine_kwargs": {"model": "meta-llama/Llama-3.1-70B"}, "resolved_config":
+                    {"model_config": {"quantization": "fp8", "dtype": "torch.bfloat16"}}})")
+                .find("weight_dtype: fp8"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + h100 +
+                     R"(, "engine_kwargs": {"model": "acme/Llama-3.1-8B-custom",
+                        "quantization": "compressed-tensors"}})")
+                .find("engine_kwargs.quantization: compressed-tensors"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + h100 +
+                     R"(, "engine_kwargs": {"model": "meta-llama/Llama-3.1-8B",
+                        "quantization": "bitsandbytes"}})")
+                .find("'bitsandbytes' is not a quantization method"),
+            std::string::npos);
+  // GPU variants by their driver names, a 40 GB A100 by its memory.
+  struct Gpu {
+    std::string device;
+    long long memory;
+    std::string want;
+  };
+  for (const Gpu& g : std::vector<Gpu>{{"NVIDIA H100 PCIe", 85520809984, "gpu: H100-PCIe\n"},
+                                       {"NVIDIA H100 NVL", 100485038080, "gpu: H100-NVL\n"},
+                                       {"NVIDIA A100-SXM4-40GB", 42505273344, "gpu: A100-40GB\n"},
+                                       {"NVIDIA A100-SXM4-80GB", 85899345920, "gpu: A100-80GB\n"},
+                                       {"NVIDIA L4", 23580639232, "gpu: L4\n"},
+                                       {"NVIDIA L40", 48305799168, "gpu: L40\n"},
+                                       {"NVIDIA L40S", 48305799168, "gpu: L40S\n"}}) {
+    const std::string y =
+        plan(R"({"engine_kwargs": {"model": "meta-llama/Llama-3.1-8B"},)"
+             R"( "hardware": {"device_name": ")" +
+             g.device + R"(", "device_total_memory_bytes": )" + std::to_string(g.memory) + "}}");
+    EXPECT_NE(y.find(g.want), std::string::npos) << g.device << "\n" << y;
+  }
+  // A form factor the preset is not (an A100 80GB PCIe matched to the SXM4 preset) is warned
+  // of; a driver name without one (the SXM H100's) is not.
+  auto gpu_note = [&](const std::string& device) {
+    std::ofstream(dir / "meta.json")
+        << R"({"engine_kwargs": {"model": "meta-llama/Llama-3.1-8B"}, "hardware": {"device_name": ")"
+        << device << R"("}})";
+    sim::ReplayOptions o;
+    o.run_dir = dir.string();
+    for (const auto& n : sim::plan_replay(o).notes)
+      if (n.rfind("gpu ", 0) == 0) return n;
+    return std::string();
+  };
+  EXPECT_NE(gpu_note("NVIDIA A100 80GB PCIe").find("WARNING: the device says pcie"),
+            std::string::npos);
+  EXPECT_EQ(gpu_note("NVIDIA H100 80GB HBM3").find("WARNING"), std::string::npos);
+  EXPECT_EQ(gpu_note("NVIDIA A100-SXM4-80GB").find("WARNING"), std::string::npos);
+  // --gpu naming a preset of other memory: its datasheet with the run's memory.
+  const std::string forty =
+      plan(R"({"engine_kwargs": {"model": "meta-llama/Llama-3.1-8B"}, "hardware": )"
+           R"({"device_name": "Acme A100 40G", "device_total_memory_bytes": 42505273344}})",
+           "A100-80GB");
+  EXPECT_NE(forty.find("gpu: replay-gpu"), std::string::npos) << forty;
+  EXPECT_NE(forty.find("memory_bytes: 42505273344"), std::string::npos) << forty;
+  EXPECT_NE(forty.find("memory_bandwidth_Bps: 2039000000000"), std::string::npos) << forty;
+  // Pipeline parallelism, and the KV cache as resolved when there is no kv_cache section.
+  const std::string pp = plan("{" + h100 +
+                              R"(, "engine_kwargs": {"model": "meta-llama/Llama-3.1-8B",
+                                 "pipeline_parallel_size": 2}, "resolved_config":
+                                 {"cache_config": {"block_size": 32, "num_gpu_blocks": 1294}}})");
+  EXPECT_NE(pp.find("pipeline_parallel: 2"), std::string::npos) << pp;
+  EXPECT_NE(pp.find("block_size: 32"), std::string::npos) << pp;
+  EXPECT_NE(pp.find("num_gpu_blocks_override: 1294"), std::string::npos) << pp;
+  // A model with no preset: its config.json.
+  const fs::path cfg = dir / "config-hf.json";
+  std::ofstream(cfg) << R"({"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896,
+    "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
+    "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "bfloat16"})";
+  const std::string hf =
+      plan("{" + h100 + R"(, "engine_kwargs": {"model": "Qwen/Qwen2.5-0.5B-Instruct"}})", "",
+           cfg.string());
+  EXPECT_NE(hf.find("hf_config: " + fs::absolute(cfg).lexically_normal().string()),
+            std::string::npos)
+      << hf;
+  // Requests aborted before a token are counted, not compared.
+  std::ofstream(dir / "requests.jsonl")
+      << R"({"output_toks": 5, "queued_ts": 1.0, "first_token_ts": 1.1, "last_token_ts": 1.5})"
+      << "\n"
+      << R"({"output_toks": 0, "queued_ts": 2.0, "first_token_ts": null, "last_token_ts": null})"
+      << "\n";
+  const auto m = sim::read_measured((dir / "requests.jsonl").string());
+  EXPECT_EQ(m.ttft.size(), 1u);
+  EXPECT_EQ(m.aborted, 1);
   fs::remove_all(dir);
 }
 
