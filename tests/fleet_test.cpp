@@ -128,6 +128,24 @@ TEST(Fleet, FailuresDrawnAfterTheTrafficDoNotLengthenTheRun) {
   EXPECT_GE(often.result.end_time, sim::from_seconds(1));
 }
 
+// The client's timeout counts until the last token reaches it, through the frontend: a request
+// the engine finished before the deadline but delivered after it timed out (the default
+// scenario once reported one as ok with a 5.004 s E2E under a 5 s timeout).
+TEST(Fleet, ATimeoutBeforeTheLastTokenArrivesIsATimeout) {
+  for (const char* timeout : {"client.timeout_s=5", "client.timeout_s=3"}) {
+    const auto r = testing::run_yaml(sim::builtin_default_scenario(), {timeout});
+    const double limit = std::stod(std::string(timeout).substr(17));
+    std::int64_t timed_out = 0;
+    for (const auto& q : r.result.requests) {
+      if (q.outcome == Outcome::kOk)
+        EXPECT_LE(sim::to_seconds(q.finish - q.arrival), limit) << timeout << " request " << q.id;
+      timed_out += q.outcome == Outcome::kTimedOut;
+    }
+    EXPECT_GT(timed_out, 0) << timeout;
+    EXPECT_EQ(check_attempts(r.result), r.summary.requests) << timeout;
+  }
+}
+
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
   const auto r =
       testing::run_yaml(kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]",

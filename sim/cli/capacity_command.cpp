@@ -94,7 +94,11 @@ void print_capacity(const std::string& path, const std::vector<Slo>& slo, const 
   if (!c.limited_by.empty())
     std::printf("  The SLO still held when the load could go no higher: %s\n",
                 c.limited_by.c_str());
-  if (!c.not_met.empty()) std::printf("  The SLO holds at no load tried: %s\n", c.not_met.c_str());
+  if (!c.not_met.empty())
+    std::printf(
+        "  The SLO holds at no load tried: %s\n  (capacity assumes that raising %s raises the "
+        "load; for a key that lowers it the search went the wrong way)\n",
+        c.not_met.c_str(), c.key.c_str());
   std::printf("\nThe workload this capacity belongs to (resolved; %s is what was varied):\n",
               c.key.c_str());
   std::stringstream ws(c.workload_yaml);

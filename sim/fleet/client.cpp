@@ -46,7 +46,20 @@ void Client::handle(ClientEvent kind, std::uint64_t arg, SimTime now) {
 
 void Client::leave(std::uint32_t id, SimTime now, Outcome as, bool propagate) {
   RequestRecord& r = log_[id];
-  if (r.outcome != Outcome::kPending || r.client_gone) return;  // already over
+  if (r.client_gone) return;  // already over
+  if (r.outcome != Outcome::kPending) {
+    // The engine finished, but its last tokens reach the client only at r.finish (the
+    // frontend's delivery), after the client's timeout: it was not told of the end (see
+    // times_out_before_delivery), and leaves without them, now (its timeout, or its patience
+    // before that).
+    if (!(times_out_before_delivery(r) && r.finish > now)) return;
+    r.client_gone = true;
+    r.gone_as = as;
+    r.outcome = as;
+    r.finish = now;
+    end(id, now);
+    return;
+  }
   r.client_gone = true;
   r.gone_as = as;
   if (r.replica < 0) {

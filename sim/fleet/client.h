@@ -154,6 +154,13 @@ class Client final : public EventHandlerOf<ClientEvent> {
   void watch(std::uint32_t id, const RequestSpec& spec, SimTime now);
   // The client learns how attempt `id` ended: it retries or hands the result to the workload.
   void end(std::uint32_t id, SimTime now);
+  // Whether the client times out before the result of attempt `r`, which the engine has
+  // finished, reaches it (r.finish: the frontend's delivery, after the engine's end). Its
+  // timeout then ends it, at the deadline, not the engine's end.
+  bool times_out_before_delivery(const RequestRecord& r) const {
+    return config_.timeout_s > 0 && r.outcome == Outcome::kOk &&
+           r.finish > r.arrival + from_seconds(config_.timeout_s);
+  }
   // Retries waiting for their backoff.
   bool pending() const { return !retries_.empty(); }
   // The run stopped early: retries not sent are not retries.

@@ -469,7 +469,8 @@ void Simulation::on_request_end(RequestId id, SimTime now) {
                                static_cast<std::int64_t>(r.input_tokens) + r.output_tokens,
                                r.first_token >= 0);
   if (r.replica >= 0) lifecycle_->on_request_left(NodeId{static_cast<std::size_t>(r.replica)}, now);
-  if (!r.client_gone) client_->end(request, now);
+  // (A client whose timeout falls before the frontend delivers the result learns of it then.)
+  if (!r.client_gone && !client_->times_out_before_delivery(r)) client_->end(request, now);
   drain_gateway(pool, now);
 }
 

@@ -207,6 +207,15 @@ std::string load_key(const Scenario& base, const std::string& load, const std::s
       throw InputError("--metric", load, "is not arrival_rate or users");
     }
   }
+  // Keys whose growth lowers the load: the search would run the wrong way and answer 0.
+  for (const char* inverse : {"time_scale", "think_time_s"}) {
+    const std::string tail = std::string(".") + inverse;
+    if (k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0)
+      throw InputError("--key", k,
+                       "raising it lowers the load (it stretches the time between requests), and "
+                       "capacity searches for the highest value of a key that raises it: vary an "
+                       "arrival rate or the users, or sweep this key (kvfleet sweep)");
+  }
   // The current value of the key in the resolved scenario (canonical path: a.b[2].c).
   YAML::Node node = resolved;
   std::stringstream keys(k);
