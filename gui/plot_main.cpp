@@ -234,6 +234,23 @@ int main(int argc, char** argv) {
   // A run's file gets the dashboard; anything else is read as a sweep below.
   if (vm.count("results") && is_run_file(vm["results"].as<std::string>()))
     return plot_run(vm, argc, argv);
+  // Neither a run's file nor a sweep's: said before any option is asked for.
+  if (vm.count("results")) {
+    const std::string f = vm["results"].as<std::string>();
+    std::string why;
+    try {
+      const kvfleet::sim::h5::H5 h = kvfleet::sim::h5::open_for_reading(f, "results");
+      if (!kvfleet::sim::h5::has_link(h.id, "sweep"))
+        why = "an HDF5 file with neither /requests (a run's) nor /sweep (a sweep's)";
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      std::cerr << "kvfleet plot: error: " << f << " is not a kvfleet result file (" << why
+                << "): plot takes what kvfleet run --out or kvfleet sweep --out wrote\n";
+      return 2;
+    }
+  }
   for (const char* k : {"results", "x", "y", "out"}) {
     if (!vm.count(k)) {
       std::cerr << "kvfleet plot: "

@@ -159,6 +159,15 @@ TEST(Conservation, HoldsUnderEverySchedulingPolicy) {
     const auto& s = r.summary;
     EXPECT_EQ(s.ok + s.rejected, s.requests) << name;
     EXPECT_GT(s.ok, 0) << name;
+    // A request's prompt tokens served from the cache or a tier are at most its prompt, however
+    // often it was preempted and loaded back (loads after a preemption once counted again).
+    std::int64_t preempted = 0;
+    for (const auto& q : r.result.requests) {
+      EXPECT_LE(static_cast<std::int64_t>(q.cached_tokens) + q.loaded_tokens, q.input_tokens)
+          << name << " request " << q.id << " preempted " << q.num_preemptions;
+      preempted += q.num_preemptions > 0;
+    }
+    EXPECT_GT(preempted, 0) << name;
   }
 }
 

@@ -911,6 +911,12 @@ TEST_F(Sweeps, ResultsFilesOfTheWrongShapeAreRefused) {
                 " --x workload.arrival.rate_per_s --y requests_per_s --out " + path("p.png"));
     EXPECT_EQ(o.status, 2) << o.text;
     EXPECT_THAT(o.text, HasSubstr("sweep"));
+    // A file that is no result at all is named as such, before any option is asked for (it
+    // once answered "--x is required").
+    const auto y = kvfleet("plot " + std::string(KVFLEET_SOURCE_DIR) +
+                           "/scenarios/default.yaml --out " + path("p.png"));
+    EXPECT_EQ(y.status, 2) << y.text;
+    EXPECT_THAT(y.text, HasSubstr("is not a kvfleet result file"));
   }
 }
 

@@ -406,7 +406,9 @@ bool Replica::admit(SlotId s, std::int64_t& budget, bool& prompt_over_budget) {
   q.cache_at = 0;  // its table was (re)filled with hits: cache_full_blocks below sets it
   RequestRecord& rec = log_[q.request];
   count_prefix_hits(s, q, rec, preload, hit_blocks * kv_.block_size());
-  if (tier_blocks > 0) load_from_tiers(hit_hashes, hit_blocks, tier_blocks, load_s, rec);
+  if (tier_blocks > 0)
+    load_from_tiers(hit_hashes, hit_blocks, tier_blocks, load_s, rec,
+                    q.num_output == 0 && rec.num_preemptions == 0);
   held_tokens_ += computed - q.num_computed;
   q.num_computed = static_cast<std::int32_t>(computed);
   content(s).preload_pending = false;  // after a preemption it recomputes here

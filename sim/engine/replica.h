@@ -316,7 +316,8 @@ class Replica final : public EventHandlerOf<ReplicaEvent>, private VictimChooser
   void count_prefix_hits(SlotId s, const Seq& q, RequestRecord& rec, bool preload,
                          std::int64_t gpu_hit);
   void load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_t hit_blocks,
-                       std::int64_t tier_blocks, double load_s, RequestRecord& rec);
+                       std::int64_t tier_blocks, double load_s, RequestRecord& rec,
+                       bool first_admission);
   void note_wait_cause(std::int64_t budget, bool prompt_over_budget);
   void preempt(SlotId slot);
   void keep_own_blocks(SlotId slot, Seq& q);

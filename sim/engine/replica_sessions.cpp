@@ -36,7 +36,8 @@ std::pair<std::int64_t, double> Replica::tier_prefix(std::span<const std::uint64
 }
 
 void Replica::load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_t hit_blocks,
-                              std::int64_t tier_blocks, double load_s, RequestRecord& rec) {
+                              std::int64_t tier_blocks, double load_s, RequestRecord& rec,
+                              bool first_admission) {
   for (std::int64_t b = hit_blocks; b < hit_blocks + tier_blocks; ++b)
     for (auto& t : tiers_)
       if (t.ready(hashes[b], queue_.now())) {
@@ -45,7 +46,11 @@ void Replica::load_from_tiers(std::span<const std::uint64_t> hashes, std::int64_
       }
   load_s_ += load_s;
   stats_.tier_hit_tokens += tier_blocks * kv_.block_size();
-  rec.loaded_tokens += static_cast<std::int32_t>(tier_blocks * kv_.block_size());
+  // As cached_tokens, the request's record counts its first admission's loads: a load after a
+  // preemption brings back positions it computed before (counted in its work once), not prompt
+  // tokens it was spared.
+  if (first_admission)
+    rec.loaded_tokens += static_cast<std::int32_t>(tier_blocks * kv_.block_size());
 }
 
 void Replica::session_start(std::uint64_t key, std::int32_t priority, SimTime now) {
