@@ -48,7 +48,7 @@ struct RequestRecord {
   std::int32_t output_tokens = 0;  // requested
   std::int32_t generated_tokens = 0;
   std::int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
-  std::int32_t loaded_tokens = 0;  // prompt tokens loaded from a KV tier
+  std::int32_t loaded_tokens = 0;  // prompt tokens loaded from a KV tier (first admission)
   std::int32_t num_preemptions = 0;
   std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
   std::int32_t replica = -1;
@@ -103,10 +103,11 @@ struct RequestRecord {
               {.unit = "tokens", .desc = "output tokens requested"});
     v.integer("generated_tokens", &R::generated_tokens,
               {.unit = "tokens", .desc = "output tokens emitted"});
-    v.integer("cached_tokens", &R::cached_tokens,
-              {.unit = "tokens", .desc = "prompt tokens served from the prefix cache"});
+    v.integer(
+        "cached_tokens", &R::cached_tokens,
+        {.unit = "tokens", .desc = "prompt tokens served from the prefix cache (first admission)"});
     v.integer("loaded_tokens", &R::loaded_tokens,
-              {.unit = "tokens", .desc = "prompt tokens loaded from a KV tier"});
+              {.unit = "tokens", .desc = "prompt tokens loaded from a KV tier (first admission)"});
     v.integer("num_preemptions", &R::num_preemptions,
               {.unit = "preemptions", .desc = "times it was preempted"});
     v.integer("recomputed_tokens", &R::recomputed_tokens,
