@@ -124,8 +124,7 @@ std::vector<std::string> budget_warnings(const Scenario& sc) {
   std::vector<std::string> w;
   for (const auto& p : sc.pools) {
     const MemoryBudget& m = p.memory;
-    if (!m.blocks_overridden || m.kv_pool_bytes <= 1.25 * std::max(m.computed_pool_bytes, 0.0))
-      continue;
+    if (!m.override_exceeds_budget()) continue;
     char buf[700];
     std::snprintf(buf, sizeof buf,
                   "WARNING: the run's %lld KV blocks hold %.2f GiB at %.1f KiB per token, but "

@@ -3,6 +3,7 @@
 // (vllm/v1/worker/gpu_worker.py determine_available_memory):
 //   KV pool = memory × gpu_memory_utilization − weights − activation peak − runtime overhead
 //   blocks  = KV pool / (block_size × KV bytes per token on this GPU)
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,10 @@ struct MemoryBudget {
   // override replaced it: an override far above it means the model, its precision or the GPU
   // differ from what the blocks were counted on.
   double computed_pool_bytes = 0;
+  // An override more than a quarter above what the budget leaves: this GPU could not hold it.
+  bool override_exceeds_budget() const {
+    return blocks_overridden && kv_pool_bytes > 1.25 * std::max(computed_pool_bytes, 0.0);
+  }
   double margin_bytes = 0;  // device − usable: memory the engine leaves alone
   std::string weight_dtype, kv_dtype;
   int pipeline_stages = 1;

@@ -160,7 +160,7 @@ void print_pools(std::ostream& o, const Scenario& sc) {
     if (m.blocks_overridden) {
       o << "    (the budget leaves   " << fmt("%8.2f GiB", m.computed_pool_bytes / kGiB)
         << " for KV; num_gpu_blocks_override sets the pool instead)\n";
-      if (m.kv_pool_bytes > 1.25 * std::max(m.computed_pool_bytes, 0.0))
+      if (m.override_exceeds_budget())
         o << "  WARNING: num_gpu_blocks_override gives a KV pool larger than the memory budget "
              "leaves (this GPU could not hold it): check the override, the model, its "
              "precision and the GPU\n";

@@ -82,15 +82,13 @@ namespace {
 
 // The preset a driver's device name (or config.json's hardware) names: the longest name or
 // family key it holds; among presets of one family named alike (A100-80GB, A100-40GB), the one
-// whose memory is nearest the run's. `by_family` tells whether only the family matched.
-const GpuSpec* match_gpu(const std::string& text, double recorded_mem, bool& by_family) {
+// whose memory is nearest the run's.
+const GpuSpec* match_gpu(const std::string& text, double recorded_mem) {
   const std::string t = squash(text);
   const GpuSpec* best = nullptr;
   std::size_t best_len = 0;
   for (const auto& p : gpu_presets()) {
-    const auto keys = keys_of(p, true);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const std::string& n = keys[i];
+    for (const std::string& n : keys_of(p, true)) {
       if (n.empty() || t.find(n) == std::string::npos) continue;
       const bool better =
           n.size() > best_len ||
@@ -99,7 +97,6 @@ const GpuSpec* match_gpu(const std::string& text, double recorded_mem, bool& by_
       if (better) {
         best = &p;
         best_len = n.size();
-        by_family = i > 0;
       }
     }
   }
@@ -234,12 +231,11 @@ const GpuSpec* choose_gpu(const ReplayOptions& o, const json& meta, const json& 
     note("gpu " + gpu->name + " (--gpu)");
     return gpu;
   }
-  bool by_family = false;
   std::string matched;
   const GpuSpec* gpu = nullptr;
-  if (!h.dev_name.empty()) gpu = match_gpu(h.dev_name, h.mem, by_family), matched = h.dev_name;
+  if (!h.dev_name.empty()) gpu = match_gpu(h.dev_name, h.mem), matched = h.dev_name;
   if (gpu == nullptr && !h.hardware.empty())
-    gpu = match_gpu(h.hardware, h.mem, by_family), matched = h.hardware;
+    gpu = match_gpu(h.hardware, h.mem), matched = h.hardware;
   // A variant of the family with other memory (A100 40GB for the A100-80GB preset) is not it.
   if (gpu != nullptr && !other_memory(*gpu)) {
     note("gpu " + gpu->name + " (matches the run's hardware " + matched +
@@ -256,9 +252,8 @@ void check_profile_gpu(const std::string& profile, const std::string& run_gpu,
                        const std::function<void(std::string)>& note) {
   const std::string pg = read_profile(profile).get("gpu");
   if (pg.empty() || run_gpu.empty()) return;
-  bool f1 = false, f2 = false;
-  const GpuSpec* a = match_gpu(pg, 0, f1);
-  const GpuSpec* b = match_gpu(run_gpu, 0, f2);
+  const GpuSpec* a = match_gpu(pg, 0);
+  const GpuSpec* b = match_gpu(run_gpu, 0);
   const std::string sp = squash(pg), sr = squash(run_gpu);
   const bool same = a != nullptr && b != nullptr
                         ? a == b
