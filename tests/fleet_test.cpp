@@ -1,5 +1,6 @@
 // The fleet end to end: failures, deploys, autoscaling, gateway admission and client retries,
 // with block conservation checked after every step.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -144,6 +145,31 @@ TEST(Fleet, ATimeoutBeforeTheLastTokenArrivesIsATimeout) {
     EXPECT_GT(timed_out, 0) << timeout;
     EXPECT_EQ(check_attempts(r.result), r.summary.requests) << timeout;
   }
+}
+
+// The most requests in flight at once (sent, not yet finished), from the request rows.
+int most_in_flight(const sim::RunResult& r) {
+  std::vector<std::pair<decltype(r.requests[0].arrival), int>> ev;
+  for (const auto& q : r.requests) ev.push_back({q.arrival, +1}), ev.push_back({q.finish, -1});
+  std::sort(ev.begin(), ev.end());  // a finish before a send at the same instant
+  int now = 0, most = 0;
+  for (const auto& e : ev) most = std::max(most, now += e.second);
+  return most;
+}
+
+TEST(Fleet, AClientConcurrencyCapHoldsRequestsUntilASlotFrees) {
+  // vllm bench --max-concurrency: a request waits at the client, unsent, while the cap is
+  // reached; its latencies start when it is sent.
+  const auto free_run = testing::run_yaml(kFleet, {"workload.num_requests=400"});
+  ASSERT_GT(most_in_flight(free_run.result), 3);
+  const auto capped =
+      testing::run_yaml(kFleet, {"workload.num_requests=400", "client.max_concurrency=3"});
+  EXPECT_EQ(most_in_flight(capped.result), 3);
+  std::int64_t ok = 0;
+  for (const auto& q : capped.result.requests) ok += q.outcome == Outcome::kOk;
+  EXPECT_EQ(ok, 400);
+  // Held back, the same requests take longer overall but queue less at the engine.
+  EXPECT_GT(capped.result.requests.back().finish, free_run.result.requests.back().finish);
 }
 
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {

@@ -20,6 +20,7 @@ namespace kvfleet::sim {
 
 struct ClientConfig {
   double timeout_s = 0;
+  int max_concurrency = 0;
   bool timeout_cancels = true;
   int max_attempts = 1;
   double backoff_initial_s = 0.5;
@@ -38,6 +39,15 @@ struct ClientConfig {
                      "after sending it; 0 = waits forever",
              .min = 0,
              .label = "Client timeout"});
+    v.param("max_concurrency", max_concurrency,
+            {.unit = "requests",
+             .desc = "the clients send at most this many requests at once: a request due while "
+                     "that many are unanswered waits for one to end, and its latencies start "
+                     "when it is sent (vllm bench --max-concurrency, a load generator's "
+                     "concurrency); 0 = no cap",
+             .min = 0,
+             .max = 100000000,
+             .label = "Client concurrency"});
     v.param("timeout_cancels", timeout_cancels,
             {.desc = "a timed-out attempt is cancelled at the server (else the server finishes "
                      "it for nobody: wasted work)"});

@@ -328,6 +328,15 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
 
 void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   workload_->on_request_end(seen, now);
+  if (scenario_.config.client.max_concurrency > 0 && seen.purpose != kPurposeRelease) {
+    // The slot frees when the reply reaches the client: the frontend delivers it after the
+    // engine's end.
+    if (seen.finish > now) {
+      queue_.push(seen.finish, this, kSlotFree);
+      return;
+    }
+    if (sending_ > 0) --sending_;
+  }
   arm_arrival();
 }
 
@@ -420,6 +429,10 @@ void Simulation::handle(SimulationEvent kind, std::uint64_t arg, SimTime now) {
     case kFrontend:
       leave_frontend(static_cast<std::uint32_t>(arg), now);
       return;
+    case kSlotFree:
+      if (sending_ > 0) --sending_;
+      arm_arrival();
+      return;
     case kArrival:
       break;
     case kCount:
@@ -429,19 +442,28 @@ void Simulation::handle(SimulationEvent kind, std::uint64_t arg, SimTime now) {
   armed_at_ = kTimeNever;
   // Deliver every arrival at this instant before any replica starts a step for it.
   SimTime t;
-  while (workload_->peek(t) && t <= now) {
+  while (slot_free() && workload_->peek(t) && t <= now) {
     RequestSpec spec = workload_->pop();
+    if (spec.purpose != kPurposeRelease) ++sending_;
     deliver(spec, now, 0, 0);
   }
   arm_arrival();
 }
 
+bool Simulation::slot_free() const {
+  const int cap = scenario_.config.client.max_concurrency;
+  return cap <= 0 || sending_ < cap;
+}
+
 void Simulation::arm_arrival() {
   SimTime t;
-  if (!workload_->peek(t) || t >= armed_at_) return;
+  // At the cap, the request due waits for one to end (request_done arms it again).
+  if (!slot_free() || !workload_->peek(t)) return;
+  t = std::max(t, queue_.now());
+  if (t >= armed_at_) return;
   armed_at_ = t;
   queue_.cancel(arrival_event_);  // superseded by this earlier one
-  arrival_event_ = queue_.push(std::max(t, queue_.now()), this, kArrival);
+  arrival_event_ = queue_.push(t, this, kArrival);
 }
 
 void Simulation::on_first_token(RequestId request, SimTime) {

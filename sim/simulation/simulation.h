@@ -44,6 +44,7 @@ enum class SimulationEvent : std::uint32_t {
   kScrape,    // routers' and gateways' signals refresh
   kWake,      // the next event is due: periodic events paused while idle resume
   kFrontend,  // a request leaves its replica's API server for the engine (arg: its id)
+  kSlotFree,  // a request's reply reached the client: one of client.max_concurrency is free
   kCount
 };
 
@@ -138,6 +139,7 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   void build_disaggregation();
   // Makes sure an arrival event stands at the workload's earliest known arrival.
   void arm_arrival();
+  bool slot_free() const;  // below client.max_concurrency (or no cap)
   void sample(SimTime now);
   void promote_when_paid();
   // Moves the run's records, series and counters into `res` (at the end of run()).
@@ -188,6 +190,7 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   std::unique_ptr<Disaggregation> disaggregation_;  // prefill and decode pools, or null
   std::int64_t released_blocks_ = 0;                // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;                   // time of the live arrival event, if any
+  std::int64_t sending_ = 0;  // user requests sent and not yet over (client.max_concurrency)
   EventId arrival_event_;  // the live arrival event, cancelled when an earlier one is armed
   SimTime sample_interval_;
   // Periodic events paused while the fleet is quiet: when each is next due (kTimeNever: running).
