@@ -51,10 +51,10 @@ TEST_F(Cli, InferencePerfFolderReplaysEachStageAndTheWholeRun) {
   for (const char* s :
        {"Replay of the inference-perf result", "workload: shared_prefix, 4 groups × 8 prompts",
         "load: 2 constant stages, each drained before the next",
-        "model Llama-3.1-8B (matches the result's model meta-llama/Llama-3.1-8B-Instruct)",
+        "the preset matching the result's model meta-llama/Llama-3.1-8B-Instruct",
         "stage 0 (2 requests/s): 40 requests measured, 40 simulated",
         "stage 1 (8 requests/s): 80 requests measured, 80 simulated",
-        "all requests: 120 requests measured, 120 simulated", "TPOT as inference-perf measures it",
+        "all requests: 120 requests measured, 120 simulated", "latencies as inference-perf measures them",
         "Mean absolute error over the statistics measured"})
     EXPECT_THAT(o.text, HasSubstr(s));
   // The measured values are the stage files' (seconds; TPOT shown in ms).
@@ -67,8 +67,10 @@ TEST_F(Cli, VllmBenchResultsReplayWithTheirEngineArguments) {
   const auto plain = kvfleet("replay " + kData + "/vllm-bench/plain.json --gpu H100-SXM -q");
   ASSERT_EQ(plain.status, 0) << plain.text;
   for (const char* s : {"Replay of the vllm bench serve result",
-                        "serve_args.txt: max_num_seqs, max_num_batched_tokens, "
-                        "gpu_memory_utilization, enable_prefix_caching",
+                        "serve_args.txt (found with the result)",
+                        "pools[0].engine.max_num_seqs = 128",
+                        "serve_args.txt:2 (--max-num-seqs 128)",
+                        "vLLM 0.34.0's default",
                         "no per-request data (--save-detailed): 200 requests of the mean lengths "
                         "1024 in, 128 out",
                         "all requests: 200 requests measured, 200 simulated",
@@ -108,7 +110,7 @@ TEST_F(Cli, EngineArgumentsOnTheCommandLineWinAndAreCheckedByName) {
                          "--engine-args " + bad + " --out " + path("r.h5"));
   EXPECT_EQ(b.status, 2) << b.text;
   EXPECT_THAT(b.text, HasSubstr("bad.txt"));
-  EXPECT_THAT(b.text, HasSubstr("max_num_seqs"));
+  EXPECT_THAT(b.text, HasSubstr("--max-num-seqs"));
   EXPECT_THAT(b.text, HasSubstr("'lots'"));
   EXPECT_FALSE(fs::exists(path("r.h5")));
 }
@@ -121,10 +123,11 @@ TEST_F(Cli, BenchmarkResultsNeedTheGpuAndTheRunFolderOptionsStayApart) {
   fs::remove(fs::path(run) / "stage_0_lifecycle_metrics.json");
   fs::remove(fs::path(run) / "stage_1_lifecycle_metrics.json");
   fs::remove(fs::path(run) / "summary_lifecycle_metrics.json");
-  // A folder with neither layout's files is named as such.
+  // A folder with neither layout's files is named as such, with what was looked for.
   const auto none = kvfleet("replay " + run + " --gpu H100-SXM --tp 2");
   EXPECT_EQ(none.status, 2);
-  EXPECT_THAT(none.text, HasSubstr("--tp"));
+  EXPECT_THAT(none.text, HasSubstr("holds no result kvfleet replays"));
+  EXPECT_THAT(none.text, HasSubstr("inference-perf config.yaml with its lifecycle metrics"));
 }
 
 TEST_F(Cli, TheFittedCostModelReplaysWithOrWithoutTheGpusOwnFit) {

@@ -36,6 +36,8 @@
 #include "sim/output/results.h"
 #include "sim/reference/reference.h"
 #include "sim/replay/bench_results.h"
+#include "sim/replay/latency_definition.h"
+#include "sim/replay/locate.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
@@ -70,6 +72,8 @@ BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
   if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
   if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
   if (vm.count("weight-dtype")) bo.weight_dtype = vm["weight-dtype"].as<std::string>();
+  if (vm.count("vllm-version")) bo.vllm_version = vm["vllm-version"].as<std::string>();
+  if (vm.count("tool-version")) bo.tool_version = vm["tool-version"].as<std::string>();
   if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
   if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
     throw InputError("--tp", "", "must be from 1 to 64");
@@ -139,10 +143,23 @@ std::vector<std::string> budget_warnings(const Scenario& sc) {
   return w;
 }
 
+void print_settings(const std::vector<ReplaySetting>& settings) {
+  std::size_t w = 0;
+  for (const auto& s : settings) w = std::max(w, s.key.size() + 3 + s.value.size());
+  std::cout << "\n  Settings used, and where each came from:\n";
+  for (const auto& s : settings) {
+    const std::string kv = s.key + " = " + s.value;
+    std::cout << "    " << kv << std::string(w - kv.size() + 2, ' ') << s.from << "\n";
+  }
+}
+
 void print_bench_replay(const BenchReplay& plan, const Scenario& sc, const RunResult& r,
                         const std::string& path) {
   std::cout << "\nReplay of the " << plan.format << " result " << path << ":\n";
   for (const auto& n : plan.notes) std::cout << "  " << n << "\n";
+  std::cout << "  latencies as " << plan.latency.tool << " measures them (" << plan.latency.version
+            << "; " << plan.latency.how << "): TPOT = " << plan.latency.tpot_words() << "\n";
+  print_settings(plan.settings);
   for (const auto& n : budget_warnings(sc)) std::cout << "  " << n << "\n";
   double mae = 0;
   std::cout << bench_comparison(plan, sc, r, &mae);
@@ -219,9 +236,18 @@ void print_replay_help(const po::options_description& opts) {
                "lifecycle metrics (each load stage compared apart);\n"
                "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
                "requests' own lengths).\n"
-               "Benchmark results do not record the GPU or the server's settings: give --gpu "
-               "and, where they differ from kvfleet's defaults, --engine-args.\n\n"
-            << opts;
+               "RUN may also be a file inside such a folder or a folder above it (searched "
+               "three levels down). Benchmark results do not record the GPU: give --gpu. The "
+               "server's engine arguments are read from --engine-args or from a launch script "
+               "or arguments file kept with the result; every setting they leave out is the "
+               "default of the server's vLLM release (--vllm-version). The replay prints every "
+               "setting it used and where it came from.\n\n"
+               "Latency definitions (--tool-version takes a release of the tool or one of "
+               "these ids; by default they are told from the files):\n";
+  for (const LatencyDefinition& d : known_latency_definitions())
+    std::cout << "  " << d.id << "  " << d.tool << " " << d.version
+              << ": TPOT = " << d.tpot_words() << "\n";
+  std::cout << "\n" << opts;
 }
 
 // Options that contradict each other, or name nothing, are refused before any work.
@@ -368,6 +394,13 @@ int cmd_replay(const std::vector<std::string>& args) {
       "benchmark results: the server's vLLM engine arguments, as a JSON or YAML mapping or a "
       "`vllm serve MODEL --flag value` command line in a file")(
       "tp", po::value<int>(), "benchmark results: tensor-parallel GPUs per replica")(
+      "vllm-version", po::value<std::string>(),
+      "the server's vLLM release, whose defaults fill what the engine arguments leave out "
+      "(default: the release the result or the engine arguments record, else the newest kvfleet "
+      "knows, said so)")(
+      "tool-version", po::value<std::string>(),
+      "benchmark results: the load generator's latency definitions where its files do not tell "
+      "them (kvfleet replay --help lists them)")(
       "write-scenario", po::value(&write), "also write the scenario it built (YAML) here")(
       "out,o", po::value<std::string>(), "write the HDF5 result file here (FILE.h5)")(
       "quiet,q", "print the comparison only, not the run's report");
@@ -389,10 +422,12 @@ int cmd_replay(const std::vector<std::string>& args) {
                                                  ? vm["leave-out"].as<std::vector<std::string>>()
                                                  : std::vector<std::string>();
   replay_cost_model_yaml(cost_model, leave_out);  // refuses another name before any work
-  if (!detect_bench_format(run).empty()) return replay_bench(vm, run, profile, model, gpu, write);
-  check_run_folder(vm, run);
+  const LocatedResult located = locate_result(run);
+  if (located.kind != ResultKind::kRunFolder)
+    return replay_bench(vm, run, profile, model, gpu, write);
+  check_run_folder(vm, located.path);
   ReplayOptions ro;
-  ro.run_dir = run;
+  ro.run_dir = located.path;
   ro.profile = profile;
   ro.model = model;
   ro.gpu = gpu;

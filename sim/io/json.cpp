@@ -27,8 +27,48 @@ struct Refused {
 
 }  // namespace
 
-nlohmann::json parse_json(std::string_view text, const std::string& where,
+std::string quote_python_nonfinite(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view w : {std::string_view("-Infinity"), std::string_view("Infinity"),
+                               std::string_view("NaN")}) {
+      if (text.compare(i, w.size(), w) == 0) {
+        out += '"';
+        out += w;
+        out += '"';
+        i += w.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+nlohmann::json parse_json(std::string_view text_in, const std::string& where,
                           const JsonLimits& limits) {
+  std::string quoted;
+  if (limits.python_nonfinite) quoted = quote_python_nonfinite(text_in);
+  const std::string_view text = limits.python_nonfinite ? std::string_view(quoted) : text_in;
   // One frame per open object or array: the keys seen (objects), and the key or index path.
   struct Frame {
     bool object;

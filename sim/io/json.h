@@ -19,7 +19,16 @@ namespace kvfleet::sim {
 
 struct JsonLimits {
   int max_depth = 64;
+  // Python's json module writes the non-finite floats as the bare words NaN, Infinity and
+  // -Infinity, which JSON does not have. When set, those words (outside strings only) are read
+  // as the strings "NaN", "Infinity" and "-Infinity"; a reader that expects a number refuses
+  // or interprets them by key.
+  bool python_nonfinite = false;
 };
+
+// `text` with Python's bare NaN, Infinity and -Infinity outside strings quoted (see JsonLimits);
+// text inside strings is never touched.
+std::string quote_python_nonfinite(std::string_view text);
 
 // Parses `text`; `where` names it in errors (a file, or "file: row 12").
 nlohmann::json parse_json(std::string_view text, const std::string& where,

@@ -31,36 +31,26 @@ bool MeasuredStats::any() const {
   return std::isfinite(mean) || std::isfinite(p50) || std::isfinite(p90) || std::isfinite(p99);
 }
 
-std::string detect_bench_format(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    const IpFiles f = ip_files(path);
-    if (!f.stages.empty() || !f.summary.empty()) return "inference-perf";
-    return "";
-  }
-  if (fs::is_regular_file(path, ec) && fs::path(path).extension() == ".json") {
-    // The keys may come after long values (a model id, a list of prompts): up to 64 MiB read.
-    std::ifstream in(path);
-    std::string head(std::min<std::uintmax_t>(fs::file_size(path, ec), 64u << 20), '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    if (head.find("ttft_ms") != std::string::npos || head.find("\"ttfts\"") != std::string::npos ||
-        head.find("request_throughput") != std::string::npos)
-      return "vllm bench serve";
-  }
-  return "";
-}
-
-BenchReplay plan_bench_replay(const BenchOptions& o) {
-  const std::string f = detect_bench_format(o.path);
+BenchReplay plan_bench_replay(const BenchOptions& opts) {
+  const LocatedResult where = locate_result(opts.path);
+  BenchOptions o = opts;
+  o.path = where.path;
   try {
-    if (f == "inference-perf") return plan_inference_perf(o);
-    if (f == "vllm bench serve") return plan_vllm_bench(o);
+    BenchReplay plan;
+    if (where.kind == ResultKind::kInferencePerf) {
+      plan = plan_inference_perf(o, where);
+    } else if (where.kind == ResultKind::kVllmBench) {
+      plan = plan_vllm_bench(o, where);
+    } else {
+      throw InputError(opts.path, "",
+                       std::string("is a ") + result_kind_name(where.kind) +
+                           ", not a benchmark client's result");
+    }
+    if (!where.note.empty()) plan.notes.insert(plan.notes.begin(), "result: " + where.note);
+    return plan;
   } catch (const YAML::Exception& e) {
     throw InputError(o.path, "", std::string("a value has an unexpected form: ") + e.what());
   }
-  throw InputError(o.path, "",
-                   "is neither an inference-perf result folder nor a vllm bench serve result JSON");
 }
 
 std::string bench_comparison(const BenchReplay& plan, const Scenario& sc, const RunResult& res,
@@ -75,11 +65,16 @@ std::string bench_comparison(const BenchReplay& plan, const Scenario& sc, const 
     for (const auto& q : res.requests) {
       if (q.outcome != Outcome::kOk || q.purpose != kPurposeTurn) continue;
       if (g.stage >= 0 && q.stage != g.stage) continue;
-      ttft.push_back(q.ttft_s());
-      e2e.push_back(q.e2e_s());
+      ClientTimes t;
+      t.first_chunk = to_seconds(q.first_token - q.arrival);
+      t.end = to_seconds(q.finish - q.arrival);
+      t.last_token = to_seconds(q.finish - closing - q.arrival);
+      t.chunks = t.tokens = q.generated_tokens;
+      ttft.push_back(t.first_chunk);
+      e2e.push_back(client_e2e(plan.latency, t));
       if (q.generated_tokens > 1) {
-        const SimTime last = plan.tpot == TpotRule::kToLastToken ? q.finish - closing : q.finish;
-        tpot.push_back(to_seconds(last - q.first_token) / (q.generated_tokens - 1));
+        const double v = client_tpot(plan.latency, t);
+        if (std::isfinite(v)) tpot.push_back(v);
       }
     }
     const std::size_t simulated = ttft.size();

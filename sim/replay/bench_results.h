@@ -13,6 +13,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/metrics/summary.h"
+#include "sim/replay/engine_settings.h"
+#include "sim/replay/latency_definition.h"
 #include "sim/results/run_result.h"
 
 namespace kvfleet::sim {
@@ -33,19 +35,17 @@ struct MeasuredGroup {
   MeasuredStats ttft, tpot, e2e;
 };
 
-// How the measurement defines TPOT for a request of n output tokens.
-enum class TpotRule {
-  kToEnd,        // (end of stream − first token) / (n − 1): vllm bench serve, requests.jsonl
-  kToLastToken,  // (last token − first token) / (n − 1): inference-perf
-};
-
 struct BenchReplay {
   std::string format;  // "inference-perf", "vllm bench serve"
   std::string source;  // the folder or file read
   YAML::Node scenario;
   std::vector<std::string> notes;
+  // Every setting the scenario took from somewhere other than the scenario reference's defaults,
+  // with where it came from.
+  std::vector<ReplaySetting> settings;
+  VllmRelease release;
   std::vector<MeasuredGroup> groups;
-  TpotRule tpot = TpotRule::kToEnd;
+  LatencyDefinition latency;  // how the tool measured what is compared
   // A trace the scenario reads (vllm bench serve with per-request data): rows of arrival (s),
   // input tokens, output tokens, written beside the scenario before it runs.
   std::vector<std::array<double, 3>> trace;
@@ -60,12 +60,12 @@ struct BenchOptions {
   std::string engine_args;   // vLLM engine arguments: JSON/YAML mapping or a `vllm serve` line
   std::string weight_dtype;  // "" = from the engine arguments (quantization, dtype) and model name
   int tensor_parallel = 0;   // 0 = from the engine arguments (else 1)
+  std::string vllm_version;  // the server's vLLM release ("" = recorded, else the newest known)
+  std::string tool_version;  // the load generator's latency definitions ("" = from the files)
   std::string cost_model;    // without a profile: roofline ("") or fitted
   std::vector<std::string> leave_out;  // public fits the fitted cost model leaves out
 };
 
-// What `path` holds: "inference-perf", "vllm bench serve", or "" when neither.
-std::string detect_bench_format(const std::string& path);
 // Throws InputError naming the file and key that is missing or unusable.
 BenchReplay plan_bench_replay(const BenchOptions& opts);
 

@@ -19,6 +19,7 @@
 #include "sim/io/input_file.h"
 #include "sim/io/json.h"
 #include "sim/model/presets.h"
+#include "sim/replay/bench_files.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 
@@ -27,6 +28,73 @@ namespace kvfleet::sim::bench_detail {
 using json = nlohmann::json;
 
 namespace {
+
+// The folder's files: config.yaml and one set of lifecycle reports.
+struct IpFiles {
+  fs::path dir, config;
+  std::map<int, fs::path> stages;
+  fs::path summary, per_request;
+};
+
+// A YAML boolean as inference-perf's pydantic config reads it (true/false, yes/no, on/off, 1/0,
+// any case); `dflt` when absent or null.
+bool yaml_bool(const YAML::Node& n, const std::string& where, const std::string& key, bool dflt) {
+  if (!n || n.IsNull()) return dflt;
+  if (n.IsScalar()) {
+    std::string v = n.Scalar();
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (v == "true" || v == "yes" || v == "on" || v == "1" || v == "y") return true;
+    if (v == "false" || v == "no" || v == "off" || v == "0" || v == "n") return false;
+  }
+  throw InputError(where, key,
+                   "must be true or false, not '" + (n.IsScalar() ? n.Scalar() : "a collection") +
+                       "'");
+}
+
+// The folder's config.yaml and the reports it names: those of its report_file_prefix, else the
+// one set of reports in the folder (several sets without a prefix to choose: refused, listed).
+IpFiles ip_files(const fs::path& dir) {
+  IpFiles f;
+  f.dir = dir;
+  for (const char* n : {"config.yaml", "config.yml"})
+    if (std::error_code ec; fs::is_regular_file(dir / n, ec)) f.config = dir / n;
+  std::vector<IpReports> sets = inference_perf_reports(dir);
+  std::optional<std::string> prefix;
+  if (!f.config.empty()) {
+    try {
+      const YAML::Node cfg = config::parse_yaml(
+          read_input_file(f.config.string(), "inference-perf config", 16u << 20), f.config.string());
+      const YAML::Node p = cfg["storage"]["local_storage"]["report_file_prefix"];
+      if (p && p.IsScalar() && !p.IsNull() && !p.Scalar().empty()) prefix = p.Scalar();
+    } catch (const std::exception&) {
+      // read_config reports a damaged config.yaml with its own message.
+    }
+  }
+  const IpReports* chosen = nullptr;
+  if (prefix) {
+    for (const IpReports& r : sets)
+      if (r.prefix == *prefix || r.prefix == *prefix + "_" || r.prefix == *prefix + "-") chosen = &r;
+    if (chosen == nullptr)
+      throw InputError(f.config.string(), "storage.local_storage.report_file_prefix",
+                       "names reports '" + *prefix + "…' that are not in " + dir.string());
+  } else if (sets.size() == 1) {
+    chosen = &sets.front();
+  } else if (sets.size() > 1) {
+    std::string list;
+    for (const IpReports& r : sets)
+      list += (list.empty() ? "" : ", ") + ("'" + r.prefix + "stage_N…'");
+    throw InputError(dir.string(), "",
+                     "holds " + std::to_string(sets.size()) +
+                         " sets of lifecycle reports with different file-name prefixes (" + list +
+                         ") and config.yaml names none: keep one set in the folder");
+  }
+  if (chosen != nullptr) {
+    f.stages = chosen->stages;
+    f.summary = chosen->summary;
+    f.per_request = chosen->per_request;
+  }
+  return f;
+}
 
 MeasuredStats dist_stats(const JsonObject& latency, const std::string& key) {
   MeasuredStats s;
@@ -204,9 +272,8 @@ void shared_prefix_workload(const YAML::Node& data, const std::string& cfg_where
   wl["system_prompt_len"] = len("system_prompt_len", nullptr, 100);
   wl["question_len"] = len("question_len", "question_distribution", 50);
   wl["output_len"] = len("output_len", "output_distribution", 50);
-  const bool multi = sp["enable_multi_turn_chat"] && sp["enable_multi_turn_chat"].IsScalar() &&
-                     (sp["enable_multi_turn_chat"].Scalar() == "true" ||
-                      sp["enable_multi_turn_chat"].Scalar() == "True");
+  const bool multi = yaml_bool(sp["enable_multi_turn_chat"], cfg_where,
+                               "data.shared_prefix.enable_multi_turn_chat", false);
   if (multi) {
     wl["multi_turn"] = true;
     plan.notes.push_back(
@@ -241,15 +308,25 @@ YAML::Node data_workload(const YAML::Node& cfg, const std::string& cfg_where, Be
     wl["output_tokens"] =
         length_dist(data["output_distribution"], cfg_where, "data.output_distribution", plan.notes);
     plan.notes.push_back("workload: " + dtype + " prompts of the configured length distributions");
+  } else if (dtype == "mock") {
+    // inference-perf's mock data: tiny fixed prompts; the lengths come from what the run
+    // measured (measured_lengths), the output from the client's default max_tokens.
+    wl["impl"] = "synthetic";
+    wl["input_tokens"]["impl"] = "fixed";
+    wl["input_tokens"]["value"] = 1;
+    wl["output_tokens"]["impl"] = "fixed";
+    wl["output_tokens"]["value"] = 30;
+    plan.notes.push_back("workload: inference-perf's mock data, the lengths the run measured");
   } else {
     throw InputError(cfg_where, "data.type",
-                     "'" + dtype + "' is not replayed (shared_prefix, synthetic and random are)");
+                     "'" + dtype +
+                         "' is not replayed (shared_prefix, synthetic, random and mock are)");
   }
   return wl;
 }
 
 // The model (server.model_name, else the tokenizer's) and the engine's arguments.
-void model_and_engine(const BenchOptions& o, const YAML::Node& cfg, const std::string& cfg_where,
+void model_and_engine(const BenchOptions& o, const LocatedResult& where, const YAML::Node& cfg,
                       YAML::Node& sc, BenchReplay& plan) {
   std::string model_name;
   if (const YAML::Node s = cfg["server"]; s && s["model_name"] && s["model_name"].IsScalar())
@@ -258,12 +335,159 @@ void model_and_engine(const BenchOptions& o, const YAML::Node& cfg, const std::s
     if (const YAML::Node t = cfg["tokenizer"];
         t && t["pretrained_model_name_or_path"] && t["pretrained_model_name_or_path"].IsScalar())
       model_name = t["pretrained_model_name_or_path"].Scalar();
-  YAML::Node pool = sc["pools"][0];
-  const std::string engine_args =
-      o.engine_args.empty() ? engine_args_beside(o.path) : o.engine_args;
-  WeightArgs weights;
-  apply_engine_args_file(engine_args, pool, model_name, "in the folder", plan.notes, weights);
-  set_model(o, model_name, cfg_where, sc, pool, plan.notes, weights);
+  server_settings(o, where, model_name, "", "", sc, plan);
+}
+
+// ---- what the files tell of inference-perf's version ---------------------------------------
+
+// The latency definitions of the inference-perf that wrote the folder, told from its files
+// (tests/data/conformance/README.md, "Telling the era from the files"): report keys that only
+// some versions write, then config.yaml's keys.
+LatencyDefinition ip_definition(const BenchOptions& o, const YAML::Node& cfg,
+                                const std::string& cfg_where, const json& report,
+                                const std::string& report_where, BenchReplay& plan) {
+  if (!o.tool_version.empty()) return latency_definition_for("inference-perf", o.tool_version);
+  const JsonObject root(report, report_where);
+  const auto succ = root.object("successes");
+  auto has = [&](const char* k) { return succ && succ->has(k); };
+  auto from = [&](const std::string& id, const std::string& why) {
+    return latency_definition_id(id, "told from the files: " + why);
+  };
+  if (has("prompt_tokens") && !has("prompt_len"))
+    return from("inference-perf:tokens",
+                report_where + " has successes.prompt_tokens and no prompt_len (commit a486b01, "
+                               "August 2026, on)");
+  if (has("output_tokens"))
+    return from("inference-perf:tokens",
+                report_where + " has successes.output_tokens (v0.6.0 on)");
+  if (has("token_count_mismatches")) {
+    plan.notes.push_back(
+        "WARNING: " + report_where +
+        " has successes.token_count_mismatches but no output_tokens: inference-perf v0.5.x, "
+        "which counted each streamed chunk with the tokenizer's special tokens, so with a "
+        "tokenizer that adds a BOS its TPOT divides by about twice the tokens; the replay "
+        "assumes a tokenizer without one");
+    return from("inference-perf:tokens",
+                report_where + " has successes.token_count_mismatches (v0.5.x)");
+  }
+  if (root.has("benchmark_time_seconds"))
+    return from("inference-perf:events",
+                report_where +
+                    " has benchmark_time_seconds but no token_count_mismatches (April 2026, "
+                    "before v0.5.0)");
+  const YAML::Node load = cfg["load"], data = cfg["data"];
+  const bool trace = (load && load.IsMap() && load["trace"]) || (data && data.IsMap() && data["trace"]);
+  if (trace)
+    return from("inference-perf:events",
+                cfg_where + " has a trace key and the report no v0.5 keys (v0.3.0 to v0.4.x)");
+  return from("inference-perf:lines",
+              cfg_where + " has no trace key (written before commit 3631096, 14 November 2025: "
+                          "v0.2.x or older)");
+}
+
+// ---- what the client measured of the requests' lengths ---------------------------------------
+
+// The mean of a kvfleet length distribution as the workload writes it.
+double dist_mean(const YAML::Node& d) {
+  const std::string impl = d["impl"].as<std::string>();
+  if (impl == "fixed") return d["value"].as<double>();
+  if (impl == "uniform") return (d["min"].as<double>() + d["max"].as<double>()) / 2;
+  return d["mean"].as<double>();
+}
+
+void scale_dist(YAML::Node d, double r) {
+  auto sc = [&](const char* k) {
+    if (d[k]) d[k] = std::max(1.0, std::round(d[k].as<double>() * r));
+  };
+  sc("value"), sc("min"), sc("max");
+  if (d["mean"]) d["mean"] = std::max(1.0, d["mean"].as<double>() * r);
+}
+
+// A length the client recorded: its mean and which key.
+struct MeasuredLength {
+  double mean = NAN;
+  std::string key;
+};
+
+MeasuredLength measured_length(const json& report, const std::string& where,
+                               std::initializer_list<const char*> keys) {
+  const JsonObject root(report, where);
+  const auto succ = root.object("successes");
+  if (!succ) return {};
+  for (const char* k : keys)
+    if (const auto d = succ->object(k))
+      if (const auto m = d->number("mean", 0, 1e9); m && *m > 0) return {*m, where + " successes." + k + ".mean"};
+  return {};
+}
+
+// Sets the workload's prompt and output lengths to what the run measured: the server's counts
+// (prompt_tokens, output_tokens) where the files have them, else the client tokenizer's
+// (prompt_len, BOS and re-tokenisation included, which the server sees too). `prompt_parts`
+// are the workload keys that make up a prompt, scaled together.
+void measured_lengths(const json& report, const std::string& where, const YAML::Node& cfg,
+                      const std::string& cfg_where, YAML::Node wl,
+                      const std::vector<std::string>& prompt_parts, const std::string& output_key,
+                      BenchReplay& plan) {
+  const MeasuredLength p = measured_length(report, where, {"prompt_tokens", "prompt_len"});
+  if (std::isfinite(p.mean)) {
+    double configured = 0;
+    for (const auto& k : prompt_parts) configured += dist_mean(wl[k]);
+    const double r = p.mean / configured;
+    for (const auto& k : prompt_parts) scale_dist(wl[k], r);
+    plan.settings.push_back({"workload prompt length (mean)", fmt("%.1f", p.mean) + " tokens",
+                             p.key + (std::fabs(r - 1) > 1e-9
+                                          ? " (config.yaml asks " + fmt("%.1f", configured) +
+                                                ": lengths scaled by " + fmt("%.4f", r) + ")"
+                                          : "")});
+  } else {
+    plan.notes.push_back("WARNING: " + where +
+                         " records no prompt lengths: the prompts are config.yaml's lengths");
+  }
+  const MeasuredLength out = measured_length(report, where, {"output_tokens"});
+  const bool ignore_eos = cfg["server"] && cfg["server"].IsMap() &&
+                          yaml_bool(cfg["server"]["ignore_eos"], cfg_where, "server.ignore_eos", false);
+  MeasuredLength use = out;
+  if (!std::isfinite(use.mean) && !ignore_eos)
+    use = measured_length(report, where, {"output_len"});
+  if (std::isfinite(use.mean)) {
+    const double configured = dist_mean(wl[output_key]);
+    const double r = use.mean / configured;
+    scale_dist(wl[output_key], r);
+    plan.settings.push_back({"workload output length (mean)", fmt("%.1f", use.mean) + " tokens",
+                             use.key + (std::fabs(r - 1) > 1e-9
+                                            ? " (config.yaml asks " + fmt("%.1f", configured) +
+                                                  ": lengths scaled by " + fmt("%.4f", r) + ")"
+                                            : "")});
+  } else if (ignore_eos) {
+    plan.settings.push_back({"workload output length", "config.yaml's",
+                             cfg_where + " server.ignore_eos: true (the server generated them "
+                                         "all; the client's output_len counts its own tokens)"});
+  }
+}
+
+// The client's timeout: load.request_timeout, where null or 0 and an inference-perf without the
+// key leave aiohttp's default total timeout of 300 s.
+void client_timeout(const YAML::Node& cfg, const std::string& cfg_where, YAML::Node& sc,
+                    BenchReplay& plan) {
+  const YAML::Node load = cfg["load"];
+  const YAML::Node t = load ? load["request_timeout"] : YAML::Node();
+  double s = 300;
+  std::string from = "aiohttp's default total timeout (" +
+                     std::string(t ? "load.request_timeout is null in " + cfg_where
+                                   : "this inference-perf has no load.request_timeout") +
+                     ")";
+  if (t && !t.IsNull()) {
+    const double v = number_at(cfg_where, t, "load.request_timeout", 0, 1e7);
+    if (v > 0) {
+      s = v;
+      from = cfg_where + " load.request_timeout";
+    } else {
+      from = "aiohttp's default total timeout (load.request_timeout 0 in " + cfg_where + ")";
+    }
+  }
+  sc["client"]["timeout_s"] = s;
+  sc["client"]["timeout_cancels"] = true;
+  plan.settings.push_back({"client.timeout_s", fmt("%g", s), from});
 }
 
 // The measured groups: each stage, and the whole run.
@@ -326,12 +550,11 @@ void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int
 
 }  // namespace
 
-BenchReplay plan_inference_perf(const BenchOptions& o) {
+BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& where) {
   BenchReplay plan;
   plan.format = "inference-perf";
   plan.source = o.path;
-  plan.tpot = TpotRule::kToLastToken;
-  const IpFiles f = ip_files(o.path);
+  const IpFiles f = ip_files(where.path);
   const YAML::Node cfg = read_config(o, f);
   const std::string cfg_where = f.config.string();
   // Per-stage measurements.
@@ -350,7 +573,7 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
   const YAML::Node stages = load_stages(load, cfg_where, f, stage_json, plan);
   // The workload.
   YAML::Node sc = base_scenario(
-      o, "replay-" + fs::absolute(o.path).lexically_normal().filename().string(), plan.notes);
+      o, "replay-" + fs::absolute(where.path).lexically_normal().filename().string(), plan);
   YAML::Node wl = data_workload(cfg, cfg_where, plan);
   YAML::Node ld;
   ld["type"] = ltype;
@@ -362,17 +585,52 @@ BenchReplay plan_inference_perf(const BenchOptions& o) {
   wl["load"] = ld;
   sc["workload"] = wl;
   plan.notes.push_back("load: " + std::to_string(stages.size()) + " " + ltype +
-                       " stages, each drained before the next (config.yaml load)");
+                       (stages.size() == 1 ? " stage" : " stages, each drained before the next") +
+                       " (config.yaml load)");
   // The model and the server.
-  model_and_engine(o, cfg, cfg_where, sc, plan);
+  model_and_engine(o, where, cfg, sc, plan);
   const YAML::Node api = cfg["api"];
-  const bool streaming =
-      api && api["streaming"] && api["streaming"].IsScalar() && api["streaming"].Scalar() == "true";
+  const bool streaming = yaml_bool(api ? api["streaming"] : YAML::Node(), cfg_where,
+                                   "api.streaming", false);
+  const std::string api_type =
+      api && api["type"] && api["type"].IsScalar() ? api["type"].Scalar() : "completion";
+  if (api_type != "completion" && api_type != "chat")
+    throw InputError(cfg_where, "api.type",
+                     "'" + api_type + "' is not replayed (completion and chat are)");
+  // The report that tells the version and the lengths: the summary, else the first stage's.
+  std::string report_where;
+  json report;
+  if (!f.summary.empty()) {
+    report_where = f.summary.string();
+    report = parse_json(read_input_file(report_where, "inference-perf summary", 256u << 20),
+                        report_where);
+  } else if (!stage_json.empty()) {
+    report_where = f.stages.begin()->second.string();
+    report = stage_json.begin()->second;
+  }
+  if (!report_where.empty()) {
+    plan.latency = ip_definition(o, cfg, cfg_where, report, report_where, plan);
+    const std::string dtype = cfg["data"] && cfg["data"]["type"] && cfg["data"]["type"].IsScalar()
+                                  ? cfg["data"]["type"].Scalar()
+                                  : "mock";
+    YAML::Node w = sc["workload"];
+    if (w["impl"].as<std::string>() == "shared_prefix")
+      measured_lengths(report, report_where, cfg, cfg_where, w,
+                       {"system_prompt_len", "question_len"}, "output_len", plan);
+    else
+      measured_lengths(report, report_where, dtype == "mock" ? YAML::Node() : cfg, cfg_where, w,
+                       {"input_tokens"}, "output_tokens", plan);
+  } else {
+    plan.latency = !o.tool_version.empty()
+                       ? latency_definition_for("inference-perf", o.tool_version)
+                       : latency_definition_id("inference-perf:tokens",
+                                               "assumed: no report to tell the version from");
+  }
+  plan.latency.chat = api_type == "chat";
+  client_timeout(cfg, cfg_where, sc, plan);
   measured_groups(o, f, stage_json, stages, streaming, plan);
   if (!streaming)
     plan.notes.push_back("api.streaming was off: inference-perf measured request latency only");
-  plan.notes.push_back(
-      "TPOT as inference-perf measures it: (last token − first token) / (output − 1)");
   plan.scenario = sc;
   return plan;
 }

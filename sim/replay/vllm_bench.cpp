@@ -19,6 +19,7 @@
 #include "sim/io/input_file.h"
 #include "sim/io/json.h"
 #include "sim/model/presets.h"
+#include "sim/replay/bench_files.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 
@@ -27,26 +28,6 @@ namespace kvfleet::sim::bench_detail {
 using json = nlohmann::json;
 
 namespace {
-
-// The result file's text: the last object of an --append-result file, with Python's Infinity and
-// NaN (an unlimited rate) quoted so that JSON reads them as strings.
-std::string read_result_text(const std::string& path) {
-  std::string text = read_input_file(path, "vllm bench serve result", 1u << 30);
-  // --append-result writes one JSON object per line: the last is replayed.
-  const auto last = text.find_last_not_of(" \t\r\n");
-  const auto nl = last == std::string::npos ? std::string::npos : text.rfind('\n', last);
-  if (nl != std::string::npos && text.find_first_not_of(" \t\r\n") < nl &&
-      text.compare(text.find_first_not_of(" \t\r\n"), 1, "{") == 0 &&
-      text.find("}\n{") != std::string::npos)
-    text = text.substr(nl + 1);
-  for (const char* w : {"-Infinity", "Infinity", "NaN"}) {
-    for (std::size_t at = text.find(w); at != std::string::npos; at = text.find(w, at + 2)) {
-      const bool quoted = at > 0 && text[at - 1] == '"';
-      if (!quoted) text.replace(at, std::strlen(w), std::string("\"") + w + "\"");
-    }
-  }
-  return text;
-}
 
 // The array `key` of finite numbers from 0 to 1e9 (empty when absent), of `n` entries unless n is
 // 0.
@@ -254,22 +235,32 @@ void replay_aggregates(const JsonObject& r, double rate_in, double burst, BenchR
 
 }  // namespace
 
-BenchReplay plan_vllm_bench(const BenchOptions& o) {
+BenchReplay plan_vllm_bench(const BenchOptions& o, const LocatedResult& where) {
   BenchReplay plan;
   plan.format = "vllm bench serve";
   plan.source = o.path;
-  plan.tpot = TpotRule::kToEnd;
-  const std::string text = read_result_text(o.path);
-  const json j = parse_json(text, o.path);
+  plan.latency =
+      !o.tool_version.empty()
+          ? latency_definition_for("vllm bench serve", o.tool_version)
+          : latency_definition_id("vllm-bench",
+                                  "assumed: the result records no client version; vllm bench "
+                                  "0.7 on (--tool-version 0.6 for older)");
+  int appended = 1;
+  const json j = read_result_json(o.path, std::size_t{1} << 30, &appended);
+  if (appended > 1)
+    plan.notes.push_back(o.path + " holds " + std::to_string(appended) +
+                         " appended results (--append-result): the last is replayed");
   const JsonObject r(j, o.path);
-  YAML::Node sc = base_scenario(o, "replay-" + fs::path(o.path).stem().string(), plan.notes);
-  YAML::Node pool = sc["pools"][0];
+  // The endpoint: newer results record endpoint_type, older ones backend.
+  const char* ep_key = r.has("endpoint_type") ? "endpoint_type" : "backend";
+  const std::string endpoint = r.has(ep_key) ? r.string(ep_key).value_or("") : "";
+  plan.latency.chat = endpoint.find("chat") != std::string::npos;
+  plan.settings.push_back({"client endpoint", endpoint.empty() ? "completions" : endpoint,
+                           endpoint.empty() ? "assumed: the result records no endpoint_type"
+                                            : o.path + ": " + ep_key});
+  YAML::Node sc = base_scenario(o, "replay-" + fs::path(o.path).stem().string(), plan);
   std::string model = r.string("model_id").value_or("");
-  const std::string engine_args =
-      o.engine_args.empty() ? engine_args_beside(fs::path(o.path).parent_path()) : o.engine_args;
-  WeightArgs weights;
-  apply_engine_args_file(engine_args, pool, model, "beside the result", plan.notes, weights);
-  set_model(o, model, o.path, sc, pool, plan.notes, weights);
+  server_settings(o, where, model, "", "", sc, plan);
   // Per-request data (--save-detailed): the lengths in dispatch order, and the arrivals where the
   // newest versions record them (start_times − queue_times).
   MeasuredGroup g;
@@ -283,13 +274,23 @@ BenchReplay plan_vllm_bench(const BenchOptions& o) {
   } else {
     replay_aggregates(r, rate_in, burst, plan, g, sc);
   }
-  if (r.has("max_concurrency") && r.integer("max_concurrency", 1, 1ll << 30))
-    plan.notes.push_back("max_concurrency " +
-                         std::to_string(*r.integer("max_concurrency", 1, 1ll << 30)) +
-                         " is not modelled: requests are sent on their schedule without a cap");
+  if (const auto mc = r.find("max_concurrency"); mc != nullptr && !mc->is_null()) {
+    const std::int64_t cap = r.need_integer("max_concurrency", 1, 100'000'000);
+    sc["client"]["max_concurrency"] = cap;
+    plan.settings.push_back({"client.max_concurrency", std::to_string(cap),
+                             o.path + " max_concurrency (--max-concurrency: a request waits for "
+                                      "a free slot, its latencies start when it is sent)"});
+  } else {
+    plan.settings.push_back({"client.max_concurrency", "none",
+                             o.path + " max_concurrency is " +
+                                 (mc ? std::string("null") : std::string("absent")) +
+                                 " (no --max-concurrency)"});
+  }
+  // vllm bench's client: aiohttp with a total timeout of 6 hours.
+  sc["client"]["timeout_s"] = 6 * 3600;
+  plan.settings.push_back(
+      {"client.timeout_s", "21600", "vllm bench's aiohttp timeout (6 hours, AIOHTTP_TIMEOUT)"});
   plan.groups.push_back(g);
-  plan.notes.push_back(
-      "TPOT as vllm bench measures it: (end of stream − first token) / (output − 1)");
   plan.scenario = sc;
   return plan;
 }

@@ -14,6 +14,7 @@
 #include "fuzz_support.h"
 #include "sim/model/presets.h"
 #include "sim/replay/bench_results.h"
+#include "sim/replay/locate.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 
@@ -87,13 +88,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (std::size_t i = 0; i < parts.size() && i < 4; ++i)
           if (!parts[i].empty()) fuzz::write_file(std::string("ip/") + kNames[i], parts[i]);
         o.path = fuzz::scratch() + "/ip";
-        if (sim::detect_bench_format(o.path).empty()) return 0;
+        if (sim::result_kind(o.path) != sim::ResultKind::kInferencePerf) return 0;
         check_plan(sim::plan_bench_replay(o));
         break;
       }
       case 1: {  // a vllm bench serve result
         o.path = fuzz::write_file("result.json", in.rest());
-        if (sim::detect_bench_format(o.path).empty()) return 0;
+        if (sim::result_kind(o.path) != sim::ResultKind::kVllmBench) return 0;
         check_plan(sim::plan_bench_replay(o));
         break;
       }
