@@ -288,6 +288,17 @@ FittedCostModel::FittedCostModel(const Config& cfg, const CostContext& ctx) {
     fit["attention_mixed"] = FitParams{};
     from["attention_mixed"] = "the sum of the prefill and decode fits";
   }
+  // A team's own runs correct the public fits (kvfleet-calibrate fit).
+  const FitAdjust& a = cfg.adjust;
+  fit["gemm"].p[0] *= a.gemm_compute;
+  fit["gemm"].p[1] *= a.gemm_falloff;
+  fit["gemm"].p[2] *= a.gemm_bandwidth;
+  for (const char* k : {"attention_decode", "attention_mixed"}) {
+    fit[k].p[1] *= a.attention_per_seq;
+    fit[k].p[2] *= a.attention_bandwidth;
+  }
+  for (const char* k : {"attention_prefill", "attention_mixed"}) fit[k].p[3] *= a.attention_compute;
+  if (!a.is_identity()) from["adjust"] = "factors learned from measured runs";
   for (const auto& [kind, src] : from)
     if (kind != "qk_norm" || m.architecture.rfind("qwen3", 0) == 0)
       provenance_ += (provenance_.empty() ? "" : "; ") + kind + ": " + src;

@@ -61,12 +61,46 @@ FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
                   const std::vector<std::string>& leave_out, std::string* from = nullptr,
                   double ridge = 0);
 
+// Factors on the GPU's fitted parameters, learned from a team's own runs (`kvfleet-calibrate
+// fit`, docs/calibration.md "Fit the cost model to your runs"); 1 leaves a parameter as the public
+// fits have it.
+struct FitAdjust {
+  double gemm_compute = 1;        // linear layers' compute efficiency ec (prefill, large batches)
+  double gemm_falloff = 1;        // their small-batch falloff m_half
+  double gemm_bandwidth = 1;      // their weight-streaming efficiency em (decode)
+  double attention_bandwidth = 1; // decode attention's KV bandwidth efficiency ea
+  double attention_per_seq = 1;   // decode attention's time per sequence ts
+  double attention_compute = 1;   // prefill attention's compute efficiency
+  bool is_identity() const {
+    return gemm_compute == 1 && gemm_falloff == 1 && gemm_bandwidth == 1 &&
+           attention_bandwidth == 1 && attention_per_seq == 1 && attention_compute == 1;
+  }
+  template <class V>
+  void visit(V& v) {
+    const char* why = "a factor outside 0.05-20 is no correction of a public fit but a "
+                      "different GPU";
+    auto f = [&](const char* key, double& x, const char* desc) {
+      v.param(key, x, {.desc = desc, .min = 0.05, .max = 20, .why = why});
+    };
+    f("gemm_compute", gemm_compute, "factor on the linear layers' compute efficiency");
+    f("gemm_falloff", gemm_falloff,
+      "factor on the linear layers' small-batch falloff (tokens to half efficiency)");
+    f("gemm_bandwidth", gemm_bandwidth,
+      "factor on the linear layers' weight-streaming bandwidth efficiency");
+    f("attention_bandwidth", attention_bandwidth,
+      "factor on attention's KV-reading bandwidth efficiency");
+    f("attention_per_seq", attention_per_seq, "factor on attention's time per decoding sequence");
+    f("attention_compute", attention_compute, "factor on prefill attention's compute efficiency");
+  }
+};
+
 class FittedCostModel final : public CostModel {
  public:
   struct Config {
     std::string fit = "auto";
     std::vector<std::string> leave_out;
     std::string mixed_attention = "auto";
+    FitAdjust adjust;
     StepComposition composition;  // its keys sit beside these, as the profile model's do
     template <class V>
     void visit(V& v) {
@@ -86,6 +120,9 @@ class FittedCostModel final : public CostModel {
                        "and decode fits; median: the median of the measured GPUs' mixed fits; "
                        "sum: always the sum",
                .choices = {"auto", "median", "sum"}});
+      v.param("adjust", adjust,
+              {.desc = "factors on the GPU's fitted parameters, as `kvfleet-calibrate fit` "
+                       "learns them from measured runs (all 1: the public fits as they are)"});
       composition.visit(v);
     }
     void check(config::Reader& r) const;

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "sim/core/error.h"
+#include "sim/simulation/scenario.h"
 #include "sim/testing/run.h"
 
 namespace kvfleet::sim {
@@ -196,6 +199,67 @@ TEST(Fitted, ScenarioErrorsNameTheKey) {
     EXPECT_NE(std::string(e.what()).find("no fit of"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(load_scenario_text(base, "s.yaml", ".", {}));
+}
+
+TEST(Fitted, AdjustFactorsMoveTheOperationsTheyName) {
+  const Batch big = prefill(8192), small = decode(64, 2048);
+  FittedCostModel::Config c;
+  const StepCost p0 = price("Llama-3.1-8B", "H100-SXM", big, c);
+  const StepCost d0 = price("Llama-3.1-8B", "H100-SXM", small, c);
+  c.adjust.gemm_compute = 0.5;  // half the compute efficiency: a large prefill's GEMMs twice as long
+  const StepCost p1 = price("Llama-3.1-8B", "H100-SXM", big, c);
+  EXPECT_GT(p1.gemm_s, 1.8 * p0.gemm_s);
+  EXPECT_NEAR(p1.prefill_attn_s, p0.prefill_attn_s, 1e-12);
+  c = {};
+  c.adjust.attention_bandwidth = 0.5;  // decode attention reads KV at half the rate
+  const StepCost d1 = price("Llama-3.1-8B", "H100-SXM", small, c);
+  EXPECT_GT(d1.decode_attn_s, 1.6 * d0.decode_attn_s);
+  EXPECT_NEAR(d1.gemm_s, d0.gemm_s, 1e-12);
+}
+
+TEST(CalibrationFile, APoolTakesItsSettingsUnderItsOwn) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kvfleet_calibration_file_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "cal.yaml") << "kvfleet_calibration: 1\ngpu: H100-SXM\npool:\n"
+                                     "  cost_model: {impl: fitted, step_overhead_s: 0.002,\n"
+                                     "    adjust: {gemm_bandwidth: 0.8}}\n"
+                                     "  frontend: {request_s: 0.01}\n";
+  const std::string wl =
+      "workload:\n  impl: synthetic\n  num_requests: 10\n"
+      "  arrival: {impl: poisson, rate_per_s: 1}\n"
+      "  input_tokens: {impl: fixed, value: 100}\n  output_tokens: {impl: fixed, value: 10}\n";
+  const std::string base = wl + "pools:\n  - model: Llama-3.1-8B\n    calibration: cal.yaml\n";
+  const Scenario sc = load_scenario_text(base, "s.yaml", dir.string(), {});
+  EXPECT_NE(sc.resolved_yaml.find("gemm_bandwidth: 0.8"), std::string::npos) << sc.resolved_yaml;
+  EXPECT_NE(sc.resolved_yaml.find("step_overhead_s: 0.002"), std::string::npos);
+  EXPECT_NE(sc.resolved_yaml.find("request_s: 0.01"), std::string::npos);
+  // The pool's own keys win.
+  const Scenario own = load_scenario_text(
+      base + "    frontend: {request_s: 0.02}\n    cost_model: {impl: fitted, step_overhead_s: 0}\n",
+      "s.yaml", dir.string(), {});
+  EXPECT_NE(own.resolved_yaml.find("request_s: 0.02"), std::string::npos);
+  EXPECT_NE(own.resolved_yaml.find("gemm_bandwidth: 0.8"), std::string::npos);
+  EXPECT_EQ(own.resolved_yaml.find("step_overhead_s: 0.002"), std::string::npos);
+  // Another GPU, another cost model, or not a calibration file: named errors.
+  auto error_of = [&](const std::string& yaml) {
+    try {
+      load_scenario_text(yaml, "s.yaml", dir.string(), {});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_of(base + "    gpu: A100-80GB\n").find("fitted on H100-SXM runs"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "    cost_model: {impl: roofline}\n").find("corrects the fitted"),
+            std::string::npos);
+  std::ofstream(dir / "not.yaml") << "pools: []\n";
+  EXPECT_NE(error_of(wl + "pools:\n  - calibration: not.yaml\n").find("kvfleet_calibration"),
+            std::string::npos);
+  EXPECT_NE(error_of(wl + "pools:\n  - calibration: missing.yaml\n").find("missing.yaml"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

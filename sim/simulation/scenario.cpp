@@ -8,6 +8,8 @@
 
 #include "sim/config/yaml_edit.h"
 #include "sim/core/memory_limit.h"
+#include "sim/core/error.h"
+#include "sim/cost/calibration_file.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/router.h"
 #include "sim/workload/workload.h"
@@ -90,6 +92,13 @@ void PoolConfig::visit(V& v) {
            .min = 0.01,
            .max = 100,
            .why = "a hundred times faster or slower is another GPU, not a step-time error"});
+  v.param("calibration", calibration,
+          {.desc = "a calibration file from `kvfleet-calibrate fit` (measured runs on this "
+                   "pool's GPU): its settings (the fitted cost model's factors and step "
+                   "overheads, the frontend's times, the link) are merged under this pool's own "
+                   "keys when the scenario loads; empty in the resolved scenario, which holds "
+                   "them",
+           .path = true});
   v.param("engine", engine, {.desc = "serving-engine settings (vLLM names)"});
   v.param("frontend", frontend,
           {.desc = "the API server in front of each engine (HTTP, tokenisation, detokenisation, "
@@ -331,6 +340,24 @@ void check_memory(const ScenarioConfig& c, const Scenario& sc, const YAML::Node&
 
 Scenario load(YAML::Node root, config::Source src, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) config::apply_override(root, o, src);
+  // A pool's calibration file (kvfleet-calibrate fit): its settings under the pool's own.
+  if (root.IsMap() && root["pools"] && root["pools"].IsSequence()) {
+    for (std::size_t i = 0; i < root["pools"].size(); ++i) {
+      YAML::Node pool = root["pools"][i];
+      if (!pool.IsMap() || !pool["calibration"]) continue;
+      const std::string where =
+          (src.file.empty() ? std::string("scenario") : src.file) + ": pools[" +
+          std::to_string(i) + "]";
+      if (!pool["calibration"].IsScalar())
+        throw InputError(where, "calibration", "must be the path of a calibration file");
+      std::filesystem::path f = pool["calibration"].as<std::string>();
+      if (f.empty()) continue;
+      if (f.is_relative() && !src.base_dir.empty()) f = std::filesystem::path(src.base_dir) / f;
+      const YAML::Node cal = read_calibration_file(f.string());
+      pool.remove("calibration");
+      apply_calibration(pool, cal, f.string(), where);
+    }
+  }
   Scenario sc;
   sc.file = src.file;
   sc.config = config::read_document<ScenarioConfig>(root, src);

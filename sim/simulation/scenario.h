@@ -35,6 +35,7 @@ struct PoolConfig {
   std::string weight_dtype = "auto";
   double price_per_hour = 0;
   double step_time_scale = 1;
+  std::string calibration;  // merged into the pool's keys on load (cost/calibration_file.h)
   EngineConfig engine;
   FrontendConfig frontend;
   config::ImplSpec cost_model;
