@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "calibration/fit.h"
 #include "calibration/import.h"
 #include "calibration/pipeline.h"
 #include "calibration/roofline_profile.h"
 #include "sim/core/error.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
+#include "sim/io/text_file.h"
 
 namespace po = boost::program_options;
 using namespace kvfleet;
@@ -33,7 +35,12 @@ int usage(std::ostream& o) {
        "  kvfleet-calibrate --model MODEL [--tp N] [--kv-dtype fp16|bf16|fp8] [--quick]\n"
        "                    [--backend gpu|cpu] [--iters N] --out PROFILE.h5\n"
        "  kvfleet-calibrate import --format vidur|llmservingsim PATH --out PROFILE.h5 [--tp N]\n"
-       "                           [--network DIR]\n";
+       "                           [--network DIR]\n"
+       "  kvfleet-calibrate fit RUN... [--gpu GPU] [--model M] [--vllm-version V]\n"
+       "                        [--tool-version V] [--max-evals N] [--no-leave-one-out]\n"
+       "                        --out CALIBRATION.yaml\n"
+       "      RUN: anything kvfleet replay takes (run folder, inference-perf folder, vllm bench\n"
+       "      result, GuideLLM report), all on one GPU.\n";
   return 2;
 }
 
@@ -216,6 +223,75 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+// fit: the fitted cost model of one GPU corrected by measured runs (calibration/fit.h).
+int cmd_fit(const std::vector<std::string>& args) {
+  po::options_description opts("fit options");
+  std::string out;
+  int max_evals = 400;
+  sim::BenchOptions base;
+  opts.add_options()("out", po::value(&out)->required(), "calibration file to write (YAML)")(
+      "gpu", po::value(&base.gpu),
+      "GPU preset of the runs (benchmark results do not record it; run folders do)")(
+      "model", po::value(&base.model), "model preset (default: matched from each run)")(
+      "vllm-version", po::value(&base.vllm_version),
+      "the server's vLLM release where the runs do not record it")(
+      "tool-version", po::value(&base.tool_version),
+      "the load generator's latency definitions where the files do not tell them")(
+      "max-evals", po::value(&max_evals)->default_value(400),
+      "most replays of all runs per fit")("no-leave-one-out",
+                                          "skip the leave-one-run-out table")(
+      "run", po::value<std::vector<std::string>>()->required(), "measured runs");
+  po::positional_options_description pos;
+  pos.add("run", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  const auto paths = vm["run"].as<std::vector<std::string>>();
+  if (max_evals < 20 || max_evals > 100000)
+    throw sim::InputError("--max-evals", "", "must be from 20 to 100000");
+  check_out(out, paths);
+  std::vector<std::unique_ptr<calibration::FitRun>> runs;
+  for (const auto& p : paths) {
+    sim::BenchOptions o = base;
+    o.path = p;
+    runs.push_back(std::make_unique<calibration::FitRun>(o));
+  }
+  calibration::FitOptions fo;
+  fo.max_evaluations = max_evals;
+  fo.leave_one_out = !vm.count("no-leave-one-out");
+  std::cout << "kvfleet-calibrate fit: " << runs.size() << " run(s) on " << runs.front()->gpu()
+            << ", the fitted cost model regularised toward the public fits\n";
+  const calibration::FitResult r = calibration::fit_runs(runs, fo, std::cout);
+  std::string command = "kvfleet-calibrate fit";
+  for (const auto& a : args) command += " " + a;
+  sim::write_text_atomically(out, [&](std::ostream& o) {
+    o << calibration::calibration_text(r, runs, command);
+  });
+  std::cout << "\nFitted (" << r.evaluations << " replays of the runs):\n";
+  for (const auto& v : r.values) std::cout << "  " << v << "\n";
+  if (!r.not_exercised.empty()) {
+    std::cout << "Not fitted: no run's error moves with them (the public fits' values stand):\n";
+    for (const auto& n : r.not_exercised) std::cout << "  " << n << "\n";
+  }
+  std::cout << "\n| run | format | TP | error before | after the fit | fitted without it |\n"
+               "|---|---|---|---|---|---|\n";
+  auto pct = [](double x) {
+    if (!std::isfinite(x)) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+    return std::string(b);
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    std::cout << "| " << runs[i]->path() << " | " << runs[i]->format() << " | "
+              << runs[i]->tensor_parallel() << " | " << pct(r.before[i]) << " | "
+              << pct(r.after[i]) << " | " << pct(r.left_out[i]) << " |\n";
+  std::cout << "\n(mean absolute error of each replay over the statistics it compares; "
+               "'fitted without it': the run scored with the fit of the others"
+            << (runs.size() < 2 ? ", which needs two runs or more" : "") << ")\nwrote " << out
+            << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,8 +316,9 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "roofline") return cmd_roofline(args, false);
     if (cmd == "compare") return cmd_roofline(args, true);
+    if (cmd == "fit") return cmd_fit(args);
     std::cerr << "kvfleet-calibrate: error: unknown command '" << cmd
-              << "' (import, run, roofline, compare; kvfleet-calibrate --help)\n";
+              << "' (import, run, roofline, compare, fit; kvfleet-calibrate --help)\n";
     return 2;
   } catch (const po::error& e) {
     std::cerr << "kvfleet-calibrate " << cmd << ": " << e.what() << " (kvfleet-calibrate --help)\n";

@@ -26,6 +26,7 @@
 #include "sim/config/params.h"
 #include "sim/core/build_info.h"
 #include "sim/core/error.h"
+#include "sim/cost/calibration_file.h"
 #include "sim/io/output_set.h"
 #include "sim/io/temp_files.h"
 #include "sim/io/text_file.h"
@@ -68,6 +69,7 @@ BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
   bo.model = model;
   bo.gpu = gpu;
   if (vm.count("cost-model")) bo.cost_model = vm["cost-model"].as<std::string>();
+  if (vm.count("calibration")) bo.cost_model = "fitted";
   if (vm.count("leave-out")) bo.leave_out = vm["leave-out"].as<std::vector<std::string>>();
   if (vm.count("model-config")) bo.model_config = vm["model-config"].as<std::string>();
   if (vm.count("engine-args")) bo.engine_args = vm["engine-args"].as<std::string>();
@@ -174,6 +176,11 @@ void print_bench_replay(const BenchReplay& plan, const Scenario& sc, const RunRe
 int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
                  const std::string& model, const std::string& gpu, const std::string& write) {
   BenchReplay plan = plan_bench_replay(bench_options(vm, path, profile, model, gpu));
+  if (vm.count("calibration")) {
+    const std::string f = vm["calibration"].as<std::string>();
+    apply_calibration(plan.scenario["pools"][0], read_calibration_file(f), f, "--calibration");
+    plan.settings.push_back({"pools[0] cost model, frontend, link", "as calibrated", f});
+  }
   OutputSet outputs;
   std::string out_h5, out_yaml, out_trace, trace_name;
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
@@ -320,7 +327,18 @@ void check_run_folder(const po::variables_map& vm, const std::string& run) {
 // A measured run folder replayed: the run, its outputs, the report and the comparison.
 int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
                       const std::string& write) {
-  const ReplayPlan plan = plan_replay(ro);
+  ReplayPlan plan = plan_replay(ro);
+  if (vm.count("calibration")) {
+    const std::string f = vm["calibration"].as<std::string>();
+    YAML::Node y = YAML::Load(plan.yaml);
+    apply_calibration(y["pools"][0], read_calibration_file(f), f, "--calibration");
+    YAML::Emitter em;
+    em.SetDoublePrecision(12);
+    em << y;
+    plan.yaml = std::string("# kvfleet replay of ") + ro.run_dir + " with the calibration " + f +
+                "\n" + em.c_str() + "\n";
+    plan.notes.push_back("cost model, frontend and link: as calibrated by " + f);
+  }
   OutputSet outputs;
   std::string out_h5, out_yaml;
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
@@ -401,6 +419,9 @@ int cmd_replay(const std::vector<std::string>& args) {
       "tool-version", po::value<std::string>(),
       "benchmark results: the load generator's latency definitions where its files do not tell "
       "them (kvfleet replay --help lists them)")(
+      "calibration", po::value<std::string>(),
+      "a calibration file from `kvfleet-calibrate fit` (runs measured on this GPU): the fitted "
+      "cost model with its factors, step overhead, frontend times and link")(
       "write-scenario", po::value(&write), "also write the scenario it built (YAML) here")(
       "out,o", po::value<std::string>(), "write the HDF5 result file here (FILE.h5)")(
       "quiet,q", "print the comparison only, not the run's report");
@@ -416,8 +437,14 @@ int cmd_replay(const std::vector<std::string>& args) {
   check_replay_options(vm, profile);
   const std::string run = vm["run_dir"].as<std::string>();
   check_outputs_are_not_inputs(vm, run, profile, write);
+  if (vm.count("calibration") &&
+      (vm.count("profile") || (vm.count("cost-model") && vm["cost-model"].as<std::string>() != "fitted")))
+    throw InputError("--calibration", "",
+                     "corrects the fitted cost model: leave out --profile and --cost-model");
   const std::string cost_model =
-      vm.count("cost-model") ? vm["cost-model"].as<std::string>() : std::string();
+      vm.count("calibration") ? std::string("fitted")
+      : vm.count("cost-model") ? vm["cost-model"].as<std::string>()
+                               : std::string();
   const std::vector<std::string> leave_out = vm.count("leave-out")
                                                  ? vm["leave-out"].as<std::vector<std::string>>()
                                                  : std::vector<std::string>();

@@ -20,11 +20,12 @@ struct Output {
   std::string text;  // stdout and stderr
 };
 
-// Runs `build/bin/kvfleet ARGS` through the shell (ARGS may hold redirections), after the shell
+// Runs `build/bin/TOOL ARGS` through the shell (ARGS may hold redirections), after the shell
 // command `before` when given (`ulimit -v 1500000 &&`).
-inline Output kvfleet(const std::string& args, const std::string& before = "") {
+inline Output run_tool(const std::string& tool, const std::string& args,
+                       const std::string& before = "") {
   const std::string cmd =
-      before + std::string(KVFLEET_BINARY_DIR) + "/bin/kvfleet " + args + " 2>&1";
+      before + std::string(KVFLEET_BINARY_DIR) + "/bin/" + tool + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -32,6 +33,11 @@ inline Output kvfleet(const std::string& args, const std::string& before = "") {
   const int st = pclose(p);
   // The shell reports a child killed by signal N as 128 + N.
   return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+// Runs `build/bin/kvfleet ARGS` (run_tool).
+inline Output kvfleet(const std::string& args, const std::string& before = "") {
+  return run_tool("kvfleet", args, before);
 }
 
 // A test with its own empty folder, removed afterwards.

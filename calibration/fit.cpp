@@ -1,0 +1,342 @@
+#include "calibration/fit.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <limits>
+#include <ostream>
+#include <sstream>
+
+#include "sim/core/error.h"
+#include "sim/cost/calibration_file.h"
+#include "sim/io/temp_files.h"
+#include "sim/io/text_file.h"
+#include "sim/metrics/summary.h"
+#include "sim/model/presets.h"
+#include "sim/replay/locate.h"
+#include "sim/replay/replay.h"
+#include "sim/simulation/scenario.h"
+#include "sim/simulation/simulation.h"
+
+namespace kvfleet::calibration {
+
+namespace fs = std::filesystem;
+using sim::InputError;
+
+namespace {
+
+std::string emit(const YAML::Node& n) {
+  YAML::Emitter em;
+  em.SetDoublePrecision(12);
+  em << n;
+  return em.c_str();
+}
+
+std::string fmt(const char* f, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+
+int trace_counter = 0;
+
+}  // namespace
+
+FitRun::FitRun(sim::BenchOptions o) {
+  const sim::LocatedResult located = sim::locate_result(o.path);
+  path_ = located.path;
+  if (!o.profile.empty())
+    throw InputError("--profile", "", "the fit corrects the fitted cost model, not a profile");
+  if (located.kind == sim::ResultKind::kRunFolder) {
+    sim::ReplayOptions ro;
+    ro.run_dir = located.path;
+    ro.model = o.model;
+    ro.gpu = o.gpu;
+    ro.cost_model = "fitted";
+    ro.model_config = o.model_config;
+    ro.weight_dtype = o.weight_dtype;
+    const sim::ReplayPlan plan = sim::plan_replay(ro);
+    scenario_ = YAML::Load(plan.yaml);
+    requests_ = (fs::path(located.path) / "requests.jsonl").string();
+    format_ = "run folder";
+  } else {
+    o.cost_model = "fitted";
+    bench_ = std::make_unique<sim::BenchReplay>(sim::plan_bench_replay(o));
+    scenario_ = YAML::Clone(bench_->scenario);
+    format_ = bench_->format;
+    if (!bench_->trace.empty()) {
+      trace_ = (fs::temp_directory_path() /
+                ("kvfleet-fit-" + std::to_string(getpid()) + "-" +
+                 std::to_string(trace_counter++) + ".trace.csv"))
+                   .string();
+      sim::track_temp(trace_);
+      sim::write_text_atomically(trace_, [&](std::ostream& out) {
+        out << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+        for (const auto& row : bench_->trace) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
+          out << buf;
+        }
+      });
+      scenario_["workload"]["path"] = trace_;
+    }
+  }
+  const YAML::Node pool = scenario_["pools"][0];
+  gpu_ = pool["gpu"] ? pool["gpu"].as<std::string>() : "H100-SXM";
+  tp_ = pool["tensor_parallel"] ? pool["tensor_parallel"].as<int>() : 1;
+}
+
+FitRun::~FitRun() {
+  if (trace_.empty()) return;
+  std::error_code ec;
+  fs::remove(trace_, ec);
+  sim::forget_temp(trace_);
+}
+
+double FitRun::error(const YAML::Node& calibration) const {
+  YAML::Node sc = YAML::Clone(scenario_);
+  if (calibration && calibration.IsMap())
+    sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]");
+  try {
+    const sim::Scenario s = sim::load_scenario_text(emit(sc), "<fit of " + path_ + ">", ".", {});
+    sim::Simulation simulation(s);
+    const sim::RunResult r = simulation.run();
+    double mae = NAN;
+    if (bench_) {
+      sim::bench_comparison(*bench_, s, r, &mae);
+    } else {
+      const sim::MeasuredLatencies m = sim::read_measured(requests_);
+      sim::comparison_table(m, sim::summarize(r), &mae);
+    }
+    return std::isfinite(mae) ? mae : std::numeric_limits<double>::infinity();
+  } catch (const InputError&) {
+    // A calibration beyond a parameter's range: no candidate.
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+namespace {
+
+// One parameter the fit may move: x = 0 is the public fits' (or kvfleet's default) value.
+struct Param {
+  const char* name;
+  const char* words;
+  double prior;  // the value at x = 0
+  enum Form { kFactor, kMilliseconds } form;
+  double value(double x) const { return form == kFactor ? prior * std::exp(x) : 1e-3 * std::max(0.0, x); }
+  double reg_scale;  // x units per "one unit" of the regulariser
+  double lo, hi;     // bounds of x
+};
+
+std::vector<Param> parameters(const std::string& gpu) {
+  const double lf = std::log(20.0) - 0.01;  // adjust factors stay within 0.05-20
+  std::vector<Param> p = {
+      {"cost_model.adjust.gemm_compute", "linear layers' compute efficiency (prefill)", 1,
+       Param::kFactor, 1, -lf, lf},
+      {"cost_model.adjust.gemm_falloff", "linear layers' small-batch falloff", 1, Param::kFactor,
+       1, -lf, lf},
+      {"cost_model.adjust.gemm_bandwidth", "linear layers' weight bandwidth (decode)", 1,
+       Param::kFactor, 1, -lf, lf},
+      {"cost_model.adjust.attention_bandwidth", "decode attention's KV bandwidth", 1,
+       Param::kFactor, 1, -lf, lf},
+      {"cost_model.adjust.attention_per_seq", "decode attention's time per sequence", 1,
+       Param::kFactor, 1, -lf, lf},
+      {"cost_model.adjust.attention_compute", "prefill attention's compute efficiency", 1,
+       Param::kFactor, 1, -lf, lf},
+      {"cost_model.step_overhead_s", "fixed time per engine step", 0, Param::kMilliseconds, 2, 0,
+       50},
+      {"frontend.request_s", "API server time per request", 0.005, Param::kFactor, 1, -4, 3},
+      {"frontend.per_output_token_s", "API server time per output token", 45.9e-6,
+       Param::kFactor, 1, -4, 3},
+  };
+  for (const sim::GpuSpec& g : sim::gpu_presets()) {
+    if (g.name != gpu) continue;
+    if (g.interconnect_Bps > 0)
+      p.push_back({"link_Bps", "GPU-to-GPU bandwidth of collectives", g.interconnect_Bps,
+                   Param::kFactor, 1, -3, 1});
+    if (g.interconnect_latency_s > 0)
+      p.push_back({"link_latency_s", "latency of one collective step", g.interconnect_latency_s,
+                   Param::kFactor, 1, -3, 3});
+  }
+  return p;
+}
+
+// The calibration file's content for x over the parameters `on` (the others left out).
+YAML::Node calibration_of(const std::string& gpu, const std::vector<Param>& ps,
+                          const std::vector<double>& x, const std::vector<bool>& on) {
+  YAML::Node c;
+  c["kvfleet_calibration"] = sim::kCalibrationFileVersion;
+  c["gpu"] = gpu;
+  YAML::Node pool;
+  pool["cost_model"]["impl"] = "fitted";
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (!on[i]) continue;
+    const std::string name = ps[i].name;
+    const double v = ps[i].value(x[i]);
+    std::vector<std::string> parts;
+    std::stringstream ss(name);
+    for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+    if (parts.size() == 1) pool[parts[0]] = v;
+    if (parts.size() == 2) pool[parts[0]][parts[1]] = v;
+    if (parts.size() == 3) pool[parts[0]][parts[1]][parts[2]] = v;
+  }
+  c["pool"] = pool;
+  return c;
+}
+
+// Every run's error under `cal`, the runs replayed side by side.
+std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::Node& cal) {
+  // yaml-cpp nodes are not safe to share between threads, even to read: one copy each.
+  std::vector<YAML::Node> copies;
+  for (std::size_t i = 0; i < runs.size(); ++i) copies.push_back(YAML::Clone(cal));
+  std::vector<std::future<double>> f;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    f.push_back(std::async(std::launch::async,
+                           [r = runs[i], c = copies[i]] { return r->error(c); }));
+  std::vector<double> e;
+  for (auto& x : f) e.push_back(x.get());
+  return e;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / static_cast<double>(v.size());
+}
+
+struct Search {
+  std::vector<double> x;
+  std::vector<bool> on;
+  std::vector<std::string> not_exercised;
+  double objective = 0;
+  int evaluations = 0;
+};
+
+// Pattern search (Hooke and Jeeves' exploratory moves, the step halved when no move helps) over
+// the parameters that move some run's error: deterministic, and indifferent to the small steps a
+// discrete-event simulation's error takes as a parameter moves.
+Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
+              const std::vector<Param>& ps, const FitOptions& o, std::ostream& log) {
+  Search s;
+  s.x.assign(ps.size(), 0.0);
+  s.on.assign(ps.size(), true);
+  auto objective = [&](const std::vector<double>& x, std::vector<double>* each = nullptr) {
+    ++s.evaluations;
+    const std::vector<double> e = errors(runs, calibration_of(gpu, ps, x, s.on));
+    if (each) *each = e;
+    double reg = 0;
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      if (s.on[i]) reg += std::pow(x[i] / ps[i].reg_scale, 2);
+    return mean(e) + o.regularisation * reg;
+  };
+  std::vector<double> base;
+  s.objective = objective(s.x, &base);
+  // What the runs exercise: a parameter moved well off its prior must move some run's error.
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    std::vector<double> x = s.x, moved;
+    x[i] = ps[i].form == Param::kFactor ? 0.7 : 2.0;
+    objective(x, &moved);
+    double most = 0;
+    for (std::size_t k = 0; k < base.size(); ++k)
+      most = std::max(most, std::fabs(moved[k] - base[k]));
+    if (most < 2e-4) {
+      s.on[i] = false;
+      s.not_exercised.push_back(ps[i].name);
+    }
+  }
+  double step = 0.5;
+  while (step > 0.02 && s.evaluations < o.max_evaluations) {
+    bool moved = false;
+    for (std::size_t i = 0; i < ps.size() && s.evaluations < o.max_evaluations; ++i) {
+      if (!s.on[i]) continue;
+      const double h = ps[i].form == Param::kFactor ? step : 4 * step;
+      for (double dir : {+1.0, -1.0}) {
+        std::vector<double> x = s.x;
+        x[i] = std::clamp(x[i] + dir * h, ps[i].lo, ps[i].hi);
+        if (x[i] == s.x[i]) continue;
+        const double v = objective(x);
+        if (v < s.objective - 1e-6) {
+          s.x = x, s.objective = v, moved = true;
+          break;
+        }
+      }
+    }
+    if (!moved) step /= 2;
+    log << "  fit: objective " << fmt("%.4f", s.objective) << " after " << s.evaluations
+        << " replays of the runs (step " << fmt("%.3g", step) << ")\n"
+        << std::flush;
+  }
+  return s;
+}
+
+}  // namespace
+
+FitResult fit_runs(const std::vector<std::unique_ptr<FitRun>>& runs, const FitOptions& o,
+                   std::ostream& log) {
+  if (runs.empty()) throw InputError("RUN", "", "give at least one measured run");
+  FitResult r;
+  r.gpu = runs.front()->gpu();
+  for (const auto& run : runs)
+    if (run->gpu() != r.gpu)
+      throw InputError(run->path(), "",
+                       "was replayed on " + run->gpu() + ", " + runs.front()->path() + " on " +
+                           r.gpu + ": a fit is of one GPU (give --gpu, or fit each apart)");
+  const std::vector<Param> ps = parameters(r.gpu);
+  std::vector<const FitRun*> all;
+  for (const auto& run : runs) all.push_back(run.get());
+
+  r.before = errors(all, YAML::Node());
+  const Search s = search(all, r.gpu, ps, o, log);
+  r.evaluations = s.evaluations;
+  r.calibration = calibration_of(r.gpu, ps, s.x, s.on);
+  r.after = errors(all, r.calibration);
+  r.not_exercised = s.not_exercised;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (!s.on[i]) continue;
+    r.fitted.push_back(ps[i].name);
+    const double v = ps[i].value(s.x[i]);
+    r.values.push_back(std::string(ps[i].name) + " = " + fmt("%.4g", v) + "  (" + ps[i].words +
+                       (ps[i].form == Param::kFactor && ps[i].prior != 1
+                            ? "; prior " + fmt("%.4g", ps[i].prior)
+                            : "") +
+                       ")");
+  }
+  r.left_out.assign(runs.size(), NAN);
+  if (o.leave_one_out && runs.size() >= 2) {
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      std::vector<const FitRun*> rest;
+      for (std::size_t j = 0; j < runs.size(); ++j)
+        if (j != k) rest.push_back(all[j]);
+      log << "  leave-one-out: fitting without " << runs[k]->path() << "\n";
+      const Search sk = search(rest, r.gpu, ps, o, log);
+      r.left_out[k] = runs[k]->error(calibration_of(r.gpu, ps, sk.x, sk.on));
+    }
+  }
+  return r;
+}
+
+std::string calibration_text(const FitResult& r, const std::vector<std::unique_ptr<FitRun>>& runs,
+                             const std::string& command) {
+  std::ostringstream o;
+  o << "# kvfleet calibration: the fitted cost model of " << r.gpu
+    << " corrected by measured runs.\n# Written by: " << command << "\n# Runs (mean absolute "
+    << "error of the replay before -> after the fit):\n";
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    o << "#   " << runs[i]->path() << " (" << runs[i]->format() << ", TP "
+      << runs[i]->tensor_parallel() << "): " << fmt("%.1f%%", 100 * r.before[i]) << " -> "
+      << fmt("%.1f%%", 100 * r.after[i]) << "\n";
+  if (!r.not_exercised.empty()) {
+    o << "# Not fitted (no run's error moves with them; the public fits' values stand):\n";
+    for (const auto& n : r.not_exercised) o << "#   " << n << "\n";
+  }
+  o << "# Use: a scenario's pools[].calibration: THIS_FILE, or kvfleet replay --calibration.\n";
+  o << emit(r.calibration) << "\n";
+  return o.str();
+}
+
+}  // namespace kvfleet::calibration

@@ -1,0 +1,115 @@
+// kvfleet-calibrate fit as a user runs it: a fit lowers the error of the runs it saw, the file it
+// writes makes `kvfleet replay --calibration` print exactly the error the fit reported, the
+// leave-one-run-out table is filled, what no run exercises is named, and bad input is refused
+// before anything is written.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "support/cli.h"
+
+namespace kvfleet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Cli = testing::CliTest;
+
+std::string reference_file(const std::string& rel) {
+  const fs::path p = fs::path(KVFLEET_REFERENCE_DIR) / rel;
+  return fs::exists(p) ? p.string() : std::string();
+}
+
+const std::string kBench = std::string(KVFLEET_SOURCE_DIR) + "/tests/data/bench";
+
+testing::Output calibrate(const std::string& args) {
+  return testing::run_tool("kvfleet-calibrate", args);
+}
+
+// "| RUN | format | TP | before | after | left out |": the numbers (percent; NaN for "-").
+std::vector<double> row_of(const std::string& text, const std::string& run) {
+  const auto at = text.find("| " + run + " |");
+  if (at == std::string::npos) return {};
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  std::vector<double> v;
+  std::smatch m;
+  std::string rest = line;
+  static const std::regex cell(R"(\| (-|[0-9.]+%) )");
+  while (std::regex_search(rest, m, cell)) {
+    v.push_back(m[1] == "-" ? NAN : std::stod(m[1]));
+    rest = m.suffix();
+  }
+  return v;
+}
+
+TEST_F(Cli, FitLowersTheErrorAndReplayWithTheFileAgrees) {
+  const std::string run = reference_file("validation/vllm-0.19-rtx4090-llama-3.1-8b");
+  if (run.empty()) GTEST_SKIP() << "../shared/reference is absent: no measured run to fit";
+  const auto fit = calibrate("fit " + run + " --max-evals 60 --no-leave-one-out --out " +
+                             path("cal.yaml"));
+  ASSERT_EQ(fit.status, 0) << fit.text;
+  const std::vector<double> r = row_of(fit.text, run);
+  ASSERT_EQ(r.size(), 3u) << fit.text;  // before, after, left out
+  EXPECT_LE(r[1], r[0]) << fit.text;
+  EXPECT_TRUE(std::isnan(r[2]));
+  // One TP-1 run exercises no link: said so, and the file leaves it out.
+  EXPECT_THAT(fit.text, HasSubstr("Not fitted: no run's error moves with them"));
+  EXPECT_THAT(fit.text, HasSubstr("  link_Bps\n"));
+  const auto replay = testing::kvfleet("replay " + run + " -q --calibration " + path("cal.yaml"));
+  ASSERT_EQ(replay.status, 0) << replay.text;
+  char want[80];
+  std::snprintf(want, sizeof want, "Mean absolute error over the twelve: %.1f%%", r[1]);
+  EXPECT_THAT(replay.text, HasSubstr(want));
+  // A scenario's pool takes the file too.
+  const auto sc = write("s.yaml",
+                        "workload: {impl: synthetic, num_requests: 20, arrival: {impl: poisson, "
+                        "rate_per_s: 2}, input_tokens: {impl: fixed, value: 500}, output_tokens: "
+                        "{impl: fixed, value: 50}}\npools:\n  - model: Llama-3.1-8B\n"
+                        "    calibration: cal.yaml\n");
+  const auto ran = testing::kvfleet("run " + sc + " -q");
+  EXPECT_EQ(ran.status, 0) << ran.text;
+}
+
+TEST_F(Cli, FitOfTwoRunsScoresEachWithTheOthersFit) {
+  const auto fit = calibrate("fit " + kBench + "/inference-perf-shared-prefix " + kBench +
+                             "/vllm-bench/detailed.json --gpu H100-SXM --max-evals 40 --out " +
+                             path("cal.yaml"));
+  ASSERT_EQ(fit.status, 0) << fit.text;
+  for (const std::string run :
+       {kBench + "/inference-perf-shared-prefix", kBench + "/vllm-bench/detailed.json"}) {
+    const std::vector<double> r = row_of(fit.text, run);
+    ASSERT_EQ(r.size(), 3u) << run << "\n" << fit.text;
+    EXPECT_TRUE(std::isfinite(r[2])) << run;
+  }
+  EXPECT_THAT(fit.text, HasSubstr("leave-one-out: fitting without"));
+  EXPECT_TRUE(fs::exists(path("cal.yaml")));
+}
+
+TEST_F(Cli, FitRefusesRunsOfTwoGpusAndWritesNothing) {
+  const std::string run = reference_file("validation/vllm-0.19-rtx4090-llama-3.1-8b");
+  const std::string other = kBench + "/vllm-bench/detailed.json --gpu H100-SXM";
+  if (!run.empty()) {
+    // --gpu applies to benchmark results; the run folder records its RTX 4090.
+    const auto two = calibrate("fit " + kBench + "/vllm-bench/detailed.json " + run +
+                               " --gpu H100-SXM --out " + path("cal.yaml"));
+    EXPECT_EQ(two.status, 2) << two.text;
+    EXPECT_THAT(two.text, HasSubstr("a fit is of one GPU"));
+  }
+  const auto missing = calibrate("fit " + path("nowhere") + " --gpu H100-SXM --out " +
+                                 path("cal.yaml"));
+  EXPECT_EQ(missing.status, 2) << missing.text;
+  EXPECT_THAT(missing.text, HasSubstr("nowhere"));
+  const auto onto = calibrate("fit " + other + " --out " + kBench + "/vllm-bench/detailed.json");
+  EXPECT_EQ(onto.status, 2) << onto.text;
+  EXPECT_THAT(onto.text, HasSubstr("is an input"));
+  EXPECT_FALSE(fs::exists(path("cal.yaml")));
+}
+
+}  // namespace
+}  // namespace kvfleet
