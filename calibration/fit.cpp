@@ -70,9 +70,8 @@ FitRun::FitRun(sim::BenchOptions o) {
     scenario_ = YAML::Clone(bench_->scenario);
     format_ = bench_->format;
     if (!bench_->trace.empty()) {
-      trace_ = (fs::temp_directory_path() /
-                ("kvfleet-fit-" + std::to_string(getpid()) + "-" +
-                 std::to_string(trace_counter++) + ".trace.csv"))
+      trace_ = (fs::temp_directory_path() / ("kvfleet-fit-" + std::to_string(getpid()) + "-" +
+                                             std::to_string(trace_counter++) + ".trace.csv"))
                    .string();
       sim::track_temp(trace_);
       sim::write_text_atomically(trace_, [&](std::ostream& out) {
@@ -128,7 +127,9 @@ struct Param {
   const char* words;
   double prior;  // the value at x = 0
   enum Form { kFactor, kMilliseconds } form;
-  double value(double x) const { return form == kFactor ? prior * std::exp(x) : 1e-3 * std::max(0.0, x); }
+  double value(double x) const {
+    return form == kFactor ? prior * std::exp(x) : 1e-3 * std::max(0.0, x);
+  }
   double reg_scale;  // x units per "one unit" of the regulariser
   double lo, hi;     // bounds of x
 };
@@ -138,8 +139,8 @@ std::vector<Param> parameters(const std::string& gpu) {
   std::vector<Param> p = {
       {"cost_model.adjust.gemm_compute", "linear layers' compute efficiency (prefill)", 1,
        Param::kFactor, 1, -lf, lf},
-      {"cost_model.adjust.gemm_falloff", "linear layers' small-batch falloff", 1, Param::kFactor,
-       1, -lf, lf},
+      {"cost_model.adjust.gemm_falloff", "linear layers' small-batch falloff", 1, Param::kFactor, 1,
+       -lf, lf},
       {"cost_model.adjust.gemm_bandwidth", "linear layers' weight bandwidth (decode)", 1,
        Param::kFactor, 1, -lf, lf},
       {"cost_model.adjust.attention_bandwidth", "decode attention's KV bandwidth", 1,
@@ -151,8 +152,8 @@ std::vector<Param> parameters(const std::string& gpu) {
       {"cost_model.step_overhead_s", "fixed time per engine step", 0, Param::kMilliseconds, 2, 0,
        50},
       {"frontend.request_s", "API server time per request", 0.005, Param::kFactor, 1, -4, 3},
-      {"frontend.per_output_token_s", "API server time per output token", 45.9e-6,
-       Param::kFactor, 1, -4, 3},
+      {"frontend.per_output_token_s", "API server time per output token", 45.9e-6, Param::kFactor,
+       1, -4, 3},
   };
   for (const sim::GpuSpec& g : sim::gpu_presets()) {
     if (g.name != gpu) continue;
@@ -196,8 +197,8 @@ std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::N
   for (std::size_t i = 0; i < runs.size(); ++i) copies.push_back(YAML::Clone(cal));
   std::vector<std::future<double>> f;
   for (std::size_t i = 0; i < runs.size(); ++i)
-    f.push_back(std::async(std::launch::async,
-                           [r = runs[i], c = copies[i]] { return r->error(c); }));
+    f.push_back(
+        std::async(std::launch::async, [r = runs[i], c = copies[i]] { return r->error(c); }));
   std::vector<double> e;
   for (auto& x : f) e.push_back(x.get());
   return e;

@@ -42,19 +42,19 @@ class FitRun {
   int tp_ = 1;
   YAML::Node scenario_;
   std::unique_ptr<sim::BenchReplay> bench_;  // null for a run folder
-  std::string requests_;                    // a run folder's requests.jsonl
+  std::string requests_;                     // a run folder's requests.jsonl
 };
 
 struct FitOptions {
-  int max_evaluations = 400;    // replays of all runs, per fit
-  bool leave_one_out = true;    // also fit on all but each run and score that run
+  int max_evaluations = 400;  // replays of all runs, per fit
+  bool leave_one_out = true;  // also fit on all but each run and score that run
   double regularisation = 0.002;
 };
 
 struct FitResult {
   std::string gpu;
-  YAML::Node calibration;  // the file's content
-  std::vector<double> before, after, left_out;  // per run (left_out NaN where not run)
+  YAML::Node calibration;                          // the file's content
+  std::vector<double> before, after, left_out;     // per run (left_out NaN where not run)
   std::vector<std::string> fitted, not_exercised;  // parameters by name
   std::vector<std::string> values;                 // "name = value" of the fitted ones
   int evaluations = 0;

@@ -237,9 +237,8 @@ int cmd_fit(const std::vector<std::string>& args) {
       "the server's vLLM release where the runs do not record it")(
       "tool-version", po::value(&base.tool_version),
       "the load generator's latency definitions where the files do not tell them")(
-      "max-evals", po::value(&max_evals)->default_value(400),
-      "most replays of all runs per fit")("no-leave-one-out",
-                                          "skip the leave-one-run-out table")(
+      "max-evals", po::value(&max_evals)->default_value(400), "most replays of all runs per fit")(
+      "no-leave-one-out", "skip the leave-one-run-out table")(
       "run", po::value<std::vector<std::string>>()->required(), "measured runs");
   po::positional_options_description pos;
   pos.add("run", -1);
@@ -264,9 +263,8 @@ int cmd_fit(const std::vector<std::string>& args) {
   const calibration::FitResult r = calibration::fit_runs(runs, fo, std::cout);
   std::string command = "kvfleet-calibrate fit";
   for (const auto& a : args) command += " " + a;
-  sim::write_text_atomically(out, [&](std::ostream& o) {
-    o << calibration::calibration_text(r, runs, command);
-  });
+  sim::write_text_atomically(
+      out, [&](std::ostream& o) { o << calibration::calibration_text(r, runs, command); });
   std::cout << "\nFitted (" << r.evaluations << " replays of the runs):\n";
   for (const auto& v : r.values) std::cout << "  " << v << "\n";
   if (!r.not_exercised.empty()) {
@@ -283,8 +281,8 @@ int cmd_fit(const std::vector<std::string>& args) {
   };
   for (std::size_t i = 0; i < runs.size(); ++i)
     std::cout << "| " << runs[i]->path() << " | " << runs[i]->format() << " | "
-              << runs[i]->tensor_parallel() << " | " << pct(r.before[i]) << " | "
-              << pct(r.after[i]) << " | " << pct(r.left_out[i]) << " |\n";
+              << runs[i]->tensor_parallel() << " | " << pct(r.before[i]) << " | " << pct(r.after[i])
+              << " | " << pct(r.left_out[i]) << " |\n";
   std::cout << "\n(mean absolute error of each replay over the statistics it compares; "
                "'fitted without it': the run scored with the fit of the others"
             << (runs.size() < 2 ? ", which needs two runs or more" : "") << ")\nwrote " << out

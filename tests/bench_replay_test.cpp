@@ -54,7 +54,8 @@ TEST_F(Cli, InferencePerfFolderReplaysEachStageAndTheWholeRun) {
         "the preset matching the result's model meta-llama/Llama-3.1-8B-Instruct",
         "stage 0 (2 requests/s): 40 requests measured, 40 simulated",
         "stage 1 (8 requests/s): 80 requests measured, 80 simulated",
-        "all requests: 120 requests measured, 120 simulated", "latencies as inference-perf measures them",
+        "all requests: 120 requests measured, 120 simulated",
+        "latencies as inference-perf measures them",
         "Mean absolute error over the statistics measured"})
     EXPECT_THAT(o.text, HasSubstr(s));
   // The measured values are the stage files' (seconds; TPOT shown in ms).
@@ -66,15 +67,14 @@ TEST_F(Cli, InferencePerfFolderReplaysEachStageAndTheWholeRun) {
 TEST_F(Cli, VllmBenchResultsReplayWithTheirEngineArguments) {
   const auto plain = kvfleet("replay " + kData + "/vllm-bench/plain.json --gpu H100-SXM -q");
   ASSERT_EQ(plain.status, 0) << plain.text;
-  for (const char* s : {"Replay of the vllm bench serve result",
-                        "serve_args.txt (found with the result)",
-                        "pools[0].engine.max_num_seqs = 128",
-                        "serve_args.txt:2 (--max-num-seqs 128)",
-                        "vLLM 0.34.0's default",
-                        "no per-request data (--save-detailed): 200 requests of the mean lengths "
-                        "1024 in, 128 out",
-                        "all requests: 200 requests measured, 200 simulated",
-                        "| TTFT (s) | p99 | 0.1186 |", "| E2E (s) | p50 | 0.9962 |"})
+  for (const char* s :
+       {"Replay of the vllm bench serve result", "serve_args.txt (found with the result)",
+        "pools[0].engine.max_num_seqs = 128", "serve_args.txt:2 (--max-num-seqs 128)",
+        "vLLM 0.34.0's default",
+        "no per-request data (--save-detailed): 200 requests of the mean lengths "
+        "1024 in, 128 out",
+        "all requests: 200 requests measured, 200 simulated", "| TTFT (s) | p99 | 0.1186 |",
+        "| E2E (s) | p50 | 0.9962 |"})
     EXPECT_THAT(plain.text, HasSubstr(s));
 
   const auto scen = path("replay.yaml");

@@ -2,8 +2,8 @@
 // writes makes `kvfleet replay --calibration` print exactly the error the fit reported, the
 // leave-one-run-out table is filled, what no run exercises is named, and bad input is refused
 // before anything is written.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
@@ -51,8 +51,8 @@ std::vector<double> row_of(const std::string& text, const std::string& run) {
 TEST_F(Cli, FitLowersTheErrorAndReplayWithTheFileAgrees) {
   const std::string run = reference_file("validation/vllm-0.19-rtx4090-llama-3.1-8b");
   if (run.empty()) GTEST_SKIP() << "../shared/reference is absent: no measured run to fit";
-  const auto fit = calibrate("fit " + run + " --max-evals 60 --no-leave-one-out --out " +
-                             path("cal.yaml"));
+  const auto fit =
+      calibrate("fit " + run + " --max-evals 60 --no-leave-one-out --out " + path("cal.yaml"));
   ASSERT_EQ(fit.status, 0) << fit.text;
   const std::vector<double> r = row_of(fit.text, run);
   ASSERT_EQ(r.size(), 3u) << fit.text;  // before, after, left out
@@ -101,8 +101,8 @@ TEST_F(Cli, FitRefusesRunsOfTwoGpusAndWritesNothing) {
     EXPECT_EQ(two.status, 2) << two.text;
     EXPECT_THAT(two.text, HasSubstr("a fit is of one GPU"));
   }
-  const auto missing = calibrate("fit " + path("nowhere") + " --gpu H100-SXM --out " +
-                                 path("cal.yaml"));
+  const auto missing =
+      calibrate("fit " + path("nowhere") + " --gpu H100-SXM --out " + path("cal.yaml"));
   EXPECT_EQ(missing.status, 2) << missing.text;
   EXPECT_THAT(missing.text, HasSubstr("nowhere"));
   const auto onto = calibrate("fit " + other + " --out " + kBench + "/vllm-bench/detailed.json");

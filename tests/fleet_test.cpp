@@ -1,7 +1,7 @@
 // The fleet end to end: failures, deploys, autoscaling, gateway admission and client retries,
 // with block conservation checked after every step.
-#include <algorithm>
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <map>
 

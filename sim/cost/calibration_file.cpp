@@ -32,9 +32,9 @@ YAML::Node read_calibration_file(const std::string& path) {
   } catch (const YAML::Exception&) {
   }
   if (version != kCalibrationFileVersion)
-    throw InputError(path, "kvfleet_calibration",
-                     "must be " + std::to_string(kCalibrationFileVersion) +
-                         " (the format this kvfleet reads)");
+    throw InputError(
+        path, "kvfleet_calibration",
+        "must be " + std::to_string(kCalibrationFileVersion) + " (the format this kvfleet reads)");
   if (!c["gpu"] || !c["gpu"].IsScalar() || c["gpu"].as<std::string>().empty())
     throw InputError(path, "gpu", "missing: the GPU the runs were measured on");
   if (!c["pool"] || !c["pool"].IsMap())
@@ -68,8 +68,8 @@ void apply_calibration(YAML::Node pool, const YAML::Node& calibration, const std
   const YAML::Node cm = pool["cost_model"];
   if (cm) {
     const std::string impl = cm.IsMap() && cm["impl"] ? cm["impl"].as<std::string>()
-                             : cm.IsScalar()             ? cm.as<std::string>()
-                                                         : "";
+                             : cm.IsScalar()          ? cm.as<std::string>()
+                                                      : "";
     if (impl != "fitted")
       throw InputError(where, "cost_model",
                        "is '" + impl + "', but the calibration " + file +

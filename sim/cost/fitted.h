@@ -65,20 +65,21 @@ FitParams fit_for(const std::string& kind, const std::string& gpu, bool use_own,
 // fit`, docs/calibration.md "Fit the cost model to your runs"); 1 leaves a parameter as the public
 // fits have it.
 struct FitAdjust {
-  double gemm_compute = 1;        // linear layers' compute efficiency ec (prefill, large batches)
-  double gemm_falloff = 1;        // their small-batch falloff m_half
-  double gemm_bandwidth = 1;      // their weight-streaming efficiency em (decode)
-  double attention_bandwidth = 1; // decode attention's KV bandwidth efficiency ea
-  double attention_per_seq = 1;   // decode attention's time per sequence ts
-  double attention_compute = 1;   // prefill attention's compute efficiency
+  double gemm_compute = 1;         // linear layers' compute efficiency ec (prefill, large batches)
+  double gemm_falloff = 1;         // their small-batch falloff m_half
+  double gemm_bandwidth = 1;       // their weight-streaming efficiency em (decode)
+  double attention_bandwidth = 1;  // decode attention's KV bandwidth efficiency ea
+  double attention_per_seq = 1;    // decode attention's time per sequence ts
+  double attention_compute = 1;    // prefill attention's compute efficiency
   bool is_identity() const {
     return gemm_compute == 1 && gemm_falloff == 1 && gemm_bandwidth == 1 &&
            attention_bandwidth == 1 && attention_per_seq == 1 && attention_compute == 1;
   }
   template <class V>
   void visit(V& v) {
-    const char* why = "a factor outside 0.05-20 is no correction of a public fit but a "
-                      "different GPU";
+    const char* why =
+        "a factor outside 0.05-20 is no correction of a public fit but a "
+        "different GPU";
     auto f = [&](const char* key, double& x, const char* desc) {
       v.param(key, x, {.desc = desc, .min = 0.05, .max = 20, .why = why});
     };

@@ -206,7 +206,8 @@ TEST(Fitted, AdjustFactorsMoveTheOperationsTheyName) {
   FittedCostModel::Config c;
   const StepCost p0 = price("Llama-3.1-8B", "H100-SXM", big, c);
   const StepCost d0 = price("Llama-3.1-8B", "H100-SXM", small, c);
-  c.adjust.gemm_compute = 0.5;  // half the compute efficiency: a large prefill's GEMMs twice as long
+  c.adjust.gemm_compute =
+      0.5;  // half the compute efficiency: a large prefill's GEMMs twice as long
   const StepCost p1 = price("Llama-3.1-8B", "H100-SXM", big, c);
   EXPECT_GT(p1.gemm_s, 1.8 * p0.gemm_s);
   EXPECT_NEAR(p1.prefill_attn_s, p0.prefill_attn_s, 1e-12);
@@ -236,7 +237,8 @@ TEST(CalibrationFile, APoolTakesItsSettingsUnderItsOwn) {
   EXPECT_NE(sc.resolved_yaml.find("request_s: 0.01"), std::string::npos);
   // The pool's own keys win.
   const Scenario own = load_scenario_text(
-      base + "    frontend: {request_s: 0.02}\n    cost_model: {impl: fitted, step_overhead_s: 0}\n",
+      base +
+          "    frontend: {request_s: 0.02}\n    cost_model: {impl: fitted, step_overhead_s: 0}\n",
       "s.yaml", dir.string(), {});
   EXPECT_NE(own.resolved_yaml.find("request_s: 0.02"), std::string::npos);
   EXPECT_NE(own.resolved_yaml.find("gemm_bandwidth: 0.8"), std::string::npos);

@@ -48,8 +48,8 @@ std::string quote_python_nonfinite(std::string_view text) {
       continue;
     }
     bool replaced = false;
-    for (std::string_view w : {std::string_view("-Infinity"), std::string_view("Infinity"),
-                               std::string_view("NaN")}) {
+    for (std::string_view w :
+         {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
       if (text.compare(i, w.size(), w) == 0) {
         out += '"';
         out += w;

@@ -69,7 +69,8 @@ void set_model(const BenchOptions& o, const std::string& name_from_run, const st
     entry["hf_config"] = fs::absolute(o.model_config).lexically_normal().string();
     sc["models"].push_back(entry);
     pool["model"] = "replay-model";
-    plan.settings.push_back({"pools[0].model", "from " + o.model_config, "--model-config (" + m.source + ")"});
+    plan.settings.push_back(
+        {"pools[0].model", "from " + o.model_config, "--model-config (" + m.source + ")"});
     return;
   }
   if (!o.model.empty()) {
@@ -91,8 +92,7 @@ void set_model(const BenchOptions& o, const std::string& name_from_run, const st
       {"pools[0].model", m->name, "the preset matching the result's model " + name_from_run});
 }
 
-YAML::Node base_scenario(const BenchOptions& o, const std::string& name,
-                         BenchReplay& plan) {
+YAML::Node base_scenario(const BenchOptions& o, const std::string& name, BenchReplay& plan) {
   if (o.gpu.empty())
     throw InputError(o.path, "",
                      "benchmark results do not record the GPU: give --gpu NAME (kvfleet presets "
@@ -113,11 +113,13 @@ YAML::Node base_scenario(const BenchOptions& o, const std::string& name,
   sc["pools"].push_back(pool);
   sc["simulation"]["timeseries_interval_s"] = 1.0;
   plan.settings.push_back({"pools[0].gpu", o.gpu, "--gpu"});
-  plan.settings.push_back(
-      {"pools[0].cost_model", !o.profile.empty() ? "profile " + o.profile
-                              : o.cost_model.empty() ? std::string("roofline")
-                                                     : o.cost_model,
-       !o.profile.empty() ? "--profile" : o.cost_model.empty() ? "kvfleet's default" : "--cost-model"});
+  plan.settings.push_back({"pools[0].cost_model",
+                           !o.profile.empty()     ? "profile " + o.profile
+                           : o.cost_model.empty() ? std::string("roofline")
+                                                  : o.cost_model,
+                           !o.profile.empty()     ? "--profile"
+                           : o.cost_model.empty() ? "kvfleet's default"
+                                                  : "--cost-model"});
   plan.settings.push_back({"pools[0].frontend", "enabled, kvfleet's default times",
                            "latencies as a benchmark client measures them include the API "
                            "server's time (kvfleet's defaults; docs/engine.md)"});

@@ -42,7 +42,8 @@ std::optional<long long> parse_vllm_int(const std::string& text) {
 
 namespace {
 
-// ---- mappings (JSON objects, YAML maps) ----------------------------------------------------------
+// ---- mappings (JSON objects, YAML maps)
+// ----------------------------------------------------------
 
 std::string yaml_to_json_text(const YAML::Node& n);
 
@@ -95,8 +96,8 @@ void add_arg(EngineArgs& a, const std::string& given, const std::string& value,
 }
 
 // The keys under which run records and harnesses nest a server's arguments.
-const char* const kSections[] = {"engine_kwargs", "engine_args", "vllm_args", "vllm", "args",
-                                 "server_args"};
+const char* const kSections[] = {"engine_kwargs", "engine_args", "vllm_args",
+                                 "vllm",          "args",        "server_args"};
 
 void read_mapping(const json& root, const std::string& where, EngineArgs& a) {
   const json* args = &root;
@@ -119,7 +120,8 @@ void read_mapping(const json& root, const std::string& where, EngineArgs& a) {
     add_arg(a, "model", root["model"].get<std::string>(), where + ": model");
 }
 
-// ---- command lines ---------------------------------------------------------------------------------
+// ---- command lines
+// ---------------------------------------------------------------------------------
 
 bool is_bool_literal(const std::string& w) {
   static const char* const lits[] = {"true", "false", "True", "False", "TRUE", "FALSE",
@@ -165,8 +167,8 @@ void read_flags(const ShellCommand& c, std::size_t from, bool model_positional,
       key = w.substr(0, eq), value = w.substr(eq + 1), has_value = true;
     // -O3, -O.level=3: the compilation level (vLLM's -O flag).
     if (key.size() >= 2 && key[0] == '-' && key[1] == 'O') {
-      add_arg(a, "compilation_config",
-              has_value ? key.substr(2) + "=" + value : key.substr(2), line_of(where, c[i]));
+      add_arg(a, "compilation_config", has_value ? key.substr(2) + "=" + value : key.substr(2),
+              line_of(where, c[i]));
       a.args.back().given = key;
       continue;
     }

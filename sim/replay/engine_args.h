@@ -6,9 +6,9 @@
 //  - a Kubernetes manifest or Helm values (YAML whose containers' `command`/`args` lists hold
 //    the `vllm serve` command or its flags);
 //  - a launch script or command line (shell words: quotes, comments, continuations), from which
-//    the one command that starts vLLM (`vllm serve`, `python -m vllm.entrypoints.openai.api_server`,
-//    `docker run … vllm/vllm-openai…`) is read; a file of bare flags is read as that command's
-//    flags.
+//    the one command that starts vLLM (`vllm serve`, `python -m
+//    vllm.entrypoints.openai.api_server`, `docker run … vllm/vllm-openai…`) is read; a file of bare
+//    flags is read as that command's flags.
 // Every argument keeps where it was written (file and line) for the replay's list of settings.
 #include <optional>
 #include <string>

@@ -78,7 +78,8 @@ const std::map<std::string, Target>& targets() {
       {"data_parallel_size", {"data_parallel", [](auto& a) { return node(as_int(a, 1, 64)); }}},
       {"enable_expert_parallel",
        {"expert_parallel", [](auto& a) { return YAML::Node(as_bool(a)); }}},
-      {"max_num_seqs", {"engine.max_num_seqs", [](auto& a) { return node(as_int(a, 1, 1 << 20)); }}},
+      {"max_num_seqs",
+       {"engine.max_num_seqs", [](auto& a) { return node(as_int(a, 1, 1 << 20)); }}},
       {"max_num_batched_tokens",
        {"engine.max_num_batched_tokens", [](auto& a) { return node(as_int(a, 1, 100'000'000)); }}},
       {"max_model_len",
@@ -92,8 +93,7 @@ const std::map<std::string, Target>& targets() {
       {"num_gpu_blocks_override",
        {"engine.num_gpu_blocks_override", [](auto& a) { return node(as_int(a, 1, 16777216)); }}},
       {"gpu_memory_utilization",
-       {"engine.gpu_memory_utilization",
-        [](auto& a) { return YAML::Node(as_real(a, 0.01, 1)); }}},
+       {"engine.gpu_memory_utilization", [](auto& a) { return YAML::Node(as_real(a, 0.01, 1)); }}},
       {"enable_prefix_caching",
        {"engine.enable_prefix_caching", [](auto& a) { return YAML::Node(as_bool(a)); }}},
       {"enable_chunked_prefill",
@@ -111,10 +111,14 @@ const std::map<std::string, Target>& targets() {
         [](auto& a) { return node(as_int(a, 0, 100'000'000)); }}},
       {"scheduling_policy",
        {"engine.scheduling_policy",
-        [](auto& a) { return YAML::Node(as_choice(a, {"fcfs", "priority"})); }}},
+        [](auto& a) {
+          return YAML::Node(as_choice(a, {"fcfs", "priority"}));
+        }}},
       {"preemption_mode",
        {"engine.preemption_mode",
-        [](auto& a) { return YAML::Node(as_choice(a, {"recompute", "swap"})); }}},
+        [](auto& a) {
+          return YAML::Node(as_choice(a, {"recompute", "swap"}));
+        }}},
       {"swap_space",
        {"engine.swap_space_gib", [](auto& a) { return YAML::Node(as_real(a, 0, 1e5)); }}},
   };
@@ -169,11 +173,10 @@ void apply_graphs(const EngineArgs* args, const VllmRelease& release, YAML::Node
   YAML::Node list(YAML::NodeType::Sequence);
   for (long long x : def) list.push_back(x);
   pool["cost_model"]["cuda_graph_sizes"] = list;
-  out.settings.push_back({"pools[0].cost_model.cuda_graph_sizes",
-                          std::to_string(def.size()) + " capture sizes, 1 to " +
-                              std::to_string(def.back()),
-                          "vLLM " + release.version.text + "'s default for max_num_seqs " +
-                              std::to_string(seqs)});
+  out.settings.push_back(
+      {"pools[0].cost_model.cuda_graph_sizes",
+       std::to_string(def.size()) + " capture sizes, 1 to " + std::to_string(def.back()),
+       "vLLM " + release.version.text + "'s default for max_num_seqs " + std::to_string(seqs)});
 }
 
 }  // namespace
@@ -192,15 +195,17 @@ VllmRelease choose_vllm_release(const std::string& cli_version, const EngineArgs
     r.from = recorded_where;
   } else {
     r.version = newest_known_vllm();
-    r.from = "assumed: the run records no vLLM version, and this is the newest release kvfleet "
-             "knows (--vllm-version settles it)";
+    r.from =
+        "assumed: the run records no vLLM version, and this is the newest release kvfleet "
+        "knows (--vllm-version settles it)";
     r.assumed = true;
   }
   if (r.version < oldest_known_vllm())
     throw InputError(r.from, "",
-                     "vLLM " + r.version.text + " is older than the oldest release whose defaults "
-                     "kvfleet knows (" + oldest_known_vllm().text +
-                         "): give its settings with --engine-args");
+                     "vLLM " + r.version.text +
+                         " is older than the oldest release whose defaults "
+                         "kvfleet knows (" +
+                         oldest_known_vllm().text + "): give its settings with --engine-args");
   return r;
 }
 
@@ -226,12 +231,13 @@ EngineSettingsOut apply_engine_settings(const EngineArgs* args, const VllmReleas
         const YAML::Node v = t->second.read(*a);
         set_path(pool, t->second.key, v);
         set_keys.insert(t->second.key);
-        out.settings.push_back({"pools[0]." + std::string(t->second.key), scalar_text(v),
-                                source(*a)});
+        out.settings.push_back(
+            {"pools[0]." + std::string(t->second.key), scalar_text(v), source(*a)});
       } else if (key == "quantization") {
         out.quantization = a->value, out.quant_where = a->where;
       } else if (key == "dtype") {
-        out.dtype = a->value, out.quant_where = out.quant_where.empty() ? a->where : out.quant_where;
+        out.dtype = a->value,
+        out.quant_where = out.quant_where.empty() ? a->where : out.quant_where;
       } else if (key == "model") {
         out.model = a->value;
       } else if (a->spec == nullptr) {
@@ -262,13 +268,14 @@ EngineSettingsOut apply_engine_settings(const EngineArgs* args, const VllmReleas
   for (const VllmDefault& v : d.values) {
     if (set_keys.count(v.key)) continue;
     set_path(pool, v.key, YAML::Load(v.value));
-    out.settings.push_back({"pools[0]." + v.key, v.value,
-                            "vLLM " + release.version.text + "'s default: " + v.why});
+    out.settings.push_back(
+        {"pools[0]." + v.key, v.value, "vLLM " + release.version.text + "'s default: " + v.why});
   }
   if (graphs) apply_graphs(args, release, pool, out);
   if (!not_modelled.empty()) {
-    std::string s = "WARNING: the server ran with arguments kvfleet does not model, so the "
-                    "replay leaves out:";
+    std::string s =
+        "WARNING: the server ran with arguments kvfleet does not model, so the "
+        "replay leaves out:";
     for (const auto& n : not_modelled) s += "\n    " + n;
     out.warnings.push_back(s);
   }

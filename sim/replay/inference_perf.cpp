@@ -46,9 +46,9 @@ bool yaml_bool(const YAML::Node& n, const std::string& where, const std::string&
     if (v == "true" || v == "yes" || v == "on" || v == "1" || v == "y") return true;
     if (v == "false" || v == "no" || v == "off" || v == "0" || v == "n") return false;
   }
-  throw InputError(where, key,
-                   "must be true or false, not '" + (n.IsScalar() ? n.Scalar() : "a collection") +
-                       "'");
+  throw InputError(
+      where, key,
+      "must be true or false, not '" + (n.IsScalar() ? n.Scalar() : "a collection") + "'");
 }
 
 // The folder's config.yaml and the reports it names: those of its report_file_prefix, else the
@@ -62,8 +62,9 @@ IpFiles ip_files(const fs::path& dir) {
   std::optional<std::string> prefix;
   if (!f.config.empty()) {
     try {
-      const YAML::Node cfg = config::parse_yaml(
-          read_input_file(f.config.string(), "inference-perf config", 16u << 20), f.config.string());
+      const YAML::Node cfg =
+          config::parse_yaml(read_input_file(f.config.string(), "inference-perf config", 16u << 20),
+                             f.config.string());
       const YAML::Node p = cfg["storage"]["local_storage"]["report_file_prefix"];
       if (p && p.IsScalar() && !p.IsNull() && !p.Scalar().empty()) prefix = p.Scalar();
     } catch (const std::exception&) {
@@ -73,7 +74,8 @@ IpFiles ip_files(const fs::path& dir) {
   const IpReports* chosen = nullptr;
   if (prefix) {
     for (const IpReports& r : sets)
-      if (r.prefix == *prefix || r.prefix == *prefix + "_" || r.prefix == *prefix + "-") chosen = &r;
+      if (r.prefix == *prefix || r.prefix == *prefix + "_" || r.prefix == *prefix + "-")
+        chosen = &r;
     if (chosen == nullptr)
       throw InputError(f.config.string(), "storage.local_storage.report_file_prefix",
                        "names reports '" + *prefix + "…' that are not in " + dir.string());
@@ -318,9 +320,9 @@ YAML::Node data_workload(const YAML::Node& cfg, const std::string& cfg_where, Be
     wl["output_tokens"]["value"] = 30;
     plan.notes.push_back("workload: inference-perf's mock data, the lengths the run measured");
   } else {
-    throw InputError(cfg_where, "data.type",
-                     "'" + dtype +
-                         "' is not replayed (shared_prefix, synthetic, random and mock are)");
+    throw InputError(
+        cfg_where, "data.type",
+        "'" + dtype + "' is not replayed (shared_prefix, synthetic, random and mock are)");
   }
   return wl;
 }
@@ -355,11 +357,11 @@ LatencyDefinition ip_definition(const BenchOptions& o, const YAML::Node& cfg,
   };
   if (has("prompt_tokens") && !has("prompt_len"))
     return from("inference-perf:tokens",
-                report_where + " has successes.prompt_tokens and no prompt_len (commit a486b01, "
-                               "August 2026, on)");
+                report_where +
+                    " has successes.prompt_tokens and no prompt_len (commit a486b01, "
+                    "August 2026, on)");
   if (has("output_tokens"))
-    return from("inference-perf:tokens",
-                report_where + " has successes.output_tokens (v0.6.0 on)");
+    return from("inference-perf:tokens", report_where + " has successes.output_tokens (v0.6.0 on)");
   if (has("token_count_mismatches")) {
     plan.notes.push_back(
         "WARNING: " + report_where +
@@ -376,13 +378,15 @@ LatencyDefinition ip_definition(const BenchOptions& o, const YAML::Node& cfg,
                     " has benchmark_time_seconds but no token_count_mismatches (April 2026, "
                     "before v0.5.0)");
   const YAML::Node load = cfg["load"], data = cfg["data"];
-  const bool trace = (load && load.IsMap() && load["trace"]) || (data && data.IsMap() && data["trace"]);
+  const bool trace =
+      (load && load.IsMap() && load["trace"]) || (data && data.IsMap() && data["trace"]);
   if (trace)
     return from("inference-perf:events",
                 cfg_where + " has a trace key and the report no v0.5 keys (v0.3.0 to v0.4.x)");
   return from("inference-perf:lines",
-              cfg_where + " has no trace key (written before commit 3631096, 14 November 2025: "
-                          "v0.2.x or older)");
+              cfg_where +
+                  " has no trace key (written before commit 3631096, 14 November 2025: "
+                  "v0.2.x or older)");
 }
 
 // ---- what the client measured of the requests' lengths ---------------------------------------
@@ -416,7 +420,8 @@ MeasuredLength measured_length(const json& report, const std::string& where,
   if (!succ) return {};
   for (const char* k : keys)
     if (const auto d = succ->object(k))
-      if (const auto m = d->number("mean", 0, 1e9); m && *m > 0) return {*m, where + " successes." + k + ".mean"};
+      if (const auto m = d->number("mean", 0, 1e9); m && *m > 0)
+        return {*m, where + " successes." + k + ".mean"};
   return {};
 }
 
@@ -434,9 +439,9 @@ void measured_lengths(const json& report, const std::string& where, const YAML::
     for (const auto& k : prompt_parts) configured += dist_mean(wl[k]);
     const double r = p.mean / configured;
     for (const auto& k : prompt_parts) scale_dist(wl[k], r);
-    plan.settings.push_back({"workload prompt length (mean)", fmt("%.1f", p.mean) + " tokens",
-                             p.key + (std::fabs(r - 1) > 1e-9
-                                          ? " (config.yaml asks " + fmt("%.1f", configured) +
+    plan.settings.push_back(
+        {"workload prompt length (mean)", fmt("%.1f", p.mean) + " tokens",
+         p.key + (std::fabs(r - 1) > 1e-9 ? " (config.yaml asks " + fmt("%.1f", configured) +
                                                 ": lengths scaled by " + fmt("%.4f", r) + ")"
                                           : "")});
   } else {
@@ -444,18 +449,18 @@ void measured_lengths(const json& report, const std::string& where, const YAML::
                          " records no prompt lengths: the prompts are config.yaml's lengths");
   }
   const MeasuredLength out = measured_length(report, where, {"output_tokens"});
-  const bool ignore_eos = cfg["server"] && cfg["server"].IsMap() &&
-                          yaml_bool(cfg["server"]["ignore_eos"], cfg_where, "server.ignore_eos", false);
+  const bool ignore_eos =
+      cfg["server"] && cfg["server"].IsMap() &&
+      yaml_bool(cfg["server"]["ignore_eos"], cfg_where, "server.ignore_eos", false);
   MeasuredLength use = out;
-  if (!std::isfinite(use.mean) && !ignore_eos)
-    use = measured_length(report, where, {"output_len"});
+  if (!std::isfinite(use.mean) && !ignore_eos) use = measured_length(report, where, {"output_len"});
   if (std::isfinite(use.mean)) {
     const double configured = dist_mean(wl[output_key]);
     const double r = use.mean / configured;
     scale_dist(wl[output_key], r);
-    plan.settings.push_back({"workload output length (mean)", fmt("%.1f", use.mean) + " tokens",
-                             use.key + (std::fabs(r - 1) > 1e-9
-                                            ? " (config.yaml asks " + fmt("%.1f", configured) +
+    plan.settings.push_back(
+        {"workload output length (mean)", fmt("%.1f", use.mean) + " tokens",
+         use.key + (std::fabs(r - 1) > 1e-9 ? " (config.yaml asks " + fmt("%.1f", configured) +
                                                   ": lengths scaled by " + fmt("%.4f", r) + ")"
                                             : "")});
   } else if (ignore_eos) {
@@ -590,8 +595,8 @@ BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& wher
   // The model and the server.
   model_and_engine(o, where, cfg, sc, plan);
   const YAML::Node api = cfg["api"];
-  const bool streaming = yaml_bool(api ? api["streaming"] : YAML::Node(), cfg_where,
-                                   "api.streaming", false);
+  const bool streaming =
+      yaml_bool(api ? api["streaming"] : YAML::Node(), cfg_where, "api.streaming", false);
   const std::string api_type =
       api && api["type"] && api["type"].IsScalar() ? api["type"].Scalar() : "completion";
   if (api_type != "completion" && api_type != "chat")

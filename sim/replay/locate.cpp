@@ -127,7 +127,8 @@ LocatedResult locate_result(const std::string& given) {
   // A folder above results: the one result below it.
   std::vector<std::pair<fs::path, ResultKind>> found;
   for (const fs::path& d : folders_below(g, 3))
-    if (const ResultKind k = result_kind(d.string()); k != ResultKind::kNone) found.emplace_back(d, k);
+    if (const ResultKind k = result_kind(d.string()); k != ResultKind::kNone)
+      found.emplace_back(d, k);
   for (const fs::path& d : std::vector<fs::path>{g}) {
     for (const fs::path& f : files_in(d))
       if (const ResultKind k = result_kind(f.string()); k != ResultKind::kNone)
@@ -156,9 +157,9 @@ LocatedResult locate_result(const std::string& given) {
     for (std::size_t i = 0; i < results.size() && i < 12; ++i)
       list += "\n  " + results[i].first.string() + " (" + result_kind_name(results[i].second) + ")";
     if (results.size() > 12) list += "\n  …";
-    throw InputError(given, "",
-                     "holds " + std::to_string(results.size()) +
-                         " results; name the one to replay:" + list);
+    throw InputError(
+        given, "",
+        "holds " + std::to_string(results.size()) + " results; name the one to replay:" + list);
   }
   r.kind = results.front().second;
   r.path = results.front().first.string();

@@ -255,9 +255,9 @@ BenchReplay plan_vllm_bench(const BenchOptions& o, const LocatedResult& where) {
   const char* ep_key = r.has("endpoint_type") ? "endpoint_type" : "backend";
   const std::string endpoint = r.has(ep_key) ? r.string(ep_key).value_or("") : "";
   plan.latency.chat = endpoint.find("chat") != std::string::npos;
-  plan.settings.push_back({"client endpoint", endpoint.empty() ? "completions" : endpoint,
-                           endpoint.empty() ? "assumed: the result records no endpoint_type"
-                                            : o.path + ": " + ep_key});
+  plan.settings.push_back(
+      {"client endpoint", endpoint.empty() ? "completions" : endpoint,
+       endpoint.empty() ? "assumed: the result records no endpoint_type" : o.path + ": " + ep_key});
   YAML::Node sc = base_scenario(o, "replay-" + fs::path(o.path).stem().string(), plan);
   std::string model = r.string("model_id").value_or("");
   server_settings(o, where, model, "", "", sc, plan);

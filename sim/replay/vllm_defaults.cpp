@@ -15,7 +15,8 @@ bool VllmVersion::operator<(const VllmVersion& o) const {
 }
 
 VllmVersion parse_vllm_version(const std::string& text, const std::string& where) {
-  static const std::regex re(R"(^\s*v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:\.\d+)*(?:(?:rc|\.post|post|a|b|\.dev|dev)\d*)?(?:\+[\w.]+)?\s*$)");
+  static const std::regex re(
+      R"(^\s*v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:\.\d+)*(?:(?:rc|\.post|post|a|b|\.dev|dev)\d*)?(?:\+[\w.]+)?\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, re))
     throw InputError(where, "",
@@ -56,6 +57,33 @@ std::string gib(double x) {
 VllmVersion oldest_known_vllm() { return v(0, 8, 0); }
 VllmVersion newest_known_vllm() { return v(0, 34, 0); }
 
+namespace {
+
+// Async scheduling's default in release `ver` and why.
+bool async_scheduling_default(const VllmVersion& ver, const VllmServerContext& ctx,
+                              std::string& async_why) {
+  const bool async_default = !(ver < v(0, 14, 0));
+  bool async_on = async_default;
+  if (ver < v(0, 10, 0)) {
+    async_why = "no async scheduling before 0.10.0";
+  } else if (!async_default) {
+    async_why = "async scheduling is opt-in (--async-scheduling) from 0.10.0 to 0.13.x";
+  } else if (ctx.pipeline_parallel > 1 && ver < v(0, 15, 0)) {
+    async_on = false;
+    async_why = "on by default from 0.14.0, but not with pipeline parallelism before 0.15.0";
+  } else if (ctx.pipeline_parallel > 1 && !(ver < v(0, 31, 0)) && ver < v(0, 34, 0)) {
+    async_on = false;
+    async_why =
+        "on by default, but not with pipeline parallelism without the V2 model runner "
+        "(0.31-0.33)";
+  } else {
+    async_why = "on by default from 0.14.0 (vllm-project/vllm PR 27614)";
+  }
+  return async_on;
+}
+
+}  // namespace
+
 // Every rule below was read from the release's own source (vllm/engine/arg_utils.py,
 // vllm/config/*.py) in the PyPI sdists 0.8.0 ... 0.34.0; docs/calibration.md ("vLLM's defaults
 // by release") lists the files.
@@ -63,8 +91,8 @@ VllmDefaults vllm_defaults(const VllmVersion& ver, const VllmServerContext& ctx)
   VllmDefaults d;
   d.release = ver.text;
   const std::string name = lower(ctx.gpu_name);
-  const bool h100_h200 = name.find("h100") != std::string::npos ||
-                         name.find("h200") != std::string::npos;
+  const bool h100_h200 =
+      name.find("h100") != std::string::npos || name.find("h200") != std::string::npos;
   const bool a100 = name.find("a100") != std::string::npos;
   const double mem = ctx.device_gib;
 
@@ -90,8 +118,9 @@ VllmDefaults vllm_defaults(const VllmVersion& ver, const VllmServerContext& ctx)
   } else if (ver < v(0, 28, 0)) {
     const bool big = mem >= 70 && !a100;
     seqs = big ? 1024 : 256, tokens = big ? 8192 : 2048;
-    why = big ? "GPU memory " + gib(mem) + " >= 70 GiB, not an A100: 1024 sequences, 8192 tokens "
-                                           "(0.9.0-0.27)"
+    why = big ? "GPU memory " + gib(mem) +
+                    " >= 70 GiB, not an A100: 1024 sequences, 8192 tokens "
+                    "(0.9.0-0.27)"
               : std::string(a100 ? "an A100" : "GPU memory " + gib(mem) + " < 70 GiB") +
                     ": 256 sequences, 2048 tokens (0.9.0-0.27)";
   } else {
@@ -106,23 +135,8 @@ VllmDefaults vllm_defaults(const VllmVersion& ver, const VllmServerContext& ctx)
     }
   }
 
-  const bool async_default = !(ver < v(0, 14, 0));
-  bool async_on = async_default;
   std::string async_why;
-  if (ver < v(0, 10, 0)) {
-    async_why = "no async scheduling before 0.10.0";
-  } else if (!async_default) {
-    async_why = "async scheduling is opt-in (--async-scheduling) from 0.10.0 to 0.13.x";
-  } else if (ctx.pipeline_parallel > 1 && ver < v(0, 15, 0)) {
-    async_on = false;
-    async_why = "on by default from 0.14.0, but not with pipeline parallelism before 0.15.0";
-  } else if (ctx.pipeline_parallel > 1 && !(ver < v(0, 31, 0)) && ver < v(0, 34, 0)) {
-    async_on = false;
-    async_why = "on by default, but not with pipeline parallelism without the V2 model runner "
-                "(0.31-0.33)";
-  } else {
-    async_why = "on by default from 0.14.0 (vllm-project/vllm PR 27614)";
-  }
+  const bool async_on = async_scheduling_default(ver, ctx, async_why);
 
   const bool gmu92 = !(ver < v(0, 20, 0));
   const bool block64 = !(ver < v(0, 34, 0));

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "sim/config/yaml_edit.h"
-#include "sim/core/memory_limit.h"
 #include "sim/core/error.h"
+#include "sim/core/memory_limit.h"
 #include "sim/cost/calibration_file.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/router.h"
@@ -338,16 +338,14 @@ void check_memory(const ScenarioConfig& c, const Scenario& sc, const YAML::Node&
                  "engine.gpu_memory_utilization)");
 }
 
-Scenario load(YAML::Node root, config::Source src, const std::vector<std::string>& overrides) {
-  for (const auto& o : overrides) config::apply_override(root, o, src);
-  // A pool's calibration file (kvfleet-calibrate fit): its settings under the pool's own.
+// Each pool's calibration file (kvfleet-calibrate fit): its settings under the pool's own keys.
+void apply_pool_calibrations(YAML::Node root, const config::Source& src) {
   if (root.IsMap() && root["pools"] && root["pools"].IsSequence()) {
     for (std::size_t i = 0; i < root["pools"].size(); ++i) {
       YAML::Node pool = root["pools"][i];
       if (!pool.IsMap() || !pool["calibration"]) continue;
-      const std::string where =
-          (src.file.empty() ? std::string("scenario") : src.file) + ": pools[" +
-          std::to_string(i) + "]";
+      const std::string where = (src.file.empty() ? std::string("scenario") : src.file) +
+                                ": pools[" + std::to_string(i) + "]";
       if (!pool["calibration"].IsScalar())
         throw InputError(where, "calibration", "must be the path of a calibration file");
       std::filesystem::path f = pool["calibration"].as<std::string>();
@@ -358,6 +356,11 @@ Scenario load(YAML::Node root, config::Source src, const std::vector<std::string
       apply_calibration(pool, cal, f.string(), where);
     }
   }
+}
+
+Scenario load(YAML::Node root, config::Source src, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) config::apply_override(root, o, src);
+  apply_pool_calibrations(root, src);
   Scenario sc;
   sc.file = src.file;
   sc.config = config::read_document<ScenarioConfig>(root, src);

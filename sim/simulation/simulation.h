@@ -191,7 +191,7 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   std::int64_t released_blocks_ = 0;                // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;                   // time of the live arrival event, if any
   std::int64_t sending_ = 0;  // user requests sent and not yet over (client.max_concurrency)
-  EventId arrival_event_;  // the live arrival event, cancelled when an earlier one is armed
+  EventId arrival_event_;     // the live arrival event, cancelled when an earlier one is armed
   SimTime sample_interval_;
   // Periodic events paused while the fleet is quiet: when each is next due (kTimeNever: running).
   Paused paused_scrape_, paused_sample_;

@@ -151,8 +151,9 @@ TEST_P(InferencePerf, ReplayReadsTheToolsDefinitionsAndLengths) {
   o.model = "Llama-3.1-8B";  // the mock names no real model
   const BenchReplay plan = plan_bench_replay(o);
   const std::string want = expected_ip_era(name);
-  ASSERT_FALSE(want.empty()) << name << ": a folder of an inference-perf commit the test does "
-                                        "not know (add it to expected_ip_era)";
+  ASSERT_FALSE(want.empty()) << name
+                             << ": a folder of an inference-perf commit the test does "
+                                "not know (add it to expected_ip_era)";
   EXPECT_EQ(plan.latency.id, want) << name << ": " << plan.latency.how;
 
   std::ifstream sf(dir / "summary_lifecycle_metrics.json");
@@ -179,9 +180,8 @@ TEST_P(InferencePerf, ReplayReadsTheToolsDefinitionsAndLengths) {
       LatencyDefinition od = other;
       od.chat = plan.latency.chat;
       const double v = predicted(od, log, true).tpot;
-      EXPECT_GT(std::fabs(v - tpot), 0.05 * tpot)
-          << name << ": " << other.id << " predicts " << v << " too, close to the reported "
-          << tpot;
+      EXPECT_GT(std::fabs(v - tpot), 0.05 * tpot) << name << ": " << other.id << " predicts " << v
+                                                  << " too, close to the reported " << tpot;
     }
   }
 
@@ -205,8 +205,7 @@ TEST_P(InferencePerf, ReplayReadsTheToolsDefinitionsAndLengths) {
   EXPECT_NEAR(used, want_len, 0.051) << name << ": prompt length";
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, InferencePerf,
-                         ::testing::ValuesIn(folders("inference-perf-")),
+INSTANTIATE_TEST_SUITE_P(Folders, InferencePerf, ::testing::ValuesIn(folders("inference-perf-")),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)
