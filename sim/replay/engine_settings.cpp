@@ -209,6 +209,34 @@ VllmRelease choose_vllm_release(const std::string& cli_version, const EngineArgs
   return r;
 }
 
+namespace {
+
+// The warnings for arguments kvfleet does not model, does not know, or that change nothing.
+void add_argument_warnings(const std::vector<std::string>& not_modelled,
+                           const std::vector<std::string>& unknown,
+                           const std::vector<std::string>& no_effect, EngineSettingsOut& out) {
+  if (!not_modelled.empty()) {
+    std::string s =
+        "WARNING: the server ran with arguments kvfleet does not model, so the "
+        "replay leaves out:";
+    for (const auto& n : not_modelled) s += "\n    " + n;
+    out.warnings.push_back(s);
+  }
+  if (!unknown.empty()) {
+    std::string s = "WARNING: arguments kvfleet does not know, not used:";
+    for (const auto& n : unknown) s += " " + n + ";";
+    s.pop_back();
+    out.warnings.push_back(s);
+  }
+  if (!no_effect.empty()) {
+    std::string s = "arguments read that change nothing kvfleet simulates:";
+    for (const auto& n : no_effect) s += " " + n;
+    out.warnings.push_back(s);
+  }
+}
+
+}  // namespace
+
 EngineSettingsOut apply_engine_settings(const EngineArgs* args, const VllmRelease& release,
                                         VllmServerContext ctx, int cli_tp, bool graphs,
                                         YAML::Node pool) {
@@ -272,24 +300,7 @@ EngineSettingsOut apply_engine_settings(const EngineArgs* args, const VllmReleas
         {"pools[0]." + v.key, v.value, "vLLM " + release.version.text + "'s default: " + v.why});
   }
   if (graphs) apply_graphs(args, release, pool, out);
-  if (!not_modelled.empty()) {
-    std::string s =
-        "WARNING: the server ran with arguments kvfleet does not model, so the "
-        "replay leaves out:";
-    for (const auto& n : not_modelled) s += "\n    " + n;
-    out.warnings.push_back(s);
-  }
-  if (!unknown.empty()) {
-    std::string s = "WARNING: arguments kvfleet does not know, not used:";
-    for (const auto& n : unknown) s += " " + n + ";";
-    s.pop_back();
-    out.warnings.push_back(s);
-  }
-  if (!no_effect.empty()) {
-    std::string s = "arguments read that change nothing kvfleet simulates:";
-    for (const auto& n : no_effect) s += " " + n;
-    out.warnings.push_back(s);
-  }
+  add_argument_warnings(not_modelled, unknown, no_effect, out);
   return out;
 }
 

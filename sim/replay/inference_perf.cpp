@@ -20,6 +20,7 @@
 #include "sim/io/json.h"
 #include "sim/model/presets.h"
 #include "sim/replay/bench_files.h"
+#include "sim/replay/inference_perf_detail.h"
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 
@@ -35,21 +36,6 @@ struct IpFiles {
   std::map<int, fs::path> stages;
   fs::path summary, per_request;
 };
-
-// A YAML boolean as inference-perf's pydantic config reads it (true/false, yes/no, on/off, 1/0,
-// any case); `dflt` when absent or null.
-bool yaml_bool(const YAML::Node& n, const std::string& where, const std::string& key, bool dflt) {
-  if (!n || n.IsNull()) return dflt;
-  if (n.IsScalar()) {
-    std::string v = n.Scalar();
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (v == "true" || v == "yes" || v == "on" || v == "1" || v == "y") return true;
-    if (v == "false" || v == "no" || v == "off" || v == "0" || v == "n") return false;
-  }
-  throw InputError(
-      where, key,
-      "must be true or false, not '" + (n.IsScalar() ? n.Scalar() : "a collection") + "'");
-}
 
 // The folder's config.yaml and the reports it names: those of its report_file_prefix, else the
 // one set of reports in the folder (several sets without a prefix to choose: refused, listed).
@@ -175,17 +161,6 @@ YAML::Node length_dist(const YAML::Node& n, const std::string& where, const std:
                       fmt("%g", mean) + " and spread " + fmt("%g", sd));
   }
   return d;
-}
-
-// The number at `n` (config key `key`), from lo to hi.
-double number_at(const std::string& where, const YAML::Node& n, const std::string& key, double lo,
-                 double hi) {
-  try {
-    const double v = n.as<double>();
-    if (std::isfinite(v) && v >= lo && v <= hi) return v;
-  } catch (const YAML::Exception&) {
-  }
-  throw InputError(where, key, "must be a number from " + fmt("%g", lo) + " to " + fmt("%g", hi));
 }
 
 YAML::Node read_config(const BenchOptions& o, const IpFiles& f) {
@@ -389,112 +364,6 @@ LatencyDefinition ip_definition(const BenchOptions& o, const YAML::Node& cfg,
                   "v0.2.x or older)");
 }
 
-// ---- what the client measured of the requests' lengths ---------------------------------------
-
-// The mean of a kvfleet length distribution as the workload writes it.
-double dist_mean(const YAML::Node& d) {
-  const std::string impl = d["impl"].as<std::string>();
-  if (impl == "fixed") return d["value"].as<double>();
-  if (impl == "uniform") return (d["min"].as<double>() + d["max"].as<double>()) / 2;
-  return d["mean"].as<double>();
-}
-
-void scale_dist(YAML::Node d, double r) {
-  auto sc = [&](const char* k) {
-    if (d[k]) d[k] = std::max(1.0, std::round(d[k].as<double>() * r));
-  };
-  sc("value"), sc("min"), sc("max");
-  if (d["mean"]) d["mean"] = std::max(1.0, d["mean"].as<double>() * r);
-}
-
-// A length the client recorded: its mean and which key.
-struct MeasuredLength {
-  double mean = NAN;
-  std::string key;
-};
-
-MeasuredLength measured_length(const json& report, const std::string& where,
-                               std::initializer_list<const char*> keys) {
-  const JsonObject root(report, where);
-  const auto succ = root.object("successes");
-  if (!succ) return {};
-  for (const char* k : keys)
-    if (const auto d = succ->object(k))
-      if (const auto m = d->number("mean", 0, 1e9); m && *m > 0)
-        return {*m, where + " successes." + k + ".mean"};
-  return {};
-}
-
-// Sets the workload's prompt and output lengths to what the run measured: the server's counts
-// (prompt_tokens, output_tokens) where the files have them, else the client tokenizer's
-// (prompt_len, BOS and re-tokenisation included, which the server sees too). `prompt_parts`
-// are the workload keys that make up a prompt, scaled together.
-void measured_lengths(const json& report, const std::string& where, const YAML::Node& cfg,
-                      const std::string& cfg_where, YAML::Node wl,
-                      const std::vector<std::string>& prompt_parts, const std::string& output_key,
-                      BenchReplay& plan) {
-  const MeasuredLength p = measured_length(report, where, {"prompt_tokens", "prompt_len"});
-  if (std::isfinite(p.mean)) {
-    double configured = 0;
-    for (const auto& k : prompt_parts) configured += dist_mean(wl[k]);
-    const double r = p.mean / configured;
-    for (const auto& k : prompt_parts) scale_dist(wl[k], r);
-    plan.settings.push_back(
-        {"workload prompt length (mean)", fmt("%.1f", p.mean) + " tokens",
-         p.key + (std::fabs(r - 1) > 1e-9 ? " (config.yaml asks " + fmt("%.1f", configured) +
-                                                ": lengths scaled by " + fmt("%.4f", r) + ")"
-                                          : "")});
-  } else {
-    plan.notes.push_back("WARNING: " + where +
-                         " records no prompt lengths: the prompts are config.yaml's lengths");
-  }
-  const MeasuredLength out = measured_length(report, where, {"output_tokens"});
-  const bool ignore_eos =
-      cfg["server"] && cfg["server"].IsMap() &&
-      yaml_bool(cfg["server"]["ignore_eos"], cfg_where, "server.ignore_eos", false);
-  MeasuredLength use = out;
-  if (!std::isfinite(use.mean) && !ignore_eos) use = measured_length(report, where, {"output_len"});
-  if (std::isfinite(use.mean)) {
-    const double configured = dist_mean(wl[output_key]);
-    const double r = use.mean / configured;
-    scale_dist(wl[output_key], r);
-    plan.settings.push_back(
-        {"workload output length (mean)", fmt("%.1f", use.mean) + " tokens",
-         use.key + (std::fabs(r - 1) > 1e-9 ? " (config.yaml asks " + fmt("%.1f", configured) +
-                                                  ": lengths scaled by " + fmt("%.4f", r) + ")"
-                                            : "")});
-  } else if (ignore_eos) {
-    plan.settings.push_back({"workload output length", "config.yaml's",
-                             cfg_where + " server.ignore_eos: true (the server generated them "
-                                         "all; the client's output_len counts its own tokens)"});
-  }
-}
-
-// The client's timeout: load.request_timeout, where null or 0 and an inference-perf without the
-// key leave aiohttp's default total timeout of 300 s.
-void client_timeout(const YAML::Node& cfg, const std::string& cfg_where, YAML::Node& sc,
-                    BenchReplay& plan) {
-  const YAML::Node load = cfg["load"];
-  const YAML::Node t = load ? load["request_timeout"] : YAML::Node();
-  double s = 300;
-  std::string from = "aiohttp's default total timeout (" +
-                     std::string(t ? "load.request_timeout is null in " + cfg_where
-                                   : "this inference-perf has no load.request_timeout") +
-                     ")";
-  if (t && !t.IsNull()) {
-    const double v = number_at(cfg_where, t, "load.request_timeout", 0, 1e7);
-    if (v > 0) {
-      s = v;
-      from = cfg_where + " load.request_timeout";
-    } else {
-      from = "aiohttp's default total timeout (load.request_timeout 0 in " + cfg_where + ")";
-    }
-  }
-  sc["client"]["timeout_s"] = s;
-  sc["client"]["timeout_cancels"] = true;
-  plan.settings.push_back({"client.timeout_s", fmt("%g", s), from});
-}
-
 // The measured groups: each stage, and the whole run.
 void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int, json>& stage_json,
                      const YAML::Node& stages, bool streaming, BenchReplay& plan) {
@@ -553,6 +422,41 @@ void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int
                      "holds no stage_N_lifecycle_metrics.json nor summary_lifecycle_metrics.json");
 }
 
+// The latency definition and the measured lengths, from the report that tells them: the
+// summary, else the first stage's.
+void definition_and_lengths(const BenchOptions& o, const IpFiles& f, const YAML::Node& cfg,
+                            const std::string& cfg_where, const std::map<int, json>& stage_json,
+                            YAML::Node& sc, BenchReplay& plan) {
+  std::string report_where;
+  json report;
+  if (!f.summary.empty()) {
+    report_where = f.summary.string();
+    report = parse_json(read_input_file(report_where, "inference-perf summary", 256u << 20),
+                        report_where);
+  } else if (!stage_json.empty()) {
+    report_where = f.stages.begin()->second.string();
+    report = stage_json.begin()->second;
+  }
+  if (!report_where.empty()) {
+    plan.latency = ip_definition(o, cfg, cfg_where, report, report_where, plan);
+    const std::string dtype = cfg["data"] && cfg["data"]["type"] && cfg["data"]["type"].IsScalar()
+                                  ? cfg["data"]["type"].Scalar()
+                                  : "mock";
+    YAML::Node w = sc["workload"];
+    if (w["impl"].as<std::string>() == "shared_prefix")
+      measured_lengths(report, report_where, cfg, cfg_where, w,
+                       {"system_prompt_len", "question_len"}, "output_len", plan);
+    else
+      measured_lengths(report, report_where, dtype == "mock" ? YAML::Node() : cfg, cfg_where, w,
+                       {"input_tokens"}, "output_tokens", plan);
+  } else {
+    plan.latency = !o.tool_version.empty()
+                       ? latency_definition_for("inference-perf", o.tool_version)
+                       : latency_definition_id("inference-perf:tokens",
+                                               "assumed: no report to tell the version from");
+  }
+}
+
 }  // namespace
 
 BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& where) {
@@ -602,35 +506,7 @@ BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& wher
   if (api_type != "completion" && api_type != "chat")
     throw InputError(cfg_where, "api.type",
                      "'" + api_type + "' is not replayed (completion and chat are)");
-  // The report that tells the version and the lengths: the summary, else the first stage's.
-  std::string report_where;
-  json report;
-  if (!f.summary.empty()) {
-    report_where = f.summary.string();
-    report = parse_json(read_input_file(report_where, "inference-perf summary", 256u << 20),
-                        report_where);
-  } else if (!stage_json.empty()) {
-    report_where = f.stages.begin()->second.string();
-    report = stage_json.begin()->second;
-  }
-  if (!report_where.empty()) {
-    plan.latency = ip_definition(o, cfg, cfg_where, report, report_where, plan);
-    const std::string dtype = cfg["data"] && cfg["data"]["type"] && cfg["data"]["type"].IsScalar()
-                                  ? cfg["data"]["type"].Scalar()
-                                  : "mock";
-    YAML::Node w = sc["workload"];
-    if (w["impl"].as<std::string>() == "shared_prefix")
-      measured_lengths(report, report_where, cfg, cfg_where, w,
-                       {"system_prompt_len", "question_len"}, "output_len", plan);
-    else
-      measured_lengths(report, report_where, dtype == "mock" ? YAML::Node() : cfg, cfg_where, w,
-                       {"input_tokens"}, "output_tokens", plan);
-  } else {
-    plan.latency = !o.tool_version.empty()
-                       ? latency_definition_for("inference-perf", o.tool_version)
-                       : latency_definition_id("inference-perf:tokens",
-                                               "assumed: no report to tell the version from");
-  }
+  definition_and_lengths(o, f, cfg, cfg_where, stage_json, sc, plan);
   plan.latency.chat = api_type == "chat";
   client_timeout(cfg, cfg_where, sc, plan);
   measured_groups(o, f, stage_json, stages, streaming, plan);
