@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +86,10 @@ FitRun::FitRun(sim::BenchOptions o) {
       scenario_["workload"]["path"] = trace_;
     }
   }
+  // Kept as text, each replay parsing its own copy: yaml-cpp nodes are not safe to read from
+  // several threads at once, and replays run side by side.
+  scenario_text_ = emit(scenario_);
+  if (bench_) bench_->scenario = YAML::Node();
   const YAML::Node pool = scenario_["pools"][0];
   gpu_ = pool["gpu"] ? pool["gpu"].as<std::string>() : "H100-SXM";
   tp_ = pool["tensor_parallel"] ? pool["tensor_parallel"].as<int>() : 1;
@@ -98,7 +103,7 @@ FitRun::~FitRun() {
 }
 
 double FitRun::error(const YAML::Node& calibration) const {
-  YAML::Node sc = YAML::Clone(scenario_);
+  YAML::Node sc = YAML::Load(scenario_text_);
   if (calibration && calibration.IsMap())
     sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]");
   try {
@@ -226,8 +231,9 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
   Search s;
   s.x.assign(ps.size(), 0.0);
   s.on.assign(ps.size(), true);
+  std::atomic<int> evaluations{0};
   auto objective = [&](const std::vector<double>& x, std::vector<double>* each = nullptr) {
-    ++s.evaluations;
+    ++evaluations;
     const std::vector<double> e = errors(runs, calibration_of(gpu, ps, x, s.on));
     if (each) *each = e;
     double reg = 0;
@@ -251,27 +257,32 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
     }
   }
   double step = 0.5;
-  while (step > 0.02 && s.evaluations < o.max_evaluations) {
+  while (step > 0.02 && evaluations < o.max_evaluations) {
     bool moved = false;
-    for (std::size_t i = 0; i < ps.size() && s.evaluations < o.max_evaluations; ++i) {
+    for (std::size_t i = 0; i < ps.size() && evaluations < o.max_evaluations; ++i) {
       if (!s.on[i]) continue;
       const double h = ps[i].form == Param::kFactor ? step : 4 * step;
+      // Both directions replayed side by side; the better one is taken if it helps.
+      std::vector<std::vector<double>> tries;
       for (double dir : {+1.0, -1.0}) {
         std::vector<double> x = s.x;
         x[i] = std::clamp(x[i] + dir * h, ps[i].lo, ps[i].hi);
-        if (x[i] == s.x[i]) continue;
-        const double v = objective(x);
-        if (v < s.objective - 1e-6) {
-          s.x = x, s.objective = v, moved = true;
-          break;
-        }
+        if (x[i] != s.x[i]) tries.push_back(std::move(x));
+      }
+      std::vector<std::future<double>> f;
+      for (const auto& x : tries)
+        f.push_back(std::async(std::launch::async, [&objective, &x] { return objective(x); }));
+      for (std::size_t k = 0; k < tries.size(); ++k) {
+        const double v = f[k].get();
+        if (v < s.objective - 1e-6) s.x = tries[k], s.objective = v, moved = true;
       }
     }
     if (!moved) step /= 2;
-    log << "  fit: objective " << fmt("%.4f", s.objective) << " after " << s.evaluations
+    log << "  fit: objective " << fmt("%.4f", s.objective) << " after " << evaluations
         << " replays of the runs (step " << fmt("%.3g", step) << ")\n"
         << std::flush;
   }
+  s.evaluations = evaluations;
   return s;
 }
 

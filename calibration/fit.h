@@ -3,10 +3,10 @@
 // runs. Each run is replayed as `kvfleet replay` replays it (its own files, the fitted cost model)
 // and the factors on the GPU's public fits (cost_model.adjust), the step overhead, the frontend's
 // times and the GPU-to-GPU link are searched for the least mean error over the runs, regularised
-// toward the public fits (a factor e costs 0.2 points of error). A parameter that moves no run's
-// error is not fitted, and said so. The result is a calibration file (sim/cost/calibration_file.h)
-// that scenarios (pools[].calibration) and `kvfleet replay --calibration` take.
-// docs/calibration.md, "Fit the cost model to your runs".
+// toward the public fits (by default a factor e costs 3 points of error). A parameter that moves no
+// run's error is not fitted, and said so. The result is a calibration file
+// (sim/cost/calibration_file.h) that scenarios (pools[].calibration) and `kvfleet replay
+// --calibration` take. docs/calibration.md, "Fit the cost model to your runs".
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -38,7 +38,7 @@ class FitRun {
   double error(const YAML::Node& calibration) const;
 
  private:
-  std::string path_, format_, gpu_, trace_;
+  std::string path_, format_, gpu_, trace_, scenario_text_;
   int tp_ = 1;
   YAML::Node scenario_;
   std::unique_ptr<sim::BenchReplay> bench_;  // null for a run folder
@@ -48,7 +48,7 @@ class FitRun {
 struct FitOptions {
   int max_evaluations = 400;  // replays of all runs, per fit
   bool leave_one_out = true;  // also fit on all but each run and score that run
-  double regularisation = 0.002;
+  double regularisation = 0.03;
 };
 
 struct FitResult {

@@ -237,8 +237,11 @@ int cmd_fit(const std::vector<std::string>& args) {
       "the server's vLLM release where the runs do not record it")(
       "tool-version", po::value(&base.tool_version),
       "the load generator's latency definitions where the files do not tell them")(
-      "max-evals", po::value(&max_evals)->default_value(400), "most replays of all runs per fit")(
-      "no-leave-one-out", "skip the leave-one-run-out table")(
+      "regularisation", po::value<double>()->default_value(0.03),
+      "weight of the pull toward the public fits: this × Σ ln(factor)² is added to the mean "
+      "error (a fraction)")("max-evals", po::value(&max_evals)->default_value(400),
+                            "most replays of all runs per fit")("no-leave-one-out",
+                                                                "skip the leave-one-run-out table")(
       "run", po::value<std::vector<std::string>>()->required(), "measured runs");
   po::positional_options_description pos;
   pos.add("run", -1);
@@ -258,6 +261,9 @@ int cmd_fit(const std::vector<std::string>& args) {
   calibration::FitOptions fo;
   fo.max_evaluations = max_evals;
   fo.leave_one_out = !vm.count("no-leave-one-out");
+  fo.regularisation = vm["regularisation"].as<double>();
+  if (!(fo.regularisation >= 0 && fo.regularisation <= 10))
+    throw sim::InputError("--regularisation", "", "must be from 0 to 10");
   std::cout << "kvfleet-calibrate fit: " << runs.size() << " run(s) on " << runs.front()->gpu()
             << ", the fitted cost model regularised toward the public fits\n";
   const calibration::FitResult r = calibration::fit_runs(runs, fo, std::cout);
