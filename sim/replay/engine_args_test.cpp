@@ -154,6 +154,24 @@ TEST(LatencyDefinitions, AReleaseOfTheToolNamesItsDefinition) {
   EXPECT_EQ(latency_definition_for("vllm bench serve", "0.6.3").id, "vllm-bench:0.6");
   EXPECT_EQ(latency_definition_for("vllm bench serve", "0.15.1").id, "vllm-bench");
   EXPECT_THROW(latency_definition_for("inference-perf", "newest"), InputError);
+  EXPECT_EQ(latency_definition_for("guidellm", "0.3.1").id, "guidellm:0.3");
+  EXPECT_EQ(latency_definition_for("guidellm", "0.2.0").id, "guidellm:0.3");
+  EXPECT_EQ(latency_definition_for("guidellm", "0.4.0").id, "guidellm:0.5");
+  EXPECT_EQ(latency_definition_for("guidellm", "v0.8.1").id, "guidellm:0.5");
+  EXPECT_THROW(latency_definition_for("guidellm", "0.1.0"), InputError);
+}
+
+TEST(LatencyDefinitions, GuideLlmDividesTpotByEveryTokenAndFrom04OnStartsItAtTheSend) {
+  ClientTimes t;
+  t.first_chunk = 0.12, t.last_token = 0.12 + 15 * 0.015, t.end = t.last_token + 0.09;
+  t.chunks = t.tokens = 16;
+  const LatencyDefinition g3 = latency_definition_id("guidellm:0.3", "t");
+  EXPECT_NEAR(client_tpot(g3, t), 15 * 0.015 / 16, 1e-12);
+  EXPECT_NEAR(client_e2e(g3, t), t.end, 1e-12);
+  const LatencyDefinition g5 = latency_definition_id("guidellm:0.5", "t");
+  EXPECT_NEAR(client_tpot(g5, t), (0.12 + 15 * 0.015) / 16, 1e-12);
+  EXPECT_NEAR(client_e2e(g5, t), t.end, 1e-12);
+  EXPECT_EQ(g5.tpot_words(), "(last token's chunk − sent) / output, statistics weighted by output");
 }
 
 TEST(LatencyDefinitions, TheLineErasTpotDividesByAboutTwiceTheTokens) {

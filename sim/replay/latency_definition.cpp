@@ -14,6 +14,8 @@ std::string LatencyDefinition::tpot_words() const {
   char den[96];
   if (counts_tokens && per_chunk == 1 && off == -1) {
     std::snprintf(den, sizeof den, "(output − 1)");
+  } else if (counts_tokens && per_chunk == 1 && off == 0) {
+    std::snprintf(den, sizeof den, "output");
   } else if (per_chunk == 1 && off == 0) {
     std::snprintf(den, sizeof den, "chunks");
   } else if (off >= 0) {
@@ -21,14 +23,17 @@ std::string LatencyDefinition::tpot_words() const {
   } else {
     std::snprintf(den, sizeof den, "(%g × chunks − %g)", per_chunk, -off);
   }
-  return "(" + end + " − first chunk) / " + den;
+  return "(" + end + " − " + (tpot_from_send ? "sent" : "first chunk") + ") / " + den +
+         (tpot_weighted_by_tokens ? ", statistics weighted by output" : "");
 }
 
 double client_tpot(const LatencyDefinition& d, const ClientTimes& t) {
   const double den = d.per_chunk * static_cast<double>(d.counts_tokens ? t.tokens : t.chunks) +
                      d.offset + (d.chat ? d.chat_offset : 0);
   if (!(den > 0)) return NAN;
-  return ((d.tpot_ends_at_last_token() ? t.last_token : t.end) - t.first_chunk) / den;
+  return ((d.tpot_ends_at_last_token() ? t.last_token : t.end) -
+          (d.tpot_from_send ? 0.0 : t.first_chunk)) /
+         den;
 }
 
 double client_e2e(const LatencyDefinition& d, const ClientTimes& t) {
@@ -67,6 +72,21 @@ const std::vector<LatencyDefinition>& known_latency_definitions() {
     v.back().chat_to_stream_end = true;
     add("vllm bench serve", "vllm-bench:0.6", "0.6.x (E2EL at the stream's [DONE])", false,
         false, 1, -1, 0);
+    // GuideLLM (tests/data/conformance/README.md, "GuideLLM 0.3.1" ... "0.8.1"): TTFT the first
+    // line with text, E2E the stream's end ([DONE]), TPOT to the last token's line divided by
+    // all n output tokens (usage.completion_tokens), its statistics weighted by n.
+    // 0.2.0-0.3.x: TPOT from the first token (benchmark/benchmark.py:354-364).
+    add("guidellm", "guidellm:0.3", "0.2.0 to 0.3.x (TPOT from the first token)", true, false, 1, 0,
+        0);
+    v.back().counts_tokens = true;
+    v.back().tpot_weighted_by_tokens = true;
+    // 0.4.0 on: TPOT from the request's start, TTFT included (schemas/request_stats.py:162-180
+    // in 0.5.4; the same formula in 0.4.0, 0.7.3 and 0.8.1).
+    add("guidellm", "guidellm:0.5", "0.4.0 and later (TPOT from the request's send)", true, false,
+        1, 0, 0);
+    v.back().counts_tokens = true;
+    v.back().tpot_weighted_by_tokens = true;
+    v.back().tpot_from_send = true;
     return v;
   }();
   return k;
@@ -97,6 +117,11 @@ std::string id_for_release(const std::string& tool, int major, int minor) {
   if (tool == "vllm bench serve") {
     if (major == 0 && minor < 6) return "";
     return major == 0 && minor == 6 ? "vllm-bench:0.6" : "vllm-bench";
+  }
+  if (tool == "guidellm") {
+    // 0.1.x reported its own result layout (core/result.py), not read here.
+    if (major == 0 && minor < 2) return "";
+    return major == 0 && minor <= 3 ? "guidellm:0.3" : "guidellm:0.5";
   }
   return "";
 }

@@ -6,10 +6,13 @@
 // [DONE], and its TPOT went through three eras: one timestamp per SSE *line* (v0.1.1-v0.2.x:
 // blank lines and [DONE] included, so TPOT divides by about twice the tokens), one per SSE
 // *event* (v0.3.0-v0.4.x: [DONE] and the chat role chunk included), one per token (v0.5.0 on).
+// GuideLLM divides TPOT by all n output tokens, from the first token (0.2-0.3) or from the
+// request's send (0.4 on, TTFT included), and weights its TPOT statistics by n.
 // Every definition here has the form
 //   TTFT = first chunk − sent
 //   E2E  = end − sent                       (end: end of stream, or the last token's chunk)
-//   TPOT = (end − first chunk) / (per_chunk × chunks + offset [+ chat_offset for chat])
+//   TPOT = (end − start) / (per_chunk × chunks + offset [+ chat_offset for chat])
+// where start is the first chunk (or the send, tpot_from_send)
 // where chunks is the number of streamed chunks carrying tokens (one per token and engine step
 // for vLLM without speculative decoding).
 #include <string>
@@ -38,6 +41,12 @@ struct LatencyDefinition {
   // only chunks with text: tests/data/conformance/vllm-bench-0.10.2-chat).
   bool chat_to_stream_end = false;
   bool chat = false;       // the run used the chat endpoint (chat_offset applies)
+  // TPOT's start: the request's send, so TPOT includes TTFT (GuideLLM 0.4 on); else the first
+  // chunk.
+  bool tpot_from_send = false;
+  // The tool's TPOT statistics weight each request by its output tokens (GuideLLM): the mean is
+  // Σ(TPOT × n) / Σn.
+  bool tpot_weighted_by_tokens = false;
   bool tpot_ends_at_last_token() const { return tpot_to_last_token && !(chat && chat_to_stream_end); }
   bool e2e_ends_at_last_token() const { return e2e_to_last_token && !(chat && chat_to_stream_end); }
   // TPOT's formula in words, for the replay's notes.
