@@ -1,4 +1,5 @@
-// kvfleet replay: a measured run (vLLM server log, inference-perf folder, vllm bench result)
+// kvfleet replay: a measured run (vLLM server log, inference-perf folder, vllm bench result,
+// GuideLLM report)
 // replayed with the settings of its own files.
 #include <fcntl.h>
 #include <spawn.h>
@@ -76,6 +77,9 @@ BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
   if (vm.count("weight-dtype")) bo.weight_dtype = vm["weight-dtype"].as<std::string>();
   if (vm.count("vllm-version")) bo.vllm_version = vm["vllm-version"].as<std::string>();
   if (vm.count("tool-version")) bo.tool_version = vm["tool-version"].as<std::string>();
+  if (vm.count("benchmark")) bo.benchmark = vm["benchmark"].as<int>();
+  if (vm.count("benchmark") && bo.benchmark < 0)
+    throw InputError("--benchmark", "", "must be 0 or more (a benchmark's index in the report)");
   if (vm.count("tp")) bo.tensor_parallel = vm["tp"].as<int>();
   if (vm.count("tp") && (bo.tensor_parallel < 1 || bo.tensor_parallel > 64))
     throw InputError("--tp", "", "must be from 1 to 64");
@@ -242,7 +246,11 @@ void print_replay_help(const po::options_description& opts) {
                "  an inference-perf result folder: config.yaml and the stage_N / summary "
                "lifecycle metrics (each load stage compared apart);\n"
                "  a `vllm bench serve` result JSON (--save-result; --save-detailed adds the "
-               "requests' own lengths).\n"
+               "requests' own lengths);\n"
+               "  a GuideLLM benchmark report (benchmarks.json or .yaml, 0.2 to 0.8): one of its "
+               "benchmarks (--benchmark N, default the last), its successful requests sent as "
+               "they were (concurrent and synchronous strategies: as slots free), compared with "
+               "the report's own statistics.\n"
                "RUN may also be a file inside such a folder or a folder above it (searched "
                "three levels down). Benchmark results do not record the GPU: give --gpu. The "
                "server's engine arguments are read from --engine-args or from a launch script "
@@ -313,9 +321,9 @@ void check_run_folder(const po::variables_map& vm, const std::string& run) {
   if (!std::filesystem::is_directory(st))
     throw InputError(run, "",
                      "is not a vllm bench serve result JSON (a .json file with ttft_ms, "
-                     "ttfts or request_throughput), and a measured run or an inference-perf "
-                     "result is a folder");
-  for (const char* o : {"engine-args", "tp"})
+                     "ttfts or request_throughput) nor a GuideLLM report (benchmarks), and a "
+                     "measured run or an inference-perf result is a folder");
+  for (const char* o : {"engine-args", "tp", "benchmark"})
     if (vm.count(o))
       throw InputError(std::string("--") + o, "",
                        "applies to benchmark results (an inference-perf folder or a vllm bench "
@@ -419,6 +427,8 @@ int cmd_replay(const std::vector<std::string>& args) {
       "tool-version", po::value<std::string>(),
       "benchmark results: the load generator's latency definitions where its files do not tell "
       "them (kvfleet replay --help lists them)")(
+      "benchmark", po::value<int>(),
+      "a GuideLLM report: which of its benchmarks to replay, from 0 (default: the last)")(
       "calibration", po::value<std::string>(),
       "a calibration file from `kvfleet-calibrate fit` (runs measured on this GPU): the fitted "
       "cost model with its factors, step overhead, frontend times and link")(
@@ -429,7 +439,7 @@ int cmd_replay(const std::vector<std::string>& args) {
   if (!vm.count("help") && !vm.count("run_dir"))
     throw UsageError(
         "kvfleet replay: RUN is required (a run folder with meta.json and requests.jsonl, an "
-        "inference-perf result folder, or a vllm bench serve result JSON)");
+        "inference-perf result folder, a vllm bench serve result JSON or a GuideLLM report)");
   if (vm.count("help")) {
     print_replay_help(opts);
     return 0;

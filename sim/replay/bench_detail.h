@@ -1,6 +1,6 @@
 #pragma once
-// What the benchmark-result replays share (bench_common.cpp; inference_perf.cpp and
-// vllm_bench.cpp plan each format's replay, bench_results.cpp detects the format and compares):
+// What the benchmark-result replays share (bench_common.cpp; inference_perf.cpp, vllm_bench.cpp
+// and guidellm.cpp plan each format's replay, bench_results.cpp detects the format and compares):
 // not part of the replay's interface.
 #include <yaml-cpp/yaml.h>
 
@@ -40,5 +40,6 @@ void server_settings(const BenchOptions& o, const LocatedResult& where, std::str
 
 BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& where);
 BenchReplay plan_vllm_bench(const BenchOptions& o, const LocatedResult& where);
+BenchReplay plan_guidellm(const BenchOptions& o, const LocatedResult& where);
 
 }  // namespace kvfleet::sim::bench_detail

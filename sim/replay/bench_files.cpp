@@ -3,6 +3,12 @@
 #include <regex>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "sim/config/params.h"
 #include "sim/core/error.h"
 #include "sim/io/input_file.h"
 #include "sim/io/json.h"
@@ -72,14 +78,77 @@ json read_result_json(const std::string& path, std::size_t max_bytes, int* appen
   }
 }
 
+namespace {
+
+bool yaml_ext(const std::string& path) {
+  std::string e = fs::path(path).extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e == ".yaml" || e == ".yml";
+}
+
+// A plain YAML scalar as the JSON value YAML 1.2's core schema reads it.
+json yaml_scalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  static const std::regex integer(R"(^[-+]?[0-9]+$)");
+  static const std::regex decimal(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+  if (std::regex_match(s, integer)) {
+    errno = 0;
+    const long long v = std::strtoll(s.c_str(), nullptr, 10);
+    if (errno == 0) return v;
+  }
+  if (std::regex_match(s, decimal)) return std::strtod(s.c_str(), nullptr);
+  // Non-finite numbers are kept as the words Python's json writes, as read_result_json does.
+  if (s == ".inf" || s == "+.inf" || s == ".Inf" || s == ".INF") return "Infinity";
+  if (s == "-.inf" || s == "-.Inf" || s == "-.INF") return "-Infinity";
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return "NaN";
+  return s;
+}
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(yaml_to_json(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.Scalar()] = yaml_to_json(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar:
+      // A quoted scalar ("!" tag) is text whatever it spells.
+      return n.Tag() == "!" ? json(n.Scalar()) : yaml_scalar(n.Scalar());
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+json read_report_json(const std::string& path) {
+  if (!yaml_ext(path)) return read_result_json(path, std::size_t{1} << 30);
+  const std::string text = read_input_file(path, "benchmark report", std::size_t{1} << 30);
+  // config::parse_yaml refuses duplicate keys, non-scalar keys and deep nesting.
+  return yaml_to_json(config::parse_yaml(text, path));
+}
+
 BenchJsonKind bench_json_kind(const std::string& path) {
   json j;
   try {
-    j = read_result_json(path, std::size_t{1} << 30);
+    j = read_report_json(path);
   } catch (const InputError&) {
+    return BenchJsonKind::kNone;
+  } catch (const YAML::Exception&) {
     return BenchJsonKind::kNone;
   }
   if (!j.is_object()) return BenchJsonKind::kNone;
+  // vllm bench writes JSON only; a YAML report is GuideLLM's.
+  if (yaml_ext(path))
+    return j.contains("benchmarks") && j["benchmarks"].is_array() ? BenchJsonKind::kGuideLlm
+                                                                  : BenchJsonKind::kNone;
   const bool vllm = j.contains("ttfts") || j.contains("mean_ttft_ms") ||
                     (j.contains("request_throughput") && j.contains("completed"));
   if (vllm) return BenchJsonKind::kVllmBench;

@@ -33,4 +33,9 @@ BenchJsonKind bench_json_kind(const std::string& path);
 nlohmann::json read_result_json(const std::string& path, std::size_t max_bytes,
                                 int* appended = nullptr);
 
+// A benchmark report that may be JSON or YAML (GuideLLM writes both; .yaml/.yml files are read
+// as YAML, strictly: config::parse_yaml), as JSON. YAML scalars take the type they are written
+// as: null/~, true/false, integers, decimals (.inf, .nan), quoted or other text a string.
+nlohmann::json read_report_json(const std::string& path);
+
 }  // namespace kvfleet::sim

@@ -31,16 +31,48 @@ bool MeasuredStats::any() const {
   return std::isfinite(mean) || std::isfinite(p50) || std::isfinite(p90) || std::isfinite(p99);
 }
 
+namespace {
+
+// Mean and percentiles of values weighted as GuideLLM weights them: the mean Σ(v·w)/Σw, a
+// percentile the first value (in order) whose cumulative weight reaches it.
+LatencyStats weighted_stats(std::vector<std::pair<double, double>> vw) {
+  LatencyStats s;
+  s.count = static_cast<std::int64_t>(vw.size());
+  double sw = 0, svw = 0;
+  for (const auto& [v, w] : vw) sw += w, svw += v * w;
+  if (vw.empty() || !(sw > 0)) {
+    s.mean = s.p50 = s.p90 = s.p99 = s.max = NAN;
+    return s;
+  }
+  std::sort(vw.begin(), vw.end());
+  auto at = [&](double p) {
+    double c = 0;
+    for (const auto& [v, w] : vw)
+      if ((c += w / sw) >= p - 1e-12) return v;
+    return vw.back().first;
+  };
+  s.mean = svw / sw, s.p50 = at(0.5), s.p90 = at(0.9), s.p99 = at(0.99), s.max = vw.back().first;
+  return s;
+}
+
+}  // namespace
+
 BenchReplay plan_bench_replay(const BenchOptions& opts) {
   const LocatedResult where = locate_result(opts.path);
   BenchOptions o = opts;
   o.path = where.path;
+  if (o.benchmark >= 0 && where.kind != ResultKind::kGuideLlm)
+    throw InputError("--benchmark", "",
+                     "picks one benchmark of a GuideLLM report; " + where.path + " is a " +
+                         result_kind_name(where.kind));
   try {
     BenchReplay plan;
     if (where.kind == ResultKind::kInferencePerf) {
       plan = plan_inference_perf(o, where);
     } else if (where.kind == ResultKind::kVllmBench) {
       plan = plan_vllm_bench(o, where);
+    } else if (where.kind == ResultKind::kGuideLlm) {
+      plan = plan_guidellm(o, where);
     } else {
       throw InputError(opts.path, "",
                        std::string("is a ") + result_kind_name(where.kind) +
@@ -62,6 +94,7 @@ std::string bench_comparison(const BenchReplay& plan, const Scenario& sc, const 
   int k = 0;
   for (const MeasuredGroup& g : plan.groups) {
     std::vector<double> ttft, tpot, e2e;
+    std::vector<std::pair<double, double>> tpot_w;  // (TPOT, output tokens)
     for (const auto& q : res.requests) {
       if (q.outcome != Outcome::kOk || q.purpose != kPurposeTurn) continue;
       if (g.stage >= 0 && q.stage != g.stage) continue;
@@ -72,13 +105,19 @@ std::string bench_comparison(const BenchReplay& plan, const Scenario& sc, const 
       t.chunks = t.tokens = q.generated_tokens;
       ttft.push_back(t.first_chunk);
       e2e.push_back(client_e2e(plan.latency, t));
-      if (q.generated_tokens > 1) {
+      if (plan.latency.tpot_weighted_by_tokens) {
+        // GuideLLM takes a one-token request's TPOT too, weighted by its one token.
+        const double v = client_tpot(plan.latency, t);
+        if (std::isfinite(v)) tpot_w.emplace_back(v, static_cast<double>(q.generated_tokens));
+      } else if (q.generated_tokens > 1) {
         const double v = client_tpot(plan.latency, t);
         if (std::isfinite(v)) tpot.push_back(v);
       }
     }
     const std::size_t simulated = ttft.size();
-    const LatencyStats st = latency_stats(std::move(ttft)), sp = latency_stats(std::move(tpot)),
+    const LatencyStats st = latency_stats(std::move(ttft)),
+                       sp = plan.latency.tpot_weighted_by_tokens ? weighted_stats(std::move(tpot_w))
+                                                                 : latency_stats(std::move(tpot)),
                        se = latency_stats(std::move(e2e));
     o << "\n"
       << g.name << ": " << g.requests << " requests measured, " << simulated << " simulated\n\n";

@@ -1,9 +1,10 @@
 #pragma once
 // Benchmark results measured at the client (inference-perf result folders, `vllm bench serve`
-// result JSON) as replays: the scenario built from the result's own files (the workload and its
-// load, the model; the server's engine arguments and GPU given beside it or on the command line)
-// and the measured latencies by group (each load stage, or the whole run) to compare with.
-// Formats, field by field: docs/calibration.md, "Bring your own measurements".
+// result JSON, GuideLLM benchmark reports) as replays: the scenario built from the result's own
+// files (the workload and its load, the model; the server's engine arguments and GPU given beside
+// it or on the command line) and the measured latencies by group (each load stage, or the whole
+// run) to compare with. Formats, field by field: docs/calibration.md, "Bring your own
+// measurements".
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -36,7 +37,7 @@ struct MeasuredGroup {
 };
 
 struct BenchReplay {
-  std::string format;  // "inference-perf", "vllm bench serve"
+  std::string format;  // "inference-perf", "vllm bench serve", "GuideLLM"
   std::string source;  // the folder or file read
   YAML::Node scenario;
   std::vector<std::string> notes;
@@ -62,6 +63,7 @@ struct BenchOptions {
   int tensor_parallel = 0;   // 0 = from the engine arguments (else 1)
   std::string vllm_version;  // the server's vLLM release ("" = recorded, else the newest known)
   std::string tool_version;  // the load generator's latency definitions ("" = from the files)
+  int benchmark = -1;        // a GuideLLM report's benchmark to replay (-1 = the last)
   std::string cost_model;    // without a profile: roofline ("") or fitted
   std::vector<std::string> leave_out;  // public fits the fitted cost model leaves out
 };
