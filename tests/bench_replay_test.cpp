@@ -64,6 +64,30 @@ TEST_F(Cli, InferencePerfFolderReplaysEachStageAndTheWholeRun) {
   EXPECT_THAT(o.text, HasSubstr("| E2E (s) | mean | 0.808 |"));
 }
 
+TEST_F(Cli, AnInferencePerfConcurrentLoadReplaysEachStagesConcurrency) {
+  // load.type concurrent: each stage's num_requests at most concurrency_level in flight.
+  const auto run = copy_folder(kData + "/inference-perf-shared-prefix", path("ip"));
+  replace_in(fs::path(run) / "config.yaml", "type: constant", "type: concurrent");
+  replace_in(fs::path(run) / "config.yaml",
+             "  - rate: 2.0\n    duration: 20\n    num_requests: null\n    concurrency_level: null",
+             "  - num_requests: 40\n    concurrency_level: 2");
+  replace_in(fs::path(run) / "config.yaml",
+             "  - rate: 8.0\n    duration: 10\n    num_requests: null\n    concurrency_level: null",
+             "  - num_requests: 80\n    concurrency_level: 4");
+  const auto o = kvfleet("replay " + run + " --gpu H100-SXM -q --write-scenario " + path("s.yaml"));
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("stage 0 (concurrency 2): 40 requests measured, 40 simulated"));
+  EXPECT_THAT(o.text, HasSubstr("stage 1 (concurrency 4): 80 requests measured, 80 simulated"));
+  const std::string s = slurp(path("s.yaml"));
+  EXPECT_THAT(s, HasSubstr("max_concurrency: 2"));
+  EXPECT_THAT(s, HasSubstr("max_concurrency: 4"));
+  // A concurrent stage without its count is named.
+  replace_in(fs::path(run) / "config.yaml", "  - num_requests: 40\n", "  - ");
+  const auto bad = kvfleet("replay " + run + " --gpu H100-SXM -q");
+  EXPECT_EQ(bad.status, 2) << bad.text;
+  EXPECT_THAT(bad.text, HasSubstr("load.stages[0]"));
+}
+
 TEST_F(Cli, VllmBenchResultsReplayWithTheirEngineArguments) {
   const auto plain = kvfleet("replay " + kData + "/vllm-bench/plain.json --gpu H100-SXM -q");
   ASSERT_EQ(plain.status, 0) << plain.text;

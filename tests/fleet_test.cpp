@@ -172,6 +172,36 @@ TEST(Fleet, AClientConcurrencyCapHoldsRequestsUntilASlotFrees) {
   EXPECT_GT(capped.result.requests.back().finish, free_run.result.requests.back().finish);
 }
 
+TEST(Fleet, EachLoadStageHoldsItsOwnConcurrency) {
+  // inference-perf's concurrent load: each stage's requests all due at once, at most its
+  // concurrency_level in flight; the stages drain one after the other.
+  const char* yaml = R"(seed: 3
+workload:
+  impl: synthetic
+  input_tokens: {impl: fixed, value: 300}
+  output_tokens: {impl: fixed, value: 60}
+  load:
+    type: constant
+    stages:
+      - {rate_per_s: 40, duration_s: 1, max_concurrency: 2}
+      - {rate_per_s: 60, duration_s: 1, max_concurrency: 7}
+pools:
+  - {name: p, model: Llama-3.1-8B, gpu: H100-SXM}
+)";
+  const auto r = testing::run_yaml(yaml, {});
+  for (int stage : {0, 1}) {
+    sim::RunResult part;
+    for (const auto& q : r.result.requests)
+      if (q.stage == stage) part.requests.push_back(q);
+    EXPECT_EQ(part.requests.size(), stage == 0 ? 40u : 60u);
+    EXPECT_EQ(most_in_flight(part), stage == 0 ? 2 : 7) << "stage " << stage;
+  }
+  // Without the caps, the same stages send everything within their second.
+  const auto free_run = testing::run_yaml(yaml, {"workload.load.stages[0].max_concurrency=0",
+                                                 "workload.load.stages[1].max_concurrency=0"});
+  EXPECT_GT(most_in_flight(free_run.result), 7);
+}
+
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
   const auto r =
       testing::run_yaml(kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]",

@@ -189,11 +189,24 @@ YAML::Node load_stages(const YAML::Node& load, const std::string& cfg_where, con
     for (std::size_t i = 0; i < load["stages"].size(); ++i) {
       const YAML::Node s = load["stages"][i];
       const std::string k = "load.stages[" + std::to_string(i) + "]";
-      if (!s.IsMap() || !s["rate"] || !s["duration"])
-        throw InputError(cfg_where, k, "needs rate and duration");
       YAML::Node st;
-      st["rate_per_s"] = number_at(cfg_where, s["rate"], k + ".rate", 1e-9, 1e7);
-      st["duration_s"] = number_at(cfg_where, s["duration"], k + ".duration", 1e-9, 1e7);
+      // Stages of every type hold both keys, null where they do not apply.
+      if (s.IsMap() && s["concurrency_level"] && !s["concurrency_level"].IsNull()) {
+        // A concurrent stage: num_requests enqueued over one second (inference-perf's main.py
+        // sets rate = num_requests, duration = 1), at most concurrency_level in flight.
+        if (!s["num_requests"] || s["num_requests"].IsNull())
+          throw InputError(cfg_where, k, "needs num_requests");
+        const double n = number_at(cfg_where, s["num_requests"], k + ".num_requests", 1, 1e7);
+        st["rate_per_s"] = n;
+        st["duration_s"] = 1;
+        st["max_concurrency"] = static_cast<std::int64_t>(
+            number_at(cfg_where, s["concurrency_level"], k + ".concurrency_level", 1, 1e7));
+      } else {
+        if (!s.IsMap() || !s["rate"] || !s["duration"])
+          throw InputError(cfg_where, k, "needs rate and duration");
+        st["rate_per_s"] = number_at(cfg_where, s["rate"], k + ".rate", 1e-9, 1e7);
+        st["duration_s"] = number_at(cfg_where, s["duration"], k + ".duration", 1e-9, 1e7);
+      }
       stages.push_back(st);
     }
   } else {
@@ -378,7 +391,11 @@ void measured_groups(const BenchOptions& o, const IpFiles& f, const std::map<int
           where, "",
           "a stage file beyond the " + std::to_string(stages.size()) + " stages of config.yaml");
     const double rate = stages[i]["rate_per_s"].as<double>();
-    g.name = "stage " + std::to_string(i) + " (" + fmt("%g", rate) + " requests/s)";
+    g.name = "stage " + std::to_string(i) + " (" +
+             (stages[i]["max_concurrency"]
+                  ? "concurrency " + stages[i]["max_concurrency"].as<std::string>()
+                  : fmt("%g", rate) + " requests/s") +
+             ")";
     // What the stage sent (successes and failures) against what its rate and duration send.
     if (const auto ls = root.object("load_summary")) {
       const std::int64_t sent = ls->need_integer("count", 0, 1ll << 40);
@@ -476,16 +493,16 @@ BenchReplay plan_inference_perf(const BenchOptions& o, const LocatedResult& wher
   if (!load || !load.IsMap()) throw InputError(cfg_where, "load", "missing");
   const std::string ltype =
       load["type"] && load["type"].IsScalar() ? load["type"].Scalar() : "constant";
-  if (ltype != "constant" && ltype != "poisson")
+  if (ltype != "constant" && ltype != "poisson" && ltype != "concurrent")
     throw InputError(cfg_where, "load.type",
-                     "'" + ltype + "' is not replayed (constant and poisson are)");
+                     "'" + ltype + "' is not replayed (constant, poisson and concurrent are)");
   const YAML::Node stages = load_stages(load, cfg_where, f, stage_json, plan);
   // The workload.
   YAML::Node sc = base_scenario(
       o, "replay-" + fs::absolute(where.path).lexically_normal().filename().string(), plan);
   YAML::Node wl = data_workload(cfg, cfg_where, plan);
   YAML::Node ld;
-  ld["type"] = ltype;
+  ld["type"] = ltype == "concurrent" ? "constant" : ltype;  // inference-perf's timer for both
   ld["interval_s"] =
       load["interval"] ? number_at(cfg_where, load["interval"], "load.interval", 0, 1e6) : 1.0;
   ld["lead_in_s"] = 1.0;

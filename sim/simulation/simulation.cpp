@@ -37,6 +37,7 @@ Simulation::Simulation(const Scenario& sc)
   std::vector<std::string> pool_names;
   for (const auto& p : sc.config.pools) pool_names.push_back(p.name);
   workload_ = workload_registry().make(sc.config.workload, seed, pool_names);
+  capped_ = sc.config.client.max_concurrency > 0 || workload_->caps_concurrency();
   lifecycle_ = std::make_unique<Lifecycle>(queue_, static_cast<LifecycleHost&>(*this), seed);
   for (std::size_t p = 0; p < sc.config.pools.size(); ++p) build_pool(p, seed);
   last_sample_.resize(replicas_.size());
@@ -328,7 +329,7 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
 
 void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   workload_->on_request_end(seen, now);
-  if (scenario_.config.client.max_concurrency > 0 && seen.purpose != kPurposeRelease) {
+  if (capped_ && seen.purpose != kPurposeRelease) {
     // The slot frees when the reply reaches the client: the frontend delivers it after the
     // engine's end.
     if (seen.finish > now) {
@@ -442,7 +443,7 @@ void Simulation::handle(SimulationEvent kind, std::uint64_t arg, SimTime now) {
   armed_at_ = kTimeNever;
   // Deliver every arrival at this instant before any replica starts a step for it.
   SimTime t;
-  while (slot_free() && workload_->peek(t) && t <= now) {
+  while (workload_->peek(t) && t <= now && slot_free()) {
     RequestSpec spec = workload_->pop();
     if (spec.purpose != kPurposeRelease) ++sending_;
     deliver(spec, now, 0, 0);
@@ -451,14 +452,17 @@ void Simulation::handle(SimulationEvent kind, std::uint64_t arg, SimTime now) {
 }
 
 bool Simulation::slot_free() const {
-  const int cap = scenario_.config.client.max_concurrency;
+  // The client's cap and the next arrival's load stage's, the smaller where both are set.
+  int cap = scenario_.config.client.max_concurrency;
+  const int stage_cap = workload_->concurrency_cap();
+  if (stage_cap > 0 && (cap <= 0 || stage_cap < cap)) cap = stage_cap;
   return cap <= 0 || sending_ < cap;
 }
 
 void Simulation::arm_arrival() {
   SimTime t;
   // At the cap, the request due waits for one to end (request_done arms it again).
-  if (!slot_free() || !workload_->peek(t)) return;
+  if (!workload_->peek(t) || !slot_free()) return;
   t = std::max(t, queue_.now());
   if (t >= armed_at_) return;
   armed_at_ = t;

@@ -23,6 +23,7 @@ namespace kvfleet::sim {
 struct LoadStage {
   double rate_per_s = 1;
   double duration_s = 60;
+  int max_concurrency = 0;
   template <class V>
   void visit(V& v) {
     v.param("rate_per_s", rate_per_s,
@@ -37,6 +38,15 @@ struct LoadStage {
              .max = 1e7,
              .positive = true,
              .why = "a stage of 116 days is no benchmark stage"});
+    v.param("max_concurrency", max_concurrency,
+            {.unit = "requests",
+             .desc = "most of the stage's requests in flight at once: one due while that many "
+                     "are sent and unanswered waits at the client, unsent (inference-perf's "
+                     "concurrent load, concurrency_level); 0 = no cap beyond "
+                     "client.max_concurrency",
+             .min = 0,
+             .max = 1e7,
+             .why = "ten million requests in flight is beyond any fleet"});
   }
 };
 
@@ -86,6 +96,17 @@ class StagedArrivals {
   // A request of `stage` ended at `now`.
   void ended(int stage, SimTime now);
   double nominal_rate_per_s() const;
+  // The cap on requests in flight of `stage` (0: none).
+  int max_concurrency(int stage) const {
+    return stage >= 0 && stage < static_cast<int>(cfg_.stages.size())
+               ? cfg_.stages[static_cast<std::size_t>(stage)].max_concurrency
+               : 0;
+  }
+  bool any_concurrency_cap() const {
+    for (const LoadStage& s : cfg_.stages)
+      if (s.max_concurrency > 0) return true;
+    return false;
+  }
 
  private:
   void plan(int stage, SimTime start);

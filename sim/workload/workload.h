@@ -30,6 +30,10 @@ class Workload {
   virtual void on_request_end(const RequestRecord& r, SimTime now) {}
   // Mean arrival rate where the workload has one (for reports), else 0.
   virtual double nominal_rate_per_s() const = 0;
+  // The cap on requests in flight that the next arrival (the one peek() gave) is held to: a load
+  // stage's max_concurrency; 0 = none. `caps_concurrency`: whether any arrival may be capped.
+  virtual int concurrency_cap() const { return 0; }
+  virtual bool caps_concurrency() const { return false; }
   // Counters the workload keeps itself (name, value), for the summary.
   virtual std::vector<std::pair<std::string, double>> stats() const { return {}; }
 };
@@ -73,6 +77,10 @@ class OpenLoopWorkload : public Workload {
   RequestSpec pop() override;
   bool finished() override;
   void on_request_end(const RequestRecord& r, SimTime now) override;
+  int concurrency_cap() const override {
+    return staged_ && has_ ? staged_->max_concurrency(next_.stage) : 0;
+  }
+  bool caps_concurrency() const override { return staged_ && staged_->any_concurrency_cap(); }
 
  protected:
   // Without stages: the next arrival time (seconds from the start); false when arrivals end.
