@@ -329,15 +329,11 @@ void Simulation::drain_gateway(std::size_t pool, SimTime now) {
 
 void Simulation::request_done(const RequestRecord& seen, SimTime now) {
   workload_->on_request_end(seen, now);
-  if (capped_ && seen.purpose != kPurposeRelease) {
-    // The slot frees when the reply reaches the client: the frontend delivers it after the
-    // engine's end.
-    if (seen.finish > now) {
-      queue_.push(seen.finish, this, kSlotFree);
-      return;
-    }
-    if (sending_ > 0) --sending_;
-  }
+  // A capped slot frees when the reply reaches the client (the frontend's delivery, after the
+  // engine's end).
+  if (capped_ && seen.purpose != kPurposeRelease && seen.finish > now)
+    return static_cast<void>(queue_.push(seen.finish, this, kSlotFree));
+  if (capped_ && seen.purpose != kPurposeRelease && sending_ > 0) --sending_;
   arm_arrival();
 }
 

@@ -190,7 +190,7 @@ class Simulation final : public EventHandlerOf<SimulationEvent>,
   std::unique_ptr<Disaggregation> disaggregation_;  // prefill and decode pools, or null
   std::int64_t released_blocks_ = 0;                // KV blocks dropped for idle sessions
   SimTime armed_at_ = kTimeNever;                   // time of the live arrival event, if any
-  bool capped_ = false;  // a client or load-stage cap on requests in flight applies
+  bool capped_ = false;       // a client or load-stage cap on requests in flight applies
   std::int64_t sending_ = 0;  // user requests sent and not yet over (client.max_concurrency)
   EventId arrival_event_;     // the live arrival event, cancelled when an earlier one is armed
   SimTime sample_interval_;
