@@ -1,6 +1,7 @@
 // `kvfleet replay` on benchmark clients' results, as a user runs it: an inference-perf result
 // folder and `vllm bench serve` result JSONs (the made-up examples under tests/data/bench, marked
-// synthetic), each replayed with one command and compared per group; damaged or foreign files
+// synthetic) and a GuideLLM report (tests/data/conformance), each replayed with one command and
+// compared per group; damaged or foreign files
 // refused with exit status 2, naming the file and the field, and nothing written.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -181,7 +182,7 @@ TEST_F(Cli, TheFittedCostModelReplaysWithOrWithoutTheGpusOwnFit) {
 
 struct Damage {
   const char* name;
-  const char* file;  // in the copied inference-perf folder, or "detailed.json"
+  const char* file;  // in the copied inference-perf folder, or "detailed.json", "guidellm.json"
   const char* from;
   const char* to;
   std::vector<const char*> message;  // substrings the error must hold
@@ -192,7 +193,14 @@ class Damaged : public testing::CliTest, public ::testing::WithParamInterface<Da
 TEST_P(Damaged, IsRefusedNamingTheFileAndTheFieldAndNothingIsWritten) {
   const Damage& d = GetParam();
   std::string target;
-  if (std::string(d.file) == "detailed.json") {
+  if (std::string(d.file) == "guidellm.json") {
+    fs::create_directories(path("gl"));
+    fs::copy_file(std::string(KVFLEET_SOURCE_DIR) +
+                      "/tests/data/conformance/guidellm-0.8.1-constant/benchmarks.json",
+                  path("gl/benchmarks.json"));
+    replace_in(path("gl/benchmarks.json"), d.from, d.to);
+    target = path("gl/benchmarks.json");
+  } else if (std::string(d.file) == "detailed.json") {
     fs::create_directories(path("vb"));
     fs::copy_file(kData + "/vllm-bench/detailed.json", path("vb/detailed.json"));
     if (*d.from) replace_in(path("vb/detailed.json"), d.from, d.to);
@@ -284,7 +292,27 @@ INSTANTIATE_TEST_SUITE_P(
                "\"itls\": [[[0.1], 0.007537",
                {"detailed.json", "itls[0]"}},
         Damage{
-            "NotJson", "detailed.json", "{\"date\"", "{\"ttft_ms\" \"date\"", {"detailed.json"}}),
+            "NotJson", "detailed.json", "{\"date\"", "{\"ttft_ms\" \"date\"", {"detailed.json"}},
+        Damage{"GuideLlmPromptTokensAsText",
+               "guidellm.json",
+               "\"prompt_tokens\": 55",
+               "\"prompt_tokens\": \"55\"",
+               {"benchmarks.json", "benchmarks[0].requests.successful[0].prompt_tokens"}},
+        Damage{"GuideLlmNegativeRate",
+               "guidellm.json",
+               "\"max_concurrency\": 10240, \"rate\": 4.0",
+               "\"max_concurrency\": 10240, \"rate\": -4.0",
+               {"benchmarks.json", "benchmarks[0].config.strategy.rate"}},
+        Damage{"GuideLlmUnknownRelease",
+               "guidellm.json",
+               "\"guidellm_version\": \"0.8.1\"",
+               "\"guidellm_version\": \"0.1.0\"",
+               {"benchmarks.json", "metadata.guidellm_version", "--tool-version"}},
+        Damage{"GuideLlmRequestsNotAList",
+               "guidellm.json",
+               "\"requests\": {\"successful\": [",
+               "\"requests\": {\"successful\": 20, \"x\": [",
+               {"benchmarks.json", "benchmarks[0].requests.successful", "array"}}),
     [](const auto& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -373,12 +373,12 @@ BenchReplay plan_guidellm(const BenchOptions& o, const LocatedResult& where) {
   endpoint_setting(o, top, b, *reqs, plan);
 
   YAML::Node sc = base_scenario(o, "replay-" + fs::path(o.path).stem().string(), plan);
-  server_settings(o, where, model_name(top, b, layout), "", "", sc, plan);
-  const std::size_t replayed = trace_requests(o, *reqs, layout, st, plan, sc);
-  note_sampling(b, layout, replayed, plan);
-  client_settings(o, st, plan, sc);
-  timeout_setting(o, b, layout, plan);
-
+  // The report's own settings, read (and checked) before the server's, listed after them.
+  BenchReplay part;
+  const std::size_t replayed = trace_requests(o, *reqs, layout, st, part, sc);
+  note_sampling(b, layout, replayed, part);
+  client_settings(o, st, part, sc);
+  timeout_setting(o, b, layout, part);
   // The measured statistics: the report's own, over its successful requests.
   const auto m = b.object("metrics");
   if (!m) b.fail("metrics", "missing: the measured latencies are read from it");
@@ -388,6 +388,11 @@ BenchReplay plan_guidellm(const BenchOptions& o, const LocatedResult& where) {
   g.ttft = reported(*m, "time_to_first_token_ms", 1e-3);
   g.tpot = reported(*m, "time_per_output_token_ms", 1e-3);
   g.e2e = reported(*m, "request_latency", 1);
+
+  server_settings(o, where, model_name(top, b, layout), "", "", sc, plan);
+  plan.trace = std::move(part.trace);
+  plan.notes.insert(plan.notes.end(), part.notes.begin(), part.notes.end());
+  plan.settings.insert(plan.settings.end(), part.settings.begin(), part.settings.end());
   plan.groups.push_back(g);
   plan.scenario = sc;
   return plan;
