@@ -330,7 +330,7 @@ TEST_P(GuideLlm, ReplayReadsTheReportsVersionDefinitionsAndLengths) {
   // stamps its start before creating the HTTP/2 stream in one of 10 worker processes on the
   // 2-core machine these ran on: the README measured the start 39 ms ahead of the mock's receipt
   // on average in `constant` (10 ms in `concurrent`), the same offset in TTFT and E2E and none in
-  // TPOT. The definitions told apart here differ by 50% in TPOT.
+  // TPOT. The definitions told apart here differ by 35% to 52% in TPOT.
   const double slack = release == "0.3.1" ? 0.045 : 0.005;
   EXPECT_NEAR(p.ttft, ttft, slack) << name << ": TTFT";
   EXPECT_NEAR(p.e2e, e2e, slack) << name << ": E2E";
