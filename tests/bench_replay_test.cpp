@@ -291,8 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
                "\"itls\": [[0.007537",
                "\"itls\": [[[0.1], 0.007537",
                {"detailed.json", "itls[0]"}},
-        Damage{
-            "NotJson", "detailed.json", "{\"date\"", "{\"ttft_ms\" \"date\"", {"detailed.json"}},
+        Damage{"NotJson", "detailed.json", "{\"date\"", "{\"ttft_ms\" \"date\"", {"detailed.json"}},
         Damage{"GuideLlmPromptTokensAsText",
                "guidellm.json",
                "\"prompt_tokens\": 55",

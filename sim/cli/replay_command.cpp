@@ -260,8 +260,8 @@ void print_replay_help(const po::options_description& opts) {
                "Latency definitions (--tool-version takes a release of the tool or one of "
                "these ids; by default they are told from the files):\n";
   for (const LatencyDefinition& d : known_latency_definitions())
-    std::cout << "  " << d.id << "  " << d.tool << " " << d.version
-              << ": TPOT = " << d.tpot_words() << "\n";
+    std::cout << "  " << d.id << "  " << d.tool << " " << d.version << ": TPOT = " << d.tpot_words()
+              << "\n";
   std::cout << "\n" << opts;
 }
 
@@ -448,13 +448,13 @@ int cmd_replay(const std::vector<std::string>& args) {
   const std::string run = vm["run_dir"].as<std::string>();
   check_outputs_are_not_inputs(vm, run, profile, write);
   if (vm.count("calibration") &&
-      (vm.count("profile") || (vm.count("cost-model") && vm["cost-model"].as<std::string>() != "fitted")))
+      (vm.count("profile") ||
+       (vm.count("cost-model") && vm["cost-model"].as<std::string>() != "fitted")))
     throw InputError("--calibration", "",
                      "corrects the fitted cost model: leave out --profile and --cost-model");
-  const std::string cost_model =
-      vm.count("calibration") ? std::string("fitted")
-      : vm.count("cost-model") ? vm["cost-model"].as<std::string>()
-                               : std::string();
+  const std::string cost_model = vm.count("calibration")  ? std::string("fitted")
+                                 : vm.count("cost-model") ? vm["cost-model"].as<std::string>()
+                                                          : std::string();
   const std::vector<std::string> leave_out = vm.count("leave-out")
                                                  ? vm["leave-out"].as<std::vector<std::string>>()
                                                  : std::vector<std::string>();

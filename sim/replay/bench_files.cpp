@@ -33,7 +33,8 @@ std::vector<IpReports> inference_perf_reports(const fs::path& dir) {
     if (std::regex_match(n, m, stage_re)) {
       const std::string prefix = m[1].str();
       // Per-adapter and per-session stage reports are breakdowns of the same requests.
-      if (prefix.find("adapter_") != std::string::npos || prefix.find("session") != std::string::npos)
+      if (prefix.find("adapter_") != std::string::npos ||
+          prefix.find("session") != std::string::npos)
         continue;
       by_prefix[prefix].stages[std::stoi(m[2].str())] = it->path();
     } else if (std::regex_match(n, m, summary_re)) {

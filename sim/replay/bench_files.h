@@ -14,9 +14,9 @@ namespace kvfleet::sim {
 
 // One set of inference-perf lifecycle reports: those written with one report_file_prefix.
 struct IpReports {
-  std::string prefix;                                 // "" when written without one
-  std::map<int, std::filesystem::path> stages;        // stage_N_lifecycle_metrics.json
-  std::filesystem::path summary, per_request;         // empty when absent
+  std::string prefix;                           // "" when written without one
+  std::map<int, std::filesystem::path> stages;  // stage_N_lifecycle_metrics.json
+  std::filesystem::path summary, per_request;   // empty when absent
   bool empty() const { return stages.empty() && summary.empty(); }
 };
 

@@ -118,8 +118,7 @@ TEST(VllmDefaults, FollowTheRelease) {
   EXPECT_EQ(dflt(defaults("0.34.0", 79.6, "H100-SXM"), "engine.block_size"), "64");
   // 0.8.0-0.8.3 match the GPU by name.
   EXPECT_EQ(dflt(defaults("0.8.2", 93.6, "H100-NVL"), "engine.max_num_batched_tokens"), "8192");
-  EXPECT_EQ(dflt(defaults("0.8.2", 95.6, "RTX-PRO-6000"), "engine.max_num_batched_tokens"),
-            "2048");
+  EXPECT_EQ(dflt(defaults("0.8.2", 95.6, "RTX-PRO-6000"), "engine.max_num_batched_tokens"), "2048");
 }
 
 TEST(VllmDefaults, CudaGraphSizesFollowTheReleaseAndMaxNumSeqs) {

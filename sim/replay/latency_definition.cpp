@@ -56,22 +56,22 @@ const std::vector<LatencyDefinition>& known_latency_definitions() {
     // One timestamp per SSE line read: 2 per event, [DONE] and its blank line included; chat's
     // role chunk 2 more, and the loop stops at [DONE]'s line (conformance README, line era).
     add("inference-perf", "inference-perf:lines",
-        "v0.1.1 to v0.2.x (commits 23b52d0 to ad40050, July to 14 November 2025)", false, false,
-        2, 1, 1);
+        "v0.1.1 to v0.2.x (commits 23b52d0 to ad40050, July to 14 November 2025)", false, false, 2,
+        1, 1);
     // One per SSE event, [DONE] included (and the chat role chunk).
     add("inference-perf", "inference-perf:events",
-        "v0.3.0 to v0.4.x (commits 3631096 to 3b882ba, November 2025 to April 2026)", false,
-        false, 1, 0, 1);
+        "v0.3.0 to v0.4.x (commits 3631096 to 3b882ba, November 2025 to April 2026)", false, false,
+        1, 0, 1);
     // One per output token, content events only.
-    add("inference-perf", "inference-perf:tokens", "v0.5.0 and later (from commit 49e26a6)",
-        true, false, 1, -1, 0);
+    add("inference-perf", "inference-perf:tokens", "v0.5.0 and later (from commit 49e26a6)", true,
+        false, 1, -1, 0);
     // vllm bench serve: TTFT the first token's chunk, E2EL the last token's chunk (0.7 on; the
     // chat client's last chunk of any kind), TPOT = (E2EL − TTFT) / (output − 1).
     add("vllm bench serve", "vllm-bench", "0.7.0 and later (benchmark_serving.py, vllm bench)",
         true, true, 1, -1, 0);
     v.back().chat_to_stream_end = true;
-    add("vllm bench serve", "vllm-bench:0.6", "0.6.x (E2EL at the stream's [DONE])", false,
-        false, 1, -1, 0);
+    add("vllm bench serve", "vllm-bench:0.6", "0.6.x (E2EL at the stream's [DONE])", false, false,
+        1, -1, 0);
     // GuideLLM (tests/data/conformance/README.md, "GuideLLM 0.3.1" ... "0.8.1"): TTFT the first
     // line with text, E2E the stream's end ([DONE]), TPOT to the last token's line divided by
     // all n output tokens (usage.completion_tokens), its statistics weighted by n.

@@ -40,14 +40,16 @@ struct LatencyDefinition {
   // stamps every chunk, the usage chunk after the last token included; its completions client
   // only chunks with text: tests/data/conformance/vllm-bench-0.10.2-chat).
   bool chat_to_stream_end = false;
-  bool chat = false;       // the run used the chat endpoint (chat_offset applies)
+  bool chat = false;  // the run used the chat endpoint (chat_offset applies)
   // TPOT's start: the request's send, so TPOT includes TTFT (GuideLLM 0.4 on); else the first
   // chunk.
   bool tpot_from_send = false;
   // The tool's TPOT statistics weight each request by its output tokens (GuideLLM): the mean is
   // Σ(TPOT × n) / Σn.
   bool tpot_weighted_by_tokens = false;
-  bool tpot_ends_at_last_token() const { return tpot_to_last_token && !(chat && chat_to_stream_end); }
+  bool tpot_ends_at_last_token() const {
+    return tpot_to_last_token && !(chat && chat_to_stream_end);
+  }
   bool e2e_ends_at_last_token() const { return e2e_to_last_token && !(chat && chat_to_stream_end); }
   // TPOT's formula in words, for the replay's notes.
   std::string tpot_words() const;
