@@ -48,9 +48,12 @@ int trace_counter = 0;
 
 }  // namespace
 
-FitRun::FitRun(sim::BenchOptions o) {
+FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
   const sim::LocatedResult located = sim::locate_result(o.path);
   path_ = located.path;
+  if (!window.all() && located.kind != sim::ResultKind::kRunFolder)
+    throw InputError("--score-requests", "",
+                     "applies to run folders; " + located.path + " is a benchmark result");
   if (!o.profile.empty())
     throw InputError("--profile", "", "the fit corrects the fitted cost model, not a profile");
   if (located.kind == sim::ResultKind::kRunFolder) {
@@ -114,8 +117,9 @@ double FitRun::error(const YAML::Node& calibration) const {
     if (bench_) {
       sim::bench_comparison(*bench_, s, r, &mae);
     } else {
-      const sim::MeasuredLatencies m = sim::read_measured(requests_);
-      sim::comparison_table(m, sim::summarize(r), &mae);
+      const sim::MeasuredLatencies m = sim::read_measured(requests_, window_);
+      sim::comparison_table(
+          m, window_.all() ? sim::summarize(r) : sim::summarize(sim::window_of(r, window_)), &mae);
     }
     return std::isfinite(mae) ? mae : std::numeric_limits<double>::infinity();
   } catch (const InputError&) {

@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/replay/bench_results.h"
+#include "sim/replay/replay.h"
 
 namespace kvfleet::calibration {
 
@@ -23,7 +24,8 @@ class FitRun {
  public:
   // `o.path`: anything `kvfleet replay` takes (a run folder, a benchmark result, any level of
   // its folder); the other options as replay's. Throws InputError as replay does.
-  explicit FitRun(sim::BenchOptions o);
+  // `window`: which of a run folder's requests are scored (sim/replay/replay.h).
+  explicit FitRun(sim::BenchOptions o, sim::ScoreWindow window = {});
   ~FitRun();
   FitRun(const FitRun&) = delete;
   FitRun& operator=(const FitRun&) = delete;
@@ -43,6 +45,7 @@ class FitRun {
   YAML::Node scenario_;
   std::unique_ptr<sim::BenchReplay> bench_;  // null for a run folder
   std::string requests_;                     // a run folder's requests.jsonl
+  sim::ScoreWindow window_;
 };
 
 struct FitOptions {

@@ -239,9 +239,12 @@ int cmd_fit(const std::vector<std::string>& args) {
       "the load generator's latency definitions where the files do not tell them")(
       "regularisation", po::value<double>()->default_value(0.03),
       "weight of the pull toward the public fits: this × Σ ln(factor)² is added to the mean "
-      "error (a fraction)")("max-evals", po::value(&max_evals)->default_value(400),
-                            "most replays of all runs per fit")("no-leave-one-out",
-                                                                "skip the leave-one-run-out table")(
+      "error (a fraction)")(
+      "score-requests", po::value<std::string>(),
+      "run folders: score only requests FROM:TO in arrival order (kvfleet replay's option), "
+      "the others replayed as a warm-up")("max-evals", po::value(&max_evals)->default_value(400),
+                                          "most replays of all runs per fit")(
+      "no-leave-one-out", "skip the leave-one-run-out table")(
       "run", po::value<std::vector<std::string>>()->required(), "measured runs");
   po::positional_options_description pos;
   pos.add("run", -1);
@@ -256,7 +259,10 @@ int cmd_fit(const std::vector<std::string>& args) {
   for (const auto& p : paths) {
     sim::BenchOptions o = base;
     o.path = p;
-    runs.push_back(std::make_unique<calibration::FitRun>(o));
+    runs.push_back(std::make_unique<calibration::FitRun>(
+        o, vm.count("score-requests")
+               ? sim::parse_score_window(vm["score-requests"].as<std::string>(), "--score-requests")
+               : sim::ScoreWindow{}));
   }
   calibration::FitOptions fo;
   fo.max_evaluations = max_evals;

@@ -76,6 +76,45 @@ TEST_F(Cli, FitLowersTheErrorAndReplayWithTheFileAgrees) {
   EXPECT_EQ(ran.status, 0) << ran.text;
 }
 
+TEST_F(Cli, OneRunSplitByLoadFitsOnOnePartAndScoresTheOther) {
+  // --score-requests: the whole run replayed, one part scored (the other is its warm-up).
+  const std::string run = reference_file("validation/vllm-0.19-rtx4090-llama-3.1-8b");
+  if (run.empty()) GTEST_SKIP() << "../shared/reference is absent: no measured run to split";
+  const auto fit = calibrate("fit " + run + " --score-requests 0:150 --max-evals 60 --out " +
+                             path("first.yaml"));
+  ASSERT_EQ(fit.status, 0) << fit.text;
+  const auto part = testing::kvfleet("replay " + run + " -q --calibration " + path("first.yaml") +
+                                     " --score-requests 150:");
+  ASSERT_EQ(part.status, 0) << part.text;
+  EXPECT_THAT(part.text, HasSubstr("scored: requests 150 to the end in arrival order"));
+  const auto whole = testing::kvfleet("replay " + run + " -q --calibration " + path("first.yaml"));
+  // Another part, another number; the whole run's as before without the option.
+  const auto last = [](const std::string& t) { return t.substr(t.rfind("Mean absolute")); };
+  EXPECT_NE(last(part.text), last(whole.text));
+  const auto none = testing::kvfleet("replay " + run + " -q --score-requests 300:");
+  EXPECT_EQ(none.status, 2) << none.text;
+  EXPECT_THAT(none.text, HasSubstr("holds no measured request in requests 300 to the end"));
+}
+
+TEST_F(Cli, ScoreWindowsAreCheckedBeforeAnyWork) {
+  const auto bench = testing::kvfleet("replay " + kBench +
+                                      "/vllm-bench/detailed.json --gpu H100-SXM -q "
+                                      "--score-requests 0:10 --out " +
+                                      path("r.h5"));
+  EXPECT_EQ(bench.status, 2) << bench.text;
+  EXPECT_THAT(bench.text, HasSubstr("applies to run folders"));
+  for (const char* bad : {"10", "5:5", "a:3", "-1:"}) {
+    const auto o = calibrate("fit " + kBench +
+                             "/vllm-bench/detailed.json --gpu H100-SXM "
+                             "--score-requests " +
+                             std::string(bad) + " --out " + path("cal.yaml"));
+    EXPECT_EQ(o.status, 2) << bad << ": " << o.text;
+    EXPECT_THAT(o.text, HasSubstr("--score-requests")) << bad;
+  }
+  EXPECT_FALSE(fs::exists(path("r.h5")));
+  EXPECT_FALSE(fs::exists(path("cal.yaml")));
+}
+
 TEST_F(Cli, FitOfTwoRunsScoresEachWithTheOthersFit) {
   const auto fit = calibrate("fit " + kBench + "/inference-perf-shared-prefix " + kBench +
                              "/vllm-bench/detailed.json --gpu H100-SXM --max-evals 40 --out " +

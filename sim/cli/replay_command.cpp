@@ -179,6 +179,10 @@ void print_bench_replay(const BenchReplay& plan, const Scenario& sc, const RunRe
 
 int replay_bench(const po::variables_map& vm, const std::string& path, const std::string& profile,
                  const std::string& model, const std::string& gpu, const std::string& write) {
+  if (vm.count("score-requests"))
+    throw InputError("--score-requests", "",
+                     "applies to run folders (engine timestamps per request); " + path +
+                         " is a benchmark result, compared by its own groups");
   BenchReplay plan = plan_bench_replay(bench_options(vm, path, profile, model, gpu));
   if (vm.count("calibration")) {
     const std::string f = vm["calibration"].as<std::string>();
@@ -352,8 +356,12 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
   if (vm.count("out")) out_h5 = outputs.add_file("--out", vm["out"].as<std::string>());
   if (!write.empty()) out_yaml = outputs.add_file("--write-scenario", write);
   const Scenario sc = load_scenario_text(plan.yaml, "<replay of " + ro.run_dir + ">", ".", {});
+  const ScoreWindow window =
+      vm.count("score-requests")
+          ? parse_score_window(vm["score-requests"].as<std::string>(), "--score-requests")
+          : ScoreWindow{};
   const MeasuredLatencies measured =
-      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string());
+      read_measured((std::filesystem::path(ro.run_dir) / "requests.jsonl").string(), window);
   Simulation simulation(sc);
   RunResult r = simulation.run();
   const Summary s = summarize(r);
@@ -378,7 +386,11 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
                  "ones do not\n";
   double mae = 0;
   int compared = 0;
-  std::cout << "\n" << comparison_table(measured, s, &mae, &compared);
+  if (!window.all())
+    std::cout << "  scored: " << window.text()
+              << " of both sides (--score-requests); the others replayed, not scored\n";
+  const Summary scored = window.all() ? s : summarize(window_of(r, window));
+  std::cout << "\n" << comparison_table(measured, scored, &mae, &compared);
   char buf[160];
   if (std::isfinite(mae)) {
     if (compared == 12)
@@ -429,6 +441,9 @@ int cmd_replay(const std::vector<std::string>& args) {
       "them (kvfleet replay --help lists them)")(
       "benchmark", po::value<int>(),
       "a GuideLLM report: which of its benchmarks to replay, from 0 (default: the last)")(
+      "score-requests", po::value<std::string>(),
+      "run folders: score only requests FROM:TO in arrival order (from 0; either end may be "
+      "left out), the others replayed but not scored (a warm-up, or one run split by load)")(
       "calibration", po::value<std::string>(),
       "a calibration file from `kvfleet-calibrate fit` (runs measured on this GPU): the fitted "
       "cost model with its factors, step overhead, frontend times and link")(

@@ -1,4 +1,5 @@
 // A measured run's latencies (requests.jsonl) and their comparison with a simulated run's.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,9 +12,71 @@ namespace kvfleet::sim {
 
 using namespace run_detail;
 
-MeasuredLatencies read_measured(const std::string& path) {
+MeasuredLatencies read_measured(const std::string& path) { return read_measured(path, {}); }
+
+std::string ScoreWindow::text() const {
+  return "requests " + std::to_string(from) + " to " +
+         (to < 0 ? std::string("the end") : std::to_string(to - 1)) + " in arrival order";
+}
+
+ScoreWindow parse_score_window(const std::string& text, const std::string& option) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& t, std::int64_t empty) -> std::int64_t {
+    if (t.empty()) return empty;
+    if (t.find_first_not_of("0123456789") != std::string::npos || t.size() > 12)
+      throw InputError(option, "",
+                       "'" + text +
+                           "' is not FROM:TO (request numbers in arrival order, from 0; "
+                           "either may be left out)");
+    return std::stoll(t);
+  };
+  if (colon == std::string::npos)
+    throw InputError(option, "", "'" + text + "' is not FROM:TO (e.g. 150: or 0:150)");
+  ScoreWindow w;
+  w.from = number(text.substr(0, colon), 0);
+  w.to = number(text.substr(colon + 1), -1);
+  if (w.to >= 0 && w.to <= w.from)
+    throw InputError(option, "", "'" + text + "' holds no request (TO must exceed FROM)");
+  return w;
+}
+
+RunResult window_of(const RunResult& r, const ScoreWindow& w) {
+  // Everything but the requests as it is (the summary reads the pools and replicas); the
+  // requests of the window, each attempt's origin renumbered (itself where the origin is out).
+  RunResult out = r;
+  out.requests.clear();
+  std::vector<std::size_t> order(r.requests.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return r.requests[a].arrival < r.requests[b].arrival;
+  });
+  const auto n = static_cast<std::int64_t>(order.size());
+  const std::int64_t to = w.to < 0 ? n : std::min(w.to, n);
+  std::vector<std::int64_t> renumber(r.requests.size(), -1);
+  for (std::int64_t i = w.from; i < to; ++i) {
+    renumber[order[static_cast<std::size_t>(i)]] = static_cast<std::int64_t>(out.requests.size());
+    out.requests.push_back(r.requests[order[static_cast<std::size_t>(i)]]);
+  }
+  for (std::size_t k = 0; k < out.requests.size(); ++k) {
+    auto& q = out.requests[k];
+    const std::int64_t o = static_cast<std::size_t>(q.origin) < renumber.size()
+                               ? renumber[static_cast<std::size_t>(q.origin)]
+                               : -1;
+    q.origin = static_cast<decltype(q.origin)>(o >= 0 ? o : static_cast<std::int64_t>(k));
+  }
+  return out;
+}
+
+MeasuredLatencies read_measured(const std::string& path, const ScoreWindow& w) {
   std::ifstream in = open_input_file(path, "requests.jsonl");
   MeasuredLatencies m;
+  // Every row's queue time and latencies, to be put in arrival order when a window is scored.
+  struct Row {
+    double queued;
+    double ttft, e2e, tpot;  // tpot NaN: one token
+    bool aborted;
+  };
+  std::vector<Row> rows;
   std::string line;
   long n = 0;
   while (read_line(in, line, path, static_cast<std::size_t>(n) + 1)) {
@@ -27,7 +90,8 @@ MeasuredLatencies read_measured(const std::string& path) {
     if (row.has("queued_ts") && j.is_object() &&
         ((j.contains("first_token_ts") && j["first_token_ts"].is_null()) ||
          (j.contains("last_token_ts") && j["last_token_ts"].is_null()))) {
-      ++m.aborted;
+      const auto q = j["queued_ts"].is_number() ? j["queued_ts"].get<double>() : INFINITY;
+      rows.push_back({q, NAN, NAN, NAN, true});
       continue;
     }
     // Monotonic seconds of the engine's clock: finite, within +-1e10 s, and in order.
@@ -43,10 +107,28 @@ MeasuredLatencies read_measured(const std::string& path) {
       throw InputError(where, "last_token_ts",
                        "is before first_token_ts (" + config::format_double(l) + " < " +
                            config::format_double(f) + ")");
-    m.ttft.push_back(f - q);
-    m.e2e.push_back(l - q);
-    if (out > 1) m.tpot.push_back((l - f) / static_cast<double>(out - 1));
+    rows.push_back(
+        {q, f - q, l - q, out > 1 ? (l - f) / static_cast<double>(out - 1) : NAN, false});
   }
+  if (!w.all())
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const Row& a, const Row& b) { return a.queued < b.queued; });
+  const auto count = static_cast<std::int64_t>(rows.size());
+  const std::int64_t to = w.to < 0 ? count : std::min(w.to, count);
+  for (std::int64_t i = w.from; i < to; ++i) {
+    const Row& r = rows[static_cast<std::size_t>(i)];
+    if (r.aborted) {
+      ++m.aborted;
+      continue;
+    }
+    m.ttft.push_back(r.ttft);
+    m.e2e.push_back(r.e2e);
+    if (std::isfinite(r.tpot)) m.tpot.push_back(r.tpot);
+  }
+  if (!w.all() && m.ttft.empty())
+    throw InputError(
+        path, "",
+        "holds no measured request in " + w.text() + " (it has " + std::to_string(n) + " rows)");
   if (m.ttft.empty())
     throw InputError(path, "",
                      m.aborted > 0 ? "holds no measured request (every one of its " +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/metrics/summary.h"
+#include "sim/results/run_result.h"
 
 namespace kvfleet::sim {
 
@@ -59,6 +60,22 @@ struct MeasuredLatencies {
   std::int64_t aborted = 0;  // rows with a null first or last token time: not compared
 };
 MeasuredLatencies read_measured(const std::string& requests_jsonl);
+
+// Which requests a run folder's comparison scores: the `from`-th up to (not including) the
+// `to`-th in arrival order (queued_ts measured, arrival simulated), counted from 0; the others
+// are replayed but not scored: a warm-up, or one run split by load into parts that each carry
+// the queue the part before left. `to` < 0: to the end.
+struct ScoreWindow {
+  std::int64_t from = 0, to = -1;
+  bool all() const { return from == 0 && to < 0; }
+  std::string text() const;  // "requests 150 to the end"
+};
+// "A:B", "A:" or ":B" (InputError naming `option` otherwise).
+ScoreWindow parse_score_window(const std::string& text, const std::string& option);
+// The measured requests of the window (InputError when it holds none).
+MeasuredLatencies read_measured(const std::string& requests_jsonl, const ScoreWindow& w);
+// The simulated requests of the window, in arrival order, as a result to summarize.
+RunResult window_of(const RunResult& r, const ScoreWindow& w);
 
 // A Markdown table of mean, p50, p90 and p99 of TTFT, TPOT and E2E, measured against simulated,
 // with the relative errors; `mean_abs_error` receives their mean absolute value (fraction) over
