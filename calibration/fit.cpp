@@ -80,11 +80,7 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
       sim::track_temp(trace_);
       sim::write_text_atomically(trace_, [&](std::ostream& out) {
         out << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
-        for (const auto& row : bench_->trace) {
-          char buf[96];
-          std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
-          out << buf;
-        }
+        for (const auto& row : bench_->trace) out << sim::trace_row(row);
       });
       scenario_["workload"]["path"] = trace_;
     }
@@ -339,11 +335,12 @@ FitResult fit_runs(const std::vector<std::unique_ptr<FitRun>>& runs, const FitOp
 std::string calibration_text(const FitResult& r, const std::vector<std::unique_ptr<FitRun>>& runs,
                              const std::string& command) {
   std::ostringstream o;
-  o << "# kvfleet calibration: the fitted cost model of " << r.gpu
-    << " corrected by measured runs.\n# Written by: " << command << "\n# Runs (mean absolute "
+  o << "# kvfleet calibration: the fitted cost model of " << sim::comment_line(r.gpu)
+    << " corrected by measured runs.\n# Written by: " << sim::comment_line(command)
+    << "\n# Runs (mean absolute "
     << "error of the replay before -> after the fit):\n";
   for (std::size_t i = 0; i < runs.size(); ++i)
-    o << "#   " << runs[i]->path() << " (" << runs[i]->format() << ", TP "
+    o << "#   " << sim::comment_line(runs[i]->path()) << " (" << runs[i]->format() << ", TP "
       << runs[i]->tensor_parallel() << "): " << fmt("%.1f%%", 100 * r.before[i]) << " -> "
       << fmt("%.1f%%", 100 * r.after[i]) << "\n";
   if (!r.not_exercised.empty()) {

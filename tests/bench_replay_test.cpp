@@ -65,6 +65,22 @@ TEST_F(Cli, InferencePerfFolderReplaysEachStageAndTheWholeRun) {
   EXPECT_THAT(o.text, HasSubstr("| E2E (s) | mean | 0.808 |"));
 }
 
+TEST_F(Cli, AResultPathWithANewlineWritesOneCommentLine) {
+  // A file name is text, not YAML: --write-scenario's header says it on one line.
+  const fs::path dir = path("evil\nclient: {timeout_s: 0.001}\n#");
+  fs::create_directories(dir);
+  fs::copy_file(kData + "/vllm-bench/detailed.json", dir / "detailed.json");
+  const auto o = kvfleet("replay '" + (dir / "detailed.json").string() +
+                         "' --gpu H100-SXM -q --write-scenario " + path("w.yaml"));
+  ASSERT_EQ(o.status, 0) << o.text;
+  const std::string w = slurp(path("w.yaml"));
+  EXPECT_THAT(w, HasSubstr("evil\\x0aclient"));
+  std::istringstream lines(w);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("timeout_s: 0.001") != std::string::npos)
+      EXPECT_EQ(line.rfind("# ", 0), 0u) << "the name became YAML: " << line;
+}
+
 TEST_F(Cli, AnInferencePerfConcurrentLoadReplaysEachStagesConcurrency) {
   // load.type concurrent: each stage's num_requests at most concurrency_level in flight.
   const auto run = copy_folder(kData + "/inference-perf-shared-prefix", path("ip"));
@@ -291,6 +307,16 @@ INSTANTIATE_TEST_SUITE_P(
                "\"itls\": [[0.007537",
                "\"itls\": [[[0.1], 0.007537",
                {"detailed.json", "itls[0]"}},
+        Damage{"NegativeRequestRate",
+               "detailed.json",
+               "\"request_rate\": 2.0",
+               "\"request_rate\": -2",
+               {"detailed.json", "request_rate"}},
+        Damage{"RequestRateBeyondAnyClock",
+               "detailed.json",
+               "\"request_rate\": 2.0",
+               "\"request_rate\": 1e-300",
+               {"detailed.json", "request_rate"}},
         Damage{"NotJson", "detailed.json", "{\"date\"", "{\"ttft_ms\" \"date\"", {"detailed.json"}},
         Damage{"GuideLlmPromptTokensAsText",
                "guidellm.json",

@@ -143,7 +143,7 @@ int cmd_model_from_hf(const std::vector<std::string>& args) {
     name = p.filename().string();
   }
   ModelSpec m = read_hf_config(path, name);
-  std::cout << "# " << m.source << "\nmodels:\n";
+  std::cout << "# " << comment_line(m.source) << "\nmodels:\n";
   YAML::Node entry = config::Writer::write(m);
   entry.remove("hf_config");
   YAML::Node list(YAML::NodeType::Sequence);

@@ -90,11 +90,7 @@ BenchOptions bench_options(const po::variables_map& vm, const std::string& path,
 void write_trace_csv(const std::string& file, const std::vector<std::array<double, 3>>& trace) {
   write_text_atomically(file, [&](std::ostream& o) {
     o << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
-    char buf[96];
-    for (const auto& row : trace) {
-      std::snprintf(buf, sizeof buf, "%.6f,%.0f,%.0f\n", row[0], row[1], row[2]);
-      o << buf;
-    }
+    for (const auto& row : trace) o << trace_row(row);
   });
 }
 
@@ -227,7 +223,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
     ey.SetDoublePrecision(12);
     ey << plan.scenario;
     write_text_atomically(out_yaml, [&](std::ostream& o) {
-      o << "# kvfleet replay of the " << plan.format << " result " << path << "\n"
+      o << "# kvfleet replay of the " << plan.format << " result " << comment_line(path) << "\n"
         << ey.c_str() << "\n";
     });
   }
@@ -271,6 +267,11 @@ void print_replay_help(const po::options_description& opts) {
 
 // Options that contradict each other, or name nothing, are refused before any work.
 void check_replay_options(const po::variables_map& vm, const std::string& profile) {
+  if (vm.count("calibration") &&
+      (vm.count("profile") ||
+       (vm.count("cost-model") && vm["cost-model"].as<std::string>() != "fitted")))
+    throw InputError("--calibration", "",
+                     "corrects the fitted cost model: leave out --profile and --cost-model");
   if (vm.count("cost-model") && vm["cost-model"].as<std::string>().empty())
     throw InputError("--cost-model", "",
                      "is empty: name roofline or fitted, or leave the option out for the "
@@ -347,8 +348,8 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
     YAML::Emitter em;
     em.SetDoublePrecision(12);
     em << y;
-    plan.yaml = std::string("# kvfleet replay of ") + ro.run_dir + " with the calibration " + f +
-                "\n" + em.c_str() + "\n";
+    plan.yaml = "# kvfleet replay of " + comment_line(ro.run_dir) + " with the calibration " +
+                comment_line(f) + "\n" + em.c_str() + "\n";
     plan.notes.push_back("cost model, frontend and link: as calibrated by " + f);
   }
   OutputSet outputs;
@@ -462,11 +463,6 @@ int cmd_replay(const std::vector<std::string>& args) {
   check_replay_options(vm, profile);
   const std::string run = vm["run_dir"].as<std::string>();
   check_outputs_are_not_inputs(vm, run, profile, write);
-  if (vm.count("calibration") &&
-      (vm.count("profile") ||
-       (vm.count("cost-model") && vm["cost-model"].as<std::string>() != "fitted")))
-    throw InputError("--calibration", "",
-                     "corrects the fitted cost model: leave out --profile and --cost-model");
   const std::string cost_model = vm.count("calibration")  ? std::string("fitted")
                                  : vm.count("cost-model") ? vm["cost-model"].as<std::string>()
                                                           : std::string();

@@ -12,4 +12,8 @@ namespace kvfleet::sim {
 // regular file); removes the temporary file on any exception from `fill` and on SIGINT/SIGTERM.
 void write_text_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill);
 
+// `text` made safe to follow "# " on one line of a generated file (YAML, CSV): every control
+// character (a newline in a file name, say) written as \xNN, so that no input can add a line.
+std::string comment_line(const std::string& text);
+
 }  // namespace kvfleet::sim

@@ -57,6 +57,12 @@ LatencyStats weighted_stats(std::vector<std::pair<double, double>> vw) {
 
 }  // namespace
 
+std::string trace_row(const std::array<double, 3>& row) {
+  char buf[128];  // three %.17g numbers take at most 3 x 24 characters
+  std::snprintf(buf, sizeof buf, "%.17g,%.17g,%.17g\n", row[0], row[1], row[2]);
+  return buf;
+}
+
 BenchReplay plan_bench_replay(const BenchOptions& opts) {
   const LocatedResult where = locate_result(opts.path);
   BenchOptions o = opts;

@@ -71,6 +71,10 @@ struct BenchOptions {
 // Throws InputError naming the file and key that is missing or unusable.
 BenchReplay plan_bench_replay(const BenchOptions& opts);
 
+// One row of the replay's trace as its Vidur-format CSV holds it (arrival s, input, output
+// tokens; newline included), every value whole whatever its size.
+std::string trace_row(const std::array<double, 3>& row);
+
 // The comparison of each group, measured against the simulated requests of that group, as a
 // Markdown table; `mean_abs_error` receives the mean |error| over every statistic compared.
 std::string bench_comparison(const BenchReplay& plan, const Scenario& sc, const RunResult& r,

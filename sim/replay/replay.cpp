@@ -1,6 +1,7 @@
 // A measured vLLM run's folder as a scenario: the engine's settings from meta.json (as
 // resolved where recorded), the GPU and weights (run_gpu.cpp), the arrivals from requests.jsonl.
 #include "sim/replay/replay.h"
+#include "sim/io/text_file.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -220,7 +221,7 @@ std::string replay_yaml(const ReplayOptions& o, const fs::path& dir, const fs::p
   YAML::Emitter em;
   em.SetDoublePrecision(17);
   em << sc;
-  return "# Replay of " + fs::absolute(dir).lexically_normal().string() +
+  return "# Replay of " + comment_line(fs::absolute(dir).lexically_normal().string()) +
          " (kvfleet replay): every setting from the run's own files.\n" + em.c_str() + "\n";
 }
 

@@ -57,7 +57,12 @@ double request_rate(const JsonObject& r) {
   if (v == nullptr || (v->is_string() && v->get<std::string>() == "inf")) return INFINITY;
   if (v->is_string() && v->get<std::string>() == "Infinity") return INFINITY;
   if (!v->is_number()) r.fail("request_rate", "must be a number or \"inf\"");
-  return v->get<double>();
+  const double rate = v->get<double>();
+  // vllm bench sends at a positive rate or all at once; a rate below one request a year (or
+  // NaN) would place arrivals beyond any clock.
+  if (!(rate >= 3.2e-8) || rate > 1e9)
+    r.fail("request_rate", "must be from 3.2e-8 (one a year) to 1e9 requests/s, or \"inf\"");
+  return rate;
 }
 
 MeasuredStats stats_of(std::vector<double> v) {
@@ -171,6 +176,12 @@ void trace_requests(const JsonObject& r, const PerRequest& d, const std::vector<
     if (r.has("failed") && t > 0)
       for (double& a : at) a *= static_cast<double>(n) / rate_in / t;
   }
+  // The trace's clock: a run of more than 116 days is no benchmark (and beyond the simulator's).
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(at[i] <= 1e7))
+      r.fail(recorded ? "start_times" : "request_rate",
+             "places request " + std::to_string(i) + " " + fmt("%g", at[i]) +
+                 " s after the first: a benchmark of more than 116 days is not replayed");
   std::size_t n_failed = 0;
   for (std::size_t i = 0; i < n; ++i) {
     n_failed += failed[i];
