@@ -74,10 +74,18 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
     scenario_ = YAML::Clone(bench_->scenario);
     format_ = bench_->format;
     if (!bench_->trace.empty()) {
-      trace_ = (fs::temp_directory_path() / ("kvfleet-fit-" + std::to_string(getpid()) + "-" +
-                                             std::to_string(trace_counter++) + ".trace.csv"))
-                   .string();
-      sim::track_temp(trace_);
+      // In a folder of this process's own, which the next fit removes if this one is killed
+      // outright (sim/io/temp_files.h).
+      const std::string base = (fs::temp_directory_path() / "kvfleet-fit").string();
+      const std::string folder = sim::temp_name(base);
+      if (trace_counter == 0) {
+        sim::remove_stale_temps(base);
+        sim::track_temp(folder, true);
+      }
+      std::error_code ec;
+      fs::create_directories(folder, ec);
+      if (ec) throw InputError(folder, "", "cannot be created (TMPDIR): " + ec.message());
+      trace_ = (fs::path(folder) / ("trace-" + std::to_string(trace_counter++) + ".csv")).string();
       sim::write_text_atomically(trace_, [&](std::ostream& out) {
         out << "arrived_at,num_prefill_tokens,num_decode_tokens\n";
         for (const auto& row : bench_->trace) out << sim::trace_row(row);
@@ -98,7 +106,12 @@ FitRun::~FitRun() {
   if (trace_.empty()) return;
   std::error_code ec;
   fs::remove(trace_, ec);
-  sim::forget_temp(trace_);
+  // The folder goes with the last trace in it.
+  const fs::path folder = fs::path(trace_).parent_path();
+  if (fs::is_empty(folder, ec) && !ec) {
+    fs::remove(folder, ec);
+    sim::forget_temp(folder.string());
+  }
 }
 
 double FitRun::error(const YAML::Node& calibration) const {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -128,6 +129,24 @@ TEST_F(Cli, FitOfTwoRunsScoresEachWithTheOthersFit) {
   }
   EXPECT_THAT(fit.text, HasSubstr("leave-one-out: fitting without"));
   EXPECT_TRUE(fs::exists(path("cal.yaml")));
+}
+
+TEST_F(Cli, TracesLeftByAKilledReplayOrFitGoWithTheNextOne) {
+  // A replay's and a fit's traces live in TMPDIR/kvfleet-{replay,fit}.tmp-PID; a process killed
+  // outright leaves its folder, which the next one removes; a finished one leaves nothing.
+  const fs::path tmp = path("tmp");
+  fs::create_directories(tmp / "kvfleet-replay.tmp-999999");
+  fs::create_directories(tmp / "kvfleet-fit.tmp-999998");
+  std::ofstream(tmp / "kvfleet-replay.tmp-999999" / "trace.csv") << "left by kill -9\n";
+  const std::string env = "TMPDIR=" + tmp.string() + " ";
+  const std::string bench = kBench + "/vllm-bench/detailed.json --gpu H100-SXM";
+  const auto replay = testing::run_tool("kvfleet", "replay " + bench + " -q", env);
+  ASSERT_EQ(replay.status, 0) << replay.text;
+  EXPECT_FALSE(fs::exists(tmp / "kvfleet-replay.tmp-999999"));
+  const auto fit = testing::run_tool(
+      "kvfleet-calibrate", "fit " + bench + " --max-evals 20 --out " + path("cal.yaml"), env);
+  ASSERT_EQ(fit.status, 0) << fit.text;
+  EXPECT_TRUE(fs::is_empty(tmp)) << "left in TMPDIR: " << fs::directory_iterator(tmp)->path();
 }
 
 TEST_F(Cli, FitRefusesRunsOfTwoGpusAndWritesNothing) {

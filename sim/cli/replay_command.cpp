@@ -95,16 +95,28 @@ void write_trace_csv(const std::string& file, const std::vector<std::array<doubl
 }
 
 // The trace the scenario reads, for this run: a temporary removed when the command ends.
+// It lives in a folder of this process's own, TMPDIR/kvfleet-replay.tmp-PID, which the next
+// replay removes if this process is killed outright (temp_files.h).
 struct TempTrace {
-  std::string path;
+  std::string folder, path;
   TempTrace() = default;
   TempTrace(const TempTrace&) = delete;
   TempTrace& operator=(const TempTrace&) = delete;
-  ~TempTrace() {
-    if (path.empty()) return;
+  void create() {
+    const std::string base = (std::filesystem::temp_directory_path() / "kvfleet-replay").string();
+    remove_stale_temps(base);
+    folder = temp_name(base);
+    track_temp(folder, true);
     std::error_code ec;
-    std::filesystem::remove(path, ec);
-    forget_temp(path);
+    std::filesystem::create_directories(folder, ec);
+    if (ec) throw InputError(folder, "", "cannot be created (TMPDIR): " + ec.message());
+    path = (std::filesystem::path(folder) / "trace.csv").string();
+  }
+  ~TempTrace() {
+    if (folder.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(folder, ec);
+    forget_temp(folder);
   }
 };
 
@@ -197,10 +209,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   }
   TempTrace run_trace;
   if (!plan.trace.empty()) {
-    run_trace.path = (std::filesystem::temp_directory_path() /
-                      ("kvfleet-replay-" + std::to_string(getpid()) + ".trace.csv"))
-                         .string();
-    track_temp(run_trace.path);
+    run_trace.create();
     write_trace_csv(run_trace.path, plan.trace);
     plan.scenario["workload"]["path"] = run_trace.path;
   }
