@@ -132,6 +132,39 @@ TEST(VllmDefaults, CudaGraphSizesFollowTheReleaseAndMaxNumSeqs) {
   EXPECT_EQ(big[big.size() - 2], 496);  // steps of 16 above 256
 }
 
+// The CUDA-graph sizes a replay prices token-wise operations at, from each way a server is told.
+std::string graphs_of(const std::string& text, const std::string& file) {
+  const EngineArgs a = parse_engine_args(text, file);
+  const VllmRelease r = choose_vllm_release("0.15.1", &a, "", "");
+  YAML::Node pool(YAML::NodeType::Map);
+  const EngineSettingsOut out =
+      apply_engine_settings(&a, r, VllmServerContext{80, "H100-SXM", 1}, 0, true, pool);
+  for (const ReplaySetting& st : out.settings)
+    if (st.key == "CUDA graphs") return "off";
+  std::string sizes;
+  for (const auto& x : pool["cost_model"]["cuda_graph_sizes"]) sizes += x.as<std::string>() + " ";
+  return sizes;
+}
+
+TEST(EngineArgs, CompilationConfigSetsTheGraphsInEveryForm) {
+  EXPECT_EQ(
+      graphs_of("vllm serve m --compilation-config '{\"cudagraph_capture_sizes\": [1, 2, 4]}'\n",
+                "a.sh"),
+      "1 2 4 ");
+  EXPECT_EQ(graphs_of("compilation_config:\n  cudagraph_capture_sizes: [1, 8]\n", "a.yaml"),
+            "1 8 ");
+  EXPECT_EQ(graphs_of("vllm serve m --cudagraph-capture-sizes '[2, 4]'\n", "a.sh"), "2 4 ");
+  EXPECT_EQ(
+      graphs_of("vllm serve m --compilation-config '{\"cudagraph_mode\": \"NONE\"}'\n", "a.sh"),
+      "off");
+  EXPECT_EQ(graphs_of("vllm serve m --enforce-eager\n", "a.sh"), "off");
+  // A level (-O3) leaves the release's default sizes.
+  EXPECT_EQ(graphs_of("vllm serve m -O3\n", "a.sh"), graphs_of("vllm serve m\n", "a.sh"));
+  EXPECT_THROW(graphs_of("vllm serve m --compilation-config '[1'\n", "a.sh"), InputError);
+  EXPECT_THROW(graphs_of("compilation_config:\n  cudagraph_capture_sizes: [0]\n", "a.yaml"),
+               InputError);
+}
+
 TEST(VllmRelease, CommandLineThenArgumentsThenRecordThenNewestSaidSo) {
   EngineArgs a = parse_engine_args("pip install vllm==0.11.0\nvllm serve m\n", "s.sh");
   EXPECT_EQ(choose_vllm_release("0.15.1", &a, "0.9.0", "r").version.text, "0.15.1");

@@ -146,26 +146,56 @@ void apply_graphs(const EngineArgs* args, const VllmRelease& release, YAML::Node
                   EngineSettingsOut& out) {
   const EngineArg* eager = args ? args->find("enforce_eager") : nullptr;
   const EngineArg* sizes = args ? args->find("cudagraph_capture_sizes") : nullptr;
+  const EngineArg* comp = args ? args->find("compilation_config") : nullptr;
   if (eager && as_bool(*eager)) {
     out.settings.push_back({"CUDA graphs", "off", source(*eager)});
     return;
   }
-  if (sizes) {
-    nlohmann::json j;
+  // compilation_config (a JSON mapping on the command line, a mapping in a file, or a level such
+  // as -O3, which leaves the graphs as they are): its cudagraph_capture_sizes, and
+  // cudagraph_mode NONE (no graphs).
+  nlohmann::json cc;
+  if (comp && !sizes) {
     try {
-      j = nlohmann::json::parse(sizes->value);
+      cc = nlohmann::json::parse(comp->value);
     } catch (const std::exception&) {
     }
-    if (!j.is_array() || j.empty()) refuse(*sizes, "must be a list of token counts");
+    if (cc.is_number_integer()) cc = nlohmann::json::object();  // -O3: a compilation level
+    if (!cc.is_object())
+      refuse(*comp,
+             "must be a mapping (JSON on the command line), e.g. "
+             "'{\"cudagraph_capture_sizes\": [1, 2, 4, 8]}'");
+    if (cc.contains("cudagraph_mode") && cc["cudagraph_mode"].is_string() &&
+        cc["cudagraph_mode"].get<std::string>() == "NONE") {
+      out.settings.push_back({"CUDA graphs", "off", source(*comp) + " cudagraph_mode NONE"});
+      return;
+    }
+  }
+  const bool from_comp = !sizes && cc.is_object() && cc.contains("cudagraph_capture_sizes");
+  if (sizes || from_comp) {
+    const EngineArg& a = sizes ? *sizes : *comp;
+    nlohmann::json j;
+    if (sizes) {
+      try {
+        j = nlohmann::json::parse(sizes->value);
+      } catch (const std::exception&) {
+      }
+    } else {
+      j = cc["cudagraph_capture_sizes"];
+    }
+    if (!j.is_array() || j.empty())
+      refuse(a, std::string(from_comp ? "cudagraph_capture_sizes " : "") +
+                    "must be a list of token counts");
     YAML::Node list(YAML::NodeType::Sequence);
     for (const auto& x : j) {
       if (!x.is_number_integer() || x.get<long long>() < 1 || x.get<long long>() > 1 << 20)
-        refuse(*sizes, "must hold whole numbers from 1 to 1048576, not " + x.dump());
+        refuse(a, "must hold whole numbers from 1 to 1048576, not " + x.dump());
       list.push_back(x.get<long long>());
     }
     pool["cost_model"]["cuda_graph_sizes"] = list;
     out.settings.push_back({"pools[0].cost_model.cuda_graph_sizes",
-                            std::to_string(j.size()) + " capture sizes", source(*sizes)});
+                            std::to_string(j.size()) + " capture sizes",
+                            source(a) + (from_comp ? " cudagraph_capture_sizes" : "")});
     return;
   }
   const long long seqs = pool["engine"]["max_num_seqs"].as<long long>();
