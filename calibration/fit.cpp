@@ -60,13 +60,25 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
     sim::ReplayOptions ro;
     ro.run_dir = located.path;
     ro.model = o.model;
-    ro.gpu = o.gpu;
     ro.cost_model = "fitted";
     ro.model_config = o.model_config;
     ro.weight_dtype = o.weight_dtype;
-    const sim::ReplayPlan plan = sim::plan_replay(ro);
+    // A run folder records its GPU, and that record wins: --gpu names the GPU of benchmark
+    // results and lends its datasheet to a run folder only where the record matches no preset
+    // (another memory size, an unknown name), as `kvfleet replay --gpu` does.
+    const sim::ReplayPlan plan = [&] {
+      try {
+        return sim::plan_replay(ro);
+      } catch (const InputError& e) {
+        if (o.gpu.empty() || e.key() != "hardware") throw;
+        ro.gpu = o.gpu;
+        return sim::plan_replay(ro);
+      }
+    }();
     scenario_ = YAML::Load(plan.yaml);
+    datasheet_ = plan.gpu_datasheet;
     requests_ = (fs::path(located.path) / "requests.jsonl").string();
+    sim::read_measured(requests_, window_);  // a damaged file or an empty window, named now
     format_ = "run folder";
   } else {
     o.cost_model = "fitted";
@@ -99,6 +111,14 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
   if (bench_) bench_->scenario = YAML::Node();
   const YAML::Node pool = scenario_["pools"][0];
   gpu_ = pool["gpu"] ? pool["gpu"].as<std::string>() : "H100-SXM";
+  // A run folder replayed on a preset's datasheet with the run's own memory (--gpu naming a
+  // preset of other memory) is a fit of that preset: the file applies to its pools. A GPU that
+  // no datasheet prices could not be told from another such GPU nor used by a pool.
+  if (gpu_ == "replay-gpu" && !datasheet_.empty()) gpu_ = datasheet_;
+  if (gpu_ == "replay-gpu")
+    throw InputError(path_, "",
+                     "runs on a GPU kvfleet has no preset for (replayed as replay-gpu): a "
+                     "calibration is of a preset GPU (give --gpu if it is one)");
   tp_ = pool["tensor_parallel"] ? pool["tensor_parallel"].as<int>() : 1;
 }
 
@@ -117,7 +137,8 @@ FitRun::~FitRun() {
 double FitRun::error(const YAML::Node& calibration) const {
   YAML::Node sc = YAML::Load(scenario_text_);
   if (calibration && calibration.IsMap())
-    sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]");
+    sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]",
+                           datasheet_);
   try {
     const sim::Scenario s = sim::load_scenario_text(emit(sc), "<fit of " + path_ + ">", ".", {});
     sim::Simulation simulation(s);
@@ -258,12 +279,19 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
   s.objective = objective(s.x, &base);
   // What the runs exercise: a parameter moved well off its prior must move some run's error.
   for (std::size_t i = 0; i < ps.size(); ++i) {
-    std::vector<double> x = s.x, moved;
-    x[i] = ps[i].form == Param::kFactor ? 0.7 : 2.0;
-    objective(x, &moved);
+    // Both ways: a factor on the side of a max() that is not the bottleneck moves nothing
+    // upward and may downward.
     double most = 0;
-    for (std::size_t k = 0; k < base.size(); ++k)
-      most = std::max(most, std::fabs(moved[k] - base[k]));
+    for (double probe : {+1.0, -1.0}) {
+      std::vector<double> x = s.x, moved;
+      x[i] = std::clamp(probe * (ps[i].form == Param::kFactor ? 0.7 : 2.0), ps[i].lo, ps[i].hi);
+      if (x[i] == s.x[i]) continue;
+      objective(x, &moved);
+      for (std::size_t k = 0; k < base.size(); ++k) {
+        const double d = std::fabs(moved[k] - base[k]);
+        most = std::max(most, std::isfinite(d) ? d : 1.0);  // a change to +inf is a change
+      }
+    }
     if (most < 2e-4) {
       s.on[i] = false;
       s.not_exercised.push_back(ps[i].name);
@@ -316,6 +344,13 @@ FitResult fit_runs(const std::vector<std::unique_ptr<FitRun>>& runs, const FitOp
   for (const auto& run : runs) all.push_back(run.get());
 
   r.before = errors(all, YAML::Node());
+  // A run the replay cannot score (no request simulated to compare, a window beyond it) would
+  // make every candidate equal: refused by name instead of a fit that moves nothing.
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (!std::isfinite(r.before[i]))
+      throw InputError(runs[i]->path(), "",
+                       "its replay compares no statistic (kvfleet replay " + runs[i]->path() +
+                           " says why): nothing to fit it to");
   const Search s = search(all, r.gpu, ps, o, log);
   r.evaluations = s.evaluations;
   r.calibration = calibration_of(r.gpu, ps, s.x, s.on);

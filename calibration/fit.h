@@ -41,6 +41,7 @@ class FitRun {
 
  private:
   std::string path_, format_, gpu_, trace_, scenario_text_;
+  std::string datasheet_;  // the preset a run folder's replay-gpu is made of (ReplayPlan)
   int tp_ = 1;
   YAML::Node scenario_;
   std::unique_ptr<sim::BenchReplay> bench_;  // null for a run folder

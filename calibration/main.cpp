@@ -231,12 +231,23 @@ int cmd_fit(const std::vector<std::string>& args) {
   sim::BenchOptions base;
   opts.add_options()("out", po::value(&out)->required(), "calibration file to write (YAML)")(
       "gpu", po::value(&base.gpu),
-      "GPU preset of the runs (benchmark results do not record it; run folders do)")(
-      "model", po::value(&base.model), "model preset (default: matched from each run)")(
+      "GPU preset of the runs (benchmark results do not record it; a run folder's own "
+      "record wins where it matches a preset)")("model", po::value(&base.model),
+                                                "model preset (default: matched from each run)")(
       "vllm-version", po::value(&base.vllm_version),
       "the server's vLLM release where the runs do not record it")(
       "tool-version", po::value(&base.tool_version),
       "the load generator's latency definitions where the files do not tell them")(
+      "engine-args", po::value(&base.engine_args),
+      "benchmark results: the server's vLLM engine arguments (as kvfleet replay)")(
+      "tp", po::value(&base.tensor_parallel),
+      "benchmark results: tensor-parallel GPUs per replica")(
+      "benchmark", po::value(&base.benchmark),
+      "GuideLLM reports: which benchmark, from 0 (default: the last)")(
+      "model-config", po::value(&base.model_config),
+      "the model's Hugging Face config.json instead of a preset")(
+      "weight-dtype", po::value(&base.weight_dtype),
+      "weight precision where the runs' files do not tell it")(
       "regularisation", po::value<double>()->default_value(0.03),
       "weight of the pull toward the public fits: this × Σ ln(factor)² is added to the mean "
       "error (a fraction)")(
@@ -254,7 +265,16 @@ int cmd_fit(const std::vector<std::string>& args) {
   const auto paths = vm["run"].as<std::vector<std::string>>();
   if (max_evals < 20 || max_evals > 100000)
     throw sim::InputError("--max-evals", "", "must be from 20 to 100000");
-  check_out(out, paths);
+  const double reg = vm["regularisation"].as<double>();
+  if (!(reg >= 0 && reg <= 10))
+    throw sim::InputError("--regularisation", "", "must be from 0 to 10");
+  if (vm.count("tp") && (base.tensor_parallel < 1 || base.tensor_parallel > 64))
+    throw sim::InputError("--tp", "", "must be from 1 to 64");
+  if (vm.count("benchmark") && base.benchmark < 0)
+    throw sim::InputError("--benchmark", "", "must be 0 or more");
+  std::vector<std::string> inputs = paths;
+  for (const auto* f : {&base.engine_args, &base.model_config}) inputs.push_back(*f);
+  check_out(out, inputs);
   std::vector<std::unique_ptr<calibration::FitRun>> runs;
   for (const auto& p : paths) {
     sim::BenchOptions o = base;
@@ -267,9 +287,7 @@ int cmd_fit(const std::vector<std::string>& args) {
   calibration::FitOptions fo;
   fo.max_evaluations = max_evals;
   fo.leave_one_out = !vm.count("no-leave-one-out");
-  fo.regularisation = vm["regularisation"].as<double>();
-  if (!(fo.regularisation >= 0 && fo.regularisation <= 10))
-    throw sim::InputError("--regularisation", "", "must be from 0 to 10");
+  fo.regularisation = reg;
   std::cout << "kvfleet-calibrate fit: " << runs.size() << " run(s) on " << runs.front()->gpu()
             << ", the fitted cost model regularised toward the public fits\n";
   const calibration::FitResult r = calibration::fit_runs(runs, fo, std::cout);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -147,6 +148,37 @@ TEST_F(Cli, TracesLeftByAKilledReplayOrFitGoWithTheNextOne) {
       "kvfleet-calibrate", "fit " + bench + " --max-evals 20 --out " + path("cal.yaml"), env);
   ASSERT_EQ(fit.status, 0) << fit.text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "left in TMPDIR: " << fs::directory_iterator(tmp)->path();
+}
+
+TEST_F(Cli, ARunOnAGpuWithoutAPresetFitsTheDatasheetItIsGiven) {
+  // A run folder whose GPU matches no preset replays on the datasheet --gpu names (with the
+  // run's memory); the fit is of that preset, and the file applies to the replay and to a pool.
+  const std::string run = reference_file("validation/vllm-0.19-rtx4090-llama-3.1-8b");
+  if (run.empty()) GTEST_SKIP() << "../shared/reference is absent: no measured run to fit";
+  const fs::path dir = path("acme");
+  fs::create_directories(dir);
+  for (const char* f : {"requests.jsonl", "config.json"}) fs::copy_file(fs::path(run) / f, dir / f);
+  std::ifstream in(fs::path(run) / "meta.json");
+  std::string meta((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  meta.replace(meta.find("NVIDIA GeForce RTX 4090"), 23, "Acme Accelerator X1");
+  std::ofstream(dir / "meta.json") << meta;
+  std::ifstream cin(fs::path(run) / "config.json");
+  std::string cfg((std::istreambuf_iterator<char>(cin)), std::istreambuf_iterator<char>());
+  cfg.replace(cfg.find("\"RTX4090\""), 9, "\"AcmeX1\"");
+  std::ofstream(dir / "config.json") << cfg;
+  const auto bare = calibrate("fit " + dir.string() + " --out " + path("cal.yaml"));
+  EXPECT_EQ(bare.status, 2) << bare.text;
+  EXPECT_THAT(bare.text, HasSubstr("matches no GPU preset"));
+  const auto fit =
+      calibrate("fit " + dir.string() + " --gpu RTX-4090 --max-evals 20 --no-leave-one-out --out " +
+                path("cal.yaml"));
+  ASSERT_EQ(fit.status, 0) << fit.text;
+  std::ifstream cal(path("cal.yaml"));
+  const std::string text((std::istreambuf_iterator<char>(cal)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("gpu: RTX-4090"));
+  const auto replay = testing::run_tool(
+      "kvfleet", "replay " + dir.string() + " --gpu RTX-4090 -q --calibration " + path("cal.yaml"));
+  EXPECT_EQ(replay.status, 0) << replay.text;
 }
 
 TEST_F(Cli, FitRefusesRunsOfTwoGpusAndWritesNothing) {

@@ -353,7 +353,8 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
   if (vm.count("calibration")) {
     const std::string f = vm["calibration"].as<std::string>();
     YAML::Node y = YAML::Load(plan.yaml);
-    apply_calibration(y["pools"][0], read_calibration_file(f), f, "--calibration");
+    apply_calibration(y["pools"][0], read_calibration_file(f), f, "--calibration",
+                      plan.gpu_datasheet);
     YAML::Emitter em;
     em.SetDoublePrecision(12);
     em << y;

@@ -56,11 +56,11 @@ YAML::Node read_calibration_file(const std::string& path) {
 }
 
 void apply_calibration(YAML::Node pool, const YAML::Node& calibration, const std::string& file,
-                       const std::string& where) {
+                       const std::string& where, const std::string& datasheet) {
   const std::string gpu = calibration["gpu"].as<std::string>();
   if (!pool["gpu"]) {
     pool["gpu"] = gpu;
-  } else if (pool["gpu"].as<std::string>() != gpu) {
+  } else if (pool["gpu"].as<std::string>() != gpu && datasheet != gpu) {
     throw InputError(where, "calibration",
                      file + " was fitted on " + gpu + " runs, but the pool's gpu is " +
                          pool["gpu"].as<std::string>());
@@ -75,7 +75,10 @@ void apply_calibration(YAML::Node pool, const YAML::Node& calibration, const std
                        "is '" + impl + "', but the calibration " + file +
                            " corrects the fitted cost model: leave cost_model out or make it "
                            "fitted");
-    if (cm.IsScalar()) pool.remove("cost_model");
+    if (cm.IsScalar()) {  // `cost_model: fitted` becomes the mapping the file's keys go under
+      pool.remove("cost_model");
+      pool["cost_model"]["impl"] = "fitted";
+    }
   }
   merge_under(pool, calibration["pool"]);
 }

@@ -19,8 +19,10 @@ YAML::Node read_calibration_file(const std::string& path);
 // Merges the file's pool settings under `pool` (a scenario's pools[i] mapping): every key the
 // pool sets stays; the pool's gpu must be the file's (a pool without one takes it), and its
 // cost model, where it names one, must be `fitted`. `where` names the pool in messages
-// ("scenario.yaml: pools[0]").
+// ("scenario.yaml: pools[0]"). `datasheet`, where given, is the preset the pool's GPU is made
+// of (a replay's `replay-gpu`: that preset's datasheet with the run's memory): a file fitted on
+// that preset applies to it.
 void apply_calibration(YAML::Node pool, const YAML::Node& calibration, const std::string& file,
-                       const std::string& where);
+                       const std::string& where, const std::string& datasheet = "");
 
 }  // namespace kvfleet::sim

@@ -243,6 +243,18 @@ TEST(CalibrationFile, APoolTakesItsSettingsUnderItsOwn) {
   EXPECT_NE(own.resolved_yaml.find("request_s: 0.02"), std::string::npos);
   EXPECT_NE(own.resolved_yaml.find("gemm_bandwidth: 0.8"), std::string::npos);
   EXPECT_EQ(own.resolved_yaml.find("step_overhead_s: 0.002"), std::string::npos);
+  // `cost_model: fitted` written as a word stays the fitted model, whatever the file holds.
+  std::ofstream(dir / "frontend.yaml") << "kvfleet_calibration: 1\ngpu: H100-SXM\npool:\n"
+                                          "  frontend: {request_s: 0.01}\n";
+  for (const char* file : {"cal.yaml", "frontend.yaml"}) {
+    const Scenario word = load_scenario_text(wl +
+                                                 "pools:\n  - model: Llama-3.1-8B\n"
+                                                 "    cost_model: fitted\n    calibration: " +
+                                                 std::string(file) + "\n",
+                                             "s.yaml", dir.string(), {});
+    EXPECT_NE(word.resolved_yaml.find("impl: fitted"), std::string::npos) << file << "\n"
+                                                                          << word.resolved_yaml;
+  }
   // Another GPU, another cost model, or not a calibration file: named errors.
   auto error_of = [&](const std::string& yaml) {
     try {

@@ -158,6 +158,14 @@ TEST(EngineArgs, CompilationConfigSetsTheGraphsInEveryForm) {
       graphs_of("vllm serve m --compilation-config '{\"cudagraph_mode\": \"NONE\"}'\n", "a.sh"),
       "off");
   EXPECT_EQ(graphs_of("vllm serve m --enforce-eager\n", "a.sh"), "off");
+  EXPECT_EQ(graphs_of("vllm serve m -O.cudagraph_mode=none\n", "a.sh"), "off");
+  EXPECT_EQ(graphs_of("vllm serve m -O.cudagraph_capture_sizes=[1,4] -O.level=3\n", "a.sh"),
+            "1 4 ");
+  // The sizes given apart, and the mode NONE in the mapping: no graphs.
+  EXPECT_EQ(graphs_of("vllm serve m --cudagraph-capture-sizes '[2]' --compilation-config "
+                      "'{\"cudagraph_mode\": \"NONE\"}'\n",
+                      "a.sh"),
+            "off");
   // A level (-O3) leaves the release's default sizes.
   EXPECT_EQ(graphs_of("vllm serve m -O3\n", "a.sh"), graphs_of("vllm serve m\n", "a.sh"));
   EXPECT_THROW(graphs_of("vllm serve m --compilation-config '[1'\n", "a.sh"), InputError);

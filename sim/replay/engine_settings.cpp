@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -141,37 +142,59 @@ std::string scalar_text(const YAML::Node& v) {
   return em.c_str();
 }
 
+// compilation_config, every form merged in order: a JSON mapping (command line) or mapping
+// (file), -O3 (a level: the graphs as they are), -O.key=value (one key). `last` is the last
+// argument that set it (nullptr when none did).
+nlohmann::json compilation_config(const EngineArgs* args, const EngineArg*& last) {
+  nlohmann::json cc = nlohmann::json::object();
+  for (const EngineArg& a : args ? args->args : std::vector<EngineArg>{}) {
+    if (a.key != "compilation_config") continue;
+    last = &a;
+    nlohmann::json j;
+    if (!a.value.empty() && a.value[0] == '.' && a.value.find('=') != std::string::npos) {
+      const auto eq = a.value.find('=');
+      const std::string v = a.value.substr(eq + 1);
+      try {
+        j[a.value.substr(1, eq - 1)] = nlohmann::json::parse(v);
+      } catch (const std::exception&) {
+        j[a.value.substr(1, eq - 1)] = v;
+      }
+    } else {
+      try {
+        j = nlohmann::json::parse(a.value);
+      } catch (const std::exception&) {
+      }
+      if (j.is_number_integer()) j = nlohmann::json::object();
+    }
+    if (!j.is_object())
+      refuse(a,
+             "must be a mapping (JSON on the command line, e.g. "
+             "'{\"cudagraph_capture_sizes\": [1, 2, 4, 8]}'), a level (-O3) or -O.key=value");
+    for (auto it = j.begin(); it != j.end(); ++it) cc[it.key()] = it.value();
+  }
+  return cc;
+}
+
 // CUDA graphs for the cost models that pad a step to a capture size.
 void apply_graphs(const EngineArgs* args, const VllmRelease& release, YAML::Node pool,
                   EngineSettingsOut& out) {
   const EngineArg* eager = args ? args->find("enforce_eager") : nullptr;
   const EngineArg* sizes = args ? args->find("cudagraph_capture_sizes") : nullptr;
-  const EngineArg* comp = args ? args->find("compilation_config") : nullptr;
   if (eager && as_bool(*eager)) {
     out.settings.push_back({"CUDA graphs", "off", source(*eager)});
     return;
   }
-  // compilation_config (a JSON mapping on the command line, a mapping in a file, or a level such
-  // as -O3, which leaves the graphs as they are): its cudagraph_capture_sizes, and
-  // cudagraph_mode NONE (no graphs).
-  nlohmann::json cc;
-  if (comp && !sizes) {
-    try {
-      cc = nlohmann::json::parse(comp->value);
-    } catch (const std::exception&) {
-    }
-    if (cc.is_number_integer()) cc = nlohmann::json::object();  // -O3: a compilation level
-    if (!cc.is_object())
-      refuse(*comp,
-             "must be a mapping (JSON on the command line), e.g. "
-             "'{\"cudagraph_capture_sizes\": [1, 2, 4, 8]}'");
-    if (cc.contains("cudagraph_mode") && cc["cudagraph_mode"].is_string() &&
-        cc["cudagraph_mode"].get<std::string>() == "NONE") {
+  const EngineArg* comp = nullptr;
+  const nlohmann::json cc = compilation_config(args, comp);
+  if (comp && cc.contains("cudagraph_mode") && cc["cudagraph_mode"].is_string()) {
+    std::string mode = cc["cudagraph_mode"].get<std::string>();
+    for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (mode == "NONE") {
       out.settings.push_back({"CUDA graphs", "off", source(*comp) + " cudagraph_mode NONE"});
       return;
     }
   }
-  const bool from_comp = !sizes && cc.is_object() && cc.contains("cudagraph_capture_sizes");
+  const bool from_comp = !sizes && comp && cc.contains("cudagraph_capture_sizes");
   if (sizes || from_comp) {
     const EngineArg& a = sizes ? *sizes : *comp;
     nlohmann::json j;

@@ -329,6 +329,8 @@ ReplayPlan build_plan(const ReplayOptions& o) {
   std::string run_gpu;
   const GpuSpec* gpu = choose_gpu(o, meta, cluster, custom_gpu, run_gpu, note);
   if (!o.profile.empty()) check_profile_gpu(o.profile, run_gpu, note);
+  // Without a preset, the datasheet --gpu named (choose_gpu refused any other), if any.
+  plan.gpu_datasheet = gpu ? gpu->name : o.gpu.empty() ? "" : named(gpu_presets(), o.gpu)->name;
 
   const RunEngine e = read_engine(mf, meta, cf, cluster, meta_path);
   plan.yaml = replay_yaml(o, dir, req, model_name, weight_dtype, gpu, custom_gpu, e);

@@ -30,6 +30,9 @@ struct ReplayOptions {
 struct ReplayPlan {
   std::string yaml;
   std::vector<std::string> notes;
+  // The preset whose datasheet prices the replay's GPU: the preset itself, or the `replay-gpu`
+  // made of it (--gpu) with the run's memory; "" for a GPU that only a profile prices.
+  std::string gpu_datasheet;
 };
 // The model preset one of whose names the text (a Hugging Face id, a served model name) holds,
 // the longest such name winning; nullptr when none does.
