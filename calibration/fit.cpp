@@ -137,8 +137,7 @@ FitRun::~FitRun() {
 double FitRun::error(const YAML::Node& calibration) const {
   YAML::Node sc = YAML::Load(scenario_text_);
   if (calibration && calibration.IsMap())
-    sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]",
-                           datasheet_);
+    sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]", datasheet_);
   try {
     const sim::Scenario s = sim::load_scenario_text(emit(sc), "<fit of " + path_ + ">", ".", {});
     sim::Simulation simulation(s);
