@@ -3,6 +3,7 @@
 // `kvfleet run` prints for the same scenario and load, a sweep cancels mid-run, and a bad file
 // or value leaves the previous state. Saves a screenshot when KVFLEET_SCREENSHOT names a file.
 #include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
 #include <QtCharts/QAbstractAxis>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -1361,6 +1362,50 @@ class GuiTest : public QObject {
     w.cancelSweep();
     QVERIFY(wait_finished(w, 60000));
     QVERIFY(w.setField("pools[0].engine.max_num_seqs", "32"));
+  }
+
+  void aCalibrationFileCorrectsThePoolsCostModel() {
+    // What kvfleet-calibrate fit writes, taken by the pool on the panel: the cost model becomes
+    // `fitted` with the file's factors; another GPU's file is refused and nothing changes.
+    QTemporaryDir dir;
+    const QString cal = dir.filePath("cal.yaml");
+    std::ofstream(cal.toStdString())
+        << "kvfleet_calibration: 1\ngpu: H100-SXM\npool:\n"
+           "  cost_model: {impl: fitted, adjust: {gemm_bandwidth: 0.8}, step_overhead_s: 0.002}\n"
+           "  frontend: {request_s: 0.01}\n";
+    const QString other = dir.filePath("a100.yaml");
+    std::ofstream(other.toStdString()) << "kvfleet_calibration: 1\ngpu: A100-80GB\npool: {}\n";
+    MainWindow w;
+    QVERIFY(w.openScenario(KVFLEET_SOURCE_DIR "/scenarios/default.yaml"));
+    const std::string before = w.scenario().resolved_yaml;
+    QVERIFY(!w.calibratePool(other));
+    QVERIFY2(w.lastError().contains("A100-80GB"), qPrintable(w.lastError()));
+    QCOMPARE(w.scenario().resolved_yaml, before);
+    QVERIFY(!w.hasUnsavedChanges());
+    QVERIFY2(w.calibratePool(cal), qPrintable(w.lastError()));
+    const YAML::Node pool = YAML::Load(w.scenario().resolved_yaml)["pools"][0];
+    QCOMPARE(pool["cost_model"]["impl"].as<std::string>(), std::string("fitted"));
+    QCOMPARE(pool["cost_model"]["adjust"]["gemm_bandwidth"].as<double>(), 0.8);
+    QCOMPARE(pool["frontend"]["request_s"].as<double>(), 0.01);
+    QVERIFY(w.hasUnsavedChanges());
+    // A later edit keeps the calibration.
+    QVERIFY(w.setField("pools[0].engine.max_num_seqs", "64"));
+    QCOMPARE(
+        YAML::Load(w.scenario().resolved_yaml)["pools"][0]["cost_model"]["adjust"]["gemm_bandwidth"]
+            .as<double>(),
+        0.8);
+    // Saved, it loads to the scenario on screen.
+    const QString saved = dir.filePath("calibrated.yaml");
+    QVERIFY(w.saveScenario(saved));
+    QCOMPARE(sim::load_scenario_file(saved.toStdString(), {}).resolved_yaml,
+             w.scenario().resolved_yaml);
+    std::stringstream text;
+    text << std::ifstream(saved.toStdString()).rdbuf();
+    // The file names the calibration rather than copying its numbers.
+    QVERIFY2(text.str().find("calibration: " + cal.toStdString()) != std::string::npos,
+             text.str().c_str());
+    QVERIFY2(text.str().find("cost_model: {impl: fitted}") != std::string::npos,
+             text.str().c_str());
   }
 
   void badInputKeepsThePreviousState() {

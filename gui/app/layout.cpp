@@ -59,6 +59,11 @@ void MainWindow::buildToolbar() {
     const QString f = QFileDialog::getSaveFileName(this, "Save scenario", {}, "Scenarios (*.yaml)");
     if (!f.isEmpty()) saveScenario(f);
   });
+  action("Calibrate pool…", QKeySequence(Qt::CTRL | Qt::Key_K), [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Calibration file (kvfleet-calibrate fit)",
+                                                   {}, "Calibrations (*.yaml *.yml)");
+    if (!f.isEmpty()) calibratePool(f);
+  });
   action("Pin run", QKeySequence(Qt::CTRL | Qt::Key_P), [this] { pinRun(); });
   action("Open sweep results…", QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] {
     const QString f = QFileDialog::getOpenFileName(this, "Open sweep results", {}, "HDF5 (*.h5)");

@@ -84,6 +84,10 @@ class MainWindow : public QMainWindow {
   // Sets a field by key (as the user would); false if no such field or the value is refused.
   bool setField(const std::string& key, const QString& value);
   QString fieldValue(const std::string& key) const;
+  // The pool on the panel takes a calibration file (kvfleet-calibrate fit): its cost model
+  // becomes `fitted`, corrected by the file; false with a message when the file is refused (not
+  // a calibration, another GPU's).
+  bool calibratePool(const QString& file);
   void runSweep();
   // The panel edits pool `p` of the scenario (its fields become pools[p]...).
   void selectPool(std::size_t p);
@@ -158,6 +162,11 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  // The scenario loaded again with overrides `o`; false (message shown, fields restored) when
+  // refused.
+  bool reload(const std::vector<std::string>& o);
+  // After an accepted change: curves marked stale, rerun scheduled, status line, fields.
+  void changed(const std::string& status, bool rebuild_panel);
   // The widgets (layout.cpp), built once by the constructor, then their connections.
   void buildToolbar();
   QWidget* buildSidePanel();

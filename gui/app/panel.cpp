@@ -206,7 +206,34 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   if (fieldValue(key) == value) return true;
   // A new implementation brings its own parameters: variant_overrides drops the old one's.
   const bool impl = is_impl_key(key);
-  const std::vector<std::string> o = variant_overrides(overrides(), key, value.toStdString());
+  if (!reload(variant_overrides(overrides(), key, value.toStdString()))) return false;
+  if (impl)
+    std::erase_if(edits_, [&](const auto& e) {
+      return e.first.rfind(key.substr(0, key.size() - 4), 0) == 0;
+    });
+  edits_[key] = value.toStdString();
+  changed(setting_label(key, value.toStdString()), impl);
+  return true;
+}
+
+bool MainWindow::calibratePool(const QString& file) {
+  // The calibration corrects the fitted cost model: the pool's model becomes `fitted` (its old
+  // model's parameters dropped), the file's settings go under the pool's own.
+  const std::string pool = "pools[" + std::to_string(pool_) + "]";
+  const std::string impl = pool + ".cost_model.impl";
+  std::vector<std::string> o = variant_overrides(overrides(), impl, "fitted");
+  o.push_back(pool + ".calibration=" + file.toStdString());
+  if (!reload(o)) return false;
+  std::erase_if(edits_, [&](const auto& e) { return e.first.starts_with(pool + ".cost_model."); });
+  edits_[impl] = "fitted";
+  edits_[pool + ".calibration"] = file.toStdString();
+  changed(lookup(YAML::Load(scenario_.resolved_yaml), pool + ".name") + ": calibrated by " +
+              file.toStdString(),
+          false);
+  return true;
+}
+
+bool MainWindow::reload(const std::vector<std::string>& o) {
   try {
     scenario_ = sim::load_scenario_text(yaml_, file_.toStdString(), base_dir_, o);
   } catch (const sim::InputError& e) {
@@ -219,6 +246,10 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     return false;
   }
   last_error_.clear();
+  return true;
+}
+
+void MainWindow::changed(const std::string& status, bool rebuild_panel) {
   if (!sweep_.points().empty() || !compare_.variants().empty()) {
     stale_ = true;  // the curves on screen no longer describe the panel: the title says so
   }
@@ -228,14 +259,9 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
   if (auto_rerun_->isChecked() && (!sweep_.points().empty() || !compare_.variants().empty())) {
     rerun_timer_->start();  // restarts the pause on every change
   }
-  if (impl)
-    std::erase_if(edits_, [&](const auto& e) {
-      return e.first.rfind(key.substr(0, key.size() - 4), 0) == 0;
-    });
-  edits_[key] = value.toStdString();
   setWindowModified(true);
-  status_->setText(QString::fromStdString(setting_label(key, value.toStdString())));
-  if (impl) {
+  status_->setText(QString::fromStdString(status));
+  if (rebuild_panel) {
     // The panel shows the new implementation's parameters. Rebuilt after this signal returns:
     // the editor that emitted it is among the widgets replaced.
     QMetaObject::invokeMethod(
@@ -244,7 +270,6 @@ bool MainWindow::setField(const std::string& key, const QString& value) {
     refreshFields();
   }
   redrawMemory();
-  return true;
 }
 
 QString MainWindow::fieldValue(const std::string& key) const {

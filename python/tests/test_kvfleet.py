@@ -599,3 +599,19 @@ def test_damaged_run_files_for_the_dashboard(tmp_path):
     r.requests = r.requests.drop(columns=["outcome"])
     with pytest.raises(kvfleet.InputError, match="requests.outcome: column missing"):
         kvfleet.plot_run(r)
+
+
+def test_a_calibration_file_corrects_the_fitted_cost_model(tmp_path):
+    # What `kvfleet-calibrate fit` writes, taken as the scenario key pools[].calibration.
+    cal = tmp_path / "cal.yaml"
+    cal.write_text("kvfleet_calibration: 1\ngpu: H100-SXM\npool:\n"
+                   "  cost_model: {impl: fitted, adjust: {gemm_bandwidth: 0.5}}\n")
+    base = {"workload.num_requests": 200, "pools[0].cost_model.impl": "fitted"}
+    plain = kvfleet.run(set=base)
+    fitted = kvfleet.run(set={**base, "pools[0].calibration": str(cal)})
+    assert "gemm_bandwidth: 0.5" in fitted.scenario
+    assert fitted.summary["inter_token_latency_mean_s"] > plain.summary["inter_token_latency_mean_s"]
+    other = tmp_path / "a100.yaml"
+    other.write_text("kvfleet_calibration: 1\ngpu: A100-80GB\npool: {}\n")
+    with pytest.raises(kvfleet.InputError, match="A100-80GB"):
+        kvfleet.run(set={**base, "pools[0].calibration": str(other)})
