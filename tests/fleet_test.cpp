@@ -202,6 +202,38 @@ pools:
   EXPECT_GT(most_in_flight(free_run.result), 7);
 }
 
+TEST(Fleet, MultiTurnSharedPrefixStagesHoldTheirOwnConcurrency) {
+  // Rounds wait for their session's previous round; the cap that holds a round is its own
+  // stage's, not that of the request generated after it.
+  const char* yaml = R"(seed: 3
+workload:
+  impl: shared_prefix
+  num_groups: 3
+  num_prompts_per_group: 4
+  multi_turn: true
+  system_prompt_len: {impl: fixed, value: 200}
+  question_len: {impl: fixed, value: 50}
+  output_len: {impl: fixed, value: 40}
+  load:
+    type: constant
+    stages:
+      - {rate_per_s: 60, duration_s: 1, max_concurrency: 2}
+      - {rate_per_s: 60, duration_s: 1, max_concurrency: 9}
+      - {rate_per_s: 60, duration_s: 1, max_concurrency: 3}
+pools:
+  - {name: p, model: Llama-3.1-8B, gpu: H100-SXM}
+)";
+  const auto r = testing::run_yaml(yaml, {});
+  for (int stage : {0, 1, 2}) {
+    sim::RunResult part;
+    for (const auto& q : r.result.requests)
+      if (q.stage == stage) part.requests.push_back(q);
+    EXPECT_EQ(part.requests.size(), 60u);
+    EXPECT_EQ(most_in_flight(part), stage == 0 ? 2 : stage == 1 ? 9 : 3) << "stage " << stage;
+  }
+  EXPECT_LE(most_in_flight(r.result), 9);
+}
+
 TEST(Fleet, AFailedReplicaLosesItsRequestsAndItsCache) {
   const auto r =
       testing::run_yaml(kFleet, {"pools[0].failures.at=[{time_s: 20, replica: 2}]",

@@ -194,6 +194,12 @@ class SharedPrefix final : public OpenLoopWorkload {
     push_ready(std::move(next));
   }
 
+  // Multi-turn: the cap of the round peek() gave (its stage's), not of the next one generated.
+  int concurrency_cap() const override {
+    if (!cfg_.multi_turn) return OpenLoopWorkload::concurrency_cap();
+    return ready_.empty() ? 0 : stage_cap(ready_.top().spec.stage);
+  }
+
   double nominal_rate_per_s() const override {
     return staged() ? staged_rate_per_s() : arrival_->rate_per_s();
   }

@@ -40,9 +40,10 @@ struct LoadStage {
              .why = "a stage of 116 days is no benchmark stage"});
     v.param("max_concurrency", max_concurrency,
             {.unit = "requests",
-             .desc = "most of the stage's requests in flight at once: one due while that many "
-                     "are sent and unanswered waits at the client, unsent (inference-perf's "
-                     "concurrent load, concurrency_level); 0 = no cap beyond "
+             .desc = "most requests in flight while this stage sends: one due while that "
+                     "many are sent and unanswered waits at the client, unsent (inference-perf's "
+                     "concurrent load, concurrency_level); every stage's requests count, which "
+                     "differs from the stage's own only with drain: false; 0 = no cap beyond "
                      "client.max_concurrency",
              .min = 0,
              .max = 1e7,

@@ -77,9 +77,7 @@ class OpenLoopWorkload : public Workload {
   RequestSpec pop() override;
   bool finished() override;
   void on_request_end(const RequestRecord& r, SimTime now) override;
-  int concurrency_cap() const override {
-    return staged_ && has_ ? staged_->max_concurrency(next_.stage) : 0;
-  }
+  int concurrency_cap() const override { return has_ ? stage_cap(next_.stage) : 0; }
   bool caps_concurrency() const override { return staged_ && staged_->any_concurrency_cap(); }
 
  protected:
@@ -89,6 +87,8 @@ class OpenLoopWorkload : public Workload {
   // set by the caller. False: no more requests (without stages).
   virtual bool make(RequestSpec& out, int stage, std::int64_t index) = 0;
   bool staged() const { return staged_.has_value(); }
+  // A load stage's max_concurrency (0: none, or no stages).
+  int stage_cap(int stage) const { return staged_ ? staged_->max_concurrency(stage) : 0; }
   double staged_rate_per_s() const { return staged_ ? staged_->nominal_rate_per_s() : 0; }
 
  private:
