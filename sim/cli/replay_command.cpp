@@ -194,7 +194,7 @@ int replay_bench(const po::variables_map& vm, const std::string& path, const std
   BenchReplay plan = plan_bench_replay(bench_options(vm, path, profile, model, gpu));
   if (vm.count("calibration")) {
     const std::string f = vm["calibration"].as<std::string>();
-    apply_calibration(plan.scenario["pools"][0], read_calibration_file(f), f, "--calibration");
+    apply_calibration(plan.scenario["pools"][0], read_checked_calibration(f), f, "--calibration");
     plan.settings.push_back({"pools[0] cost model, frontend, link", "as calibrated", f});
   }
   OutputSet outputs;
@@ -353,7 +353,7 @@ int replay_run_folder(const po::variables_map& vm, const ReplayOptions& ro,
   if (vm.count("calibration")) {
     const std::string f = vm["calibration"].as<std::string>();
     YAML::Node y = YAML::Load(plan.yaml);
-    apply_calibration(y["pools"][0], read_calibration_file(f), f, "--calibration",
+    apply_calibration(y["pools"][0], read_checked_calibration(f), f, "--calibration",
                       plan.gpu_datasheet);
     YAML::Emitter em;
     em.SetDoublePrecision(12);

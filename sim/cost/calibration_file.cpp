@@ -36,7 +36,7 @@ YAML::Node read_calibration_file(const std::string& path) {
         path, "kvfleet_calibration",
         "must be " + std::to_string(kCalibrationFileVersion) + " (the format this kvfleet reads)");
   if (!c["gpu"] || !c["gpu"].IsScalar() || c["gpu"].as<std::string>().empty())
-    throw InputError(path, "gpu", "missing: the GPU the runs were measured on");
+    throw InputError(path, "gpu", "missing or not a name: the GPU the runs were measured on");
   if (!c["pool"] || !c["pool"].IsMap())
     throw InputError(path, "pool", "missing or not a mapping of pool settings");
   static const char* const allowed[] = {"cost_model", "frontend", "link_Bps", "link_latency_s"};
@@ -50,7 +50,8 @@ YAML::Node read_calibration_file(const std::string& path) {
                        "link_latency_s");
   }
   const YAML::Node cm = c["pool"]["cost_model"];
-  if (cm && (!cm.IsMap() || !cm["impl"] || cm["impl"].as<std::string>() != "fitted"))
+  if (cm && (!cm.IsMap() || !cm["impl"] || !cm["impl"].IsScalar() ||
+             cm["impl"].as<std::string>() != "fitted"))
     throw InputError(path, "pool.cost_model.impl", "must be fitted");
   return c;
 }

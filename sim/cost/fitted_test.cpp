@@ -273,6 +273,18 @@ TEST(CalibrationFile, APoolTakesItsSettingsUnderItsOwn) {
             std::string::npos);
   EXPECT_NE(error_of(wl + "pools:\n  - calibration: missing.yaml\n").find("missing.yaml"),
             std::string::npos);
+  // A wrong setting in the file is named in the file, not in the scenario it goes into.
+  const std::pair<const char*, const char*> bad[] = {
+      {"  cost_model: {impl: fitted, adjust: {gemm_bandwidth: lots}}\n",
+       "bad.yaml: pool.cost_model.adjust.gemm_bandwidth: expected a number"},
+      {"  frontend: {bogus: 1}\n", "bad.yaml: pool.frontend.bogus: unknown key"},
+      {"  cost_model: {impl: {x: 1}}\n", "bad.yaml: pool.cost_model.impl: must be fitted"},
+  };
+  for (const auto& [pool, message] : bad) {
+    std::ofstream(dir / "bad.yaml") << "kvfleet_calibration: 1\ngpu: H100-SXM\npool:\n" << pool;
+    EXPECT_NE(error_of(wl + "pools:\n  - calibration: bad.yaml\n").find(message), std::string::npos)
+        << error_of(wl + "pools:\n  - calibration: bad.yaml\n");
+  }
   fs::remove_all(dir);
 }
 

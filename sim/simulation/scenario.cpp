@@ -338,6 +338,31 @@ void check_memory(const ScenarioConfig& c, const Scenario& sc, const YAML::Node&
                  "engine.gpu_memory_utilization)");
 }
 
+}  // namespace
+
+YAML::Node read_checked_calibration(const std::string& path) {
+  YAML::Node cal = read_calibration_file(path);
+  YAML::Node doc = YAML::Load(
+      "workload: {impl: synthetic, num_requests: 1, input_tokens: {impl: fixed, value: 1}, "
+      "output_tokens: {impl: fixed, value: 1}}");
+  YAML::Node pool = YAML::Clone(cal["pool"]);
+  pool["gpu"] = cal["gpu"];
+  doc["pools"].push_back(pool);
+  config::Source src;
+  src.file = path;
+  try {
+    config::read_document<ScenarioConfig>(doc, src);
+  } catch (const InputError& e) {
+    const std::string& key = e.key();
+    if (key.rfind("pools[0].", 0) == 0)
+      throw InputError(path, "pool." + key.substr(9), e.problem());
+    throw;
+  }
+  return cal;
+}
+
+namespace {
+
 // Each pool's calibration file (kvfleet-calibrate fit): its settings under the pool's own keys.
 void apply_pool_calibrations(YAML::Node root, const config::Source& src) {
   if (root.IsMap() && root["pools"] && root["pools"].IsSequence()) {
@@ -351,7 +376,7 @@ void apply_pool_calibrations(YAML::Node root, const config::Source& src) {
       std::filesystem::path f = pool["calibration"].as<std::string>();
       if (f.empty()) continue;
       if (f.is_relative() && !src.base_dir.empty()) f = std::filesystem::path(src.base_dir) / f;
-      const YAML::Node cal = read_calibration_file(f.string());
+      const YAML::Node cal = read_checked_calibration(f.string());
       pool.remove("calibration");
       apply_calibration(pool, cal, f.string(), where);
     }

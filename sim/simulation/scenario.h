@@ -156,6 +156,11 @@ std::string scenario_text_with_sets(const std::string& yaml, const std::string& 
                                     const std::string& base_dir,
                                     const std::vector<std::string>& sets, bool* kept = nullptr);
 
+// A calibration file (kvfleet-calibrate fit, sim/cost/calibration_file.h) read and its settings
+// checked as a pool's: a wrong one is named in the file (key pool.…), not in the scenario it is
+// merged into.
+YAML::Node read_checked_calibration(const std::string& path);
+
 // Where a scenario comes from: a file (`path`), YAML text (`text`, named `name`, relative paths
 // from `base_dir`), or, both empty, the built-in default. Sweeps and capacity searches load each
 // run's scenario from one (the CLI gives files, the Python package any of the three).
