@@ -6,12 +6,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <limits>
+#include <mutex>
 #include <ostream>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "sim/core/error.h"
 #include "sim/cost/calibration_file.h"
@@ -228,17 +231,44 @@ YAML::Node calibration_of(const std::string& gpu, const std::vector<Param>& ps,
   return c;
 }
 
+// fn(0) ... fn(n - 1) on at most one thread per core (the calling one among them); where no
+// thread can be started (a process or memory limit) the calling thread does the rest alone.
+template <class Fn>
+void for_each_index(std::size_t n, Fn fn) {
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failed;
+  std::mutex m;
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(m);
+        if (!failed) failed = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t k = 1; k < std::min(n, cores); ++k) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  work();
+  for (auto& t : helpers) t.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
 // Every run's error under `cal`, the runs replayed side by side.
 std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::Node& cal) {
   // yaml-cpp nodes are not safe to share between threads, even to read: one copy each.
   std::vector<YAML::Node> copies;
   for (std::size_t i = 0; i < runs.size(); ++i) copies.push_back(YAML::Clone(cal));
-  std::vector<std::future<double>> f;
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    f.push_back(
-        std::async(std::launch::async, [r = runs[i], c = copies[i]] { return r->error(c); }));
-  std::vector<double> e;
-  for (auto& x : f) e.push_back(x.get());
+  std::vector<double> e(runs.size());
+  for_each_index(runs.size(), [&](std::size_t i) { e[i] = runs[i]->error(copies[i]); });
   return e;
 }
 
@@ -309,13 +339,10 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
         x[i] = std::clamp(x[i] + dir * h, ps[i].lo, ps[i].hi);
         if (x[i] != s.x[i]) tries.push_back(std::move(x));
       }
-      std::vector<std::future<double>> f;
-      for (const auto& x : tries)
-        f.push_back(std::async(std::launch::async, [&objective, &x] { return objective(x); }));
-      for (std::size_t k = 0; k < tries.size(); ++k) {
-        const double v = f[k].get();
-        if (v < s.objective - 1e-6) s.x = tries[k], s.objective = v, moved = true;
-      }
+      std::vector<double> v(tries.size());
+      for_each_index(tries.size(), [&](std::size_t k) { v[k] = objective(tries[k]); });
+      for (std::size_t k = 0; k < tries.size(); ++k)
+        if (v[k] < s.objective - 1e-6) s.x = tries[k], s.objective = v[k], moved = true;
     }
     if (!moved) step /= 2;
     log << "  fit: objective " << fmt("%.4f", s.objective) << " after " << evaluations
