@@ -137,7 +137,7 @@ FitRun::~FitRun() {
   }
 }
 
-double FitRun::error(const YAML::Node& calibration) const {
+double FitRun::error(const YAML::Node& calibration, double* lost) const {
   YAML::Node sc = YAML::Load(scenario_text_);
   if (calibration && calibration.IsMap())
     sim::apply_calibration(sc["pools"][0], calibration, "<fit>", path_ + ": pools[0]", datasheet_);
@@ -146,13 +146,29 @@ double FitRun::error(const YAML::Node& calibration) const {
     sim::Simulation simulation(s);
     const sim::RunResult r = simulation.run();
     double mae = NAN;
+    double measured_ok = 0, simulated_ok = 0;
+    const auto ok = [](const sim::RunResult& run) {
+      double n = 0;
+      for (const auto& q : run.requests)
+        n += q.outcome == sim::Outcome::kOk && q.purpose == sim::kPurposeTurn;
+      return n;
+    };
     if (bench_) {
       sim::bench_comparison(*bench_, s, r, &mae);
+      // The stages' groups, else the one of every request (a file may hold both).
+      double staged = 0, whole = 0;
+      for (const auto& g : bench_->groups)
+        (g.stage >= 0 ? staged : whole) += static_cast<double>(g.requests);
+      measured_ok = staged > 0 ? staged : whole;
+      simulated_ok = ok(r);
     } else {
       const sim::MeasuredLatencies m = sim::read_measured(requests_, window_);
-      sim::comparison_table(
-          m, window_.all() ? sim::summarize(r) : sim::summarize(sim::window_of(r, window_)), &mae);
+      const sim::RunResult scored = window_.all() ? r : sim::window_of(r, window_);
+      sim::comparison_table(m, sim::summarize(scored), &mae);
+      measured_ok = static_cast<double>(m.e2e.size());
+      simulated_ok = ok(scored);
     }
+    if (lost) *lost = measured_ok > 0 ? std::fabs(simulated_ok - measured_ok) / measured_ok : 0;
     return std::isfinite(mae) ? mae : std::numeric_limits<double>::infinity();
   } catch (const InputError&) {
     // A calibration beyond a parameter's range: no candidate.
@@ -262,13 +278,19 @@ void for_each_index(std::size_t n, Fn fn) {
   if (failed) std::rethrow_exception(failed);
 }
 
-// Every run's error under `cal`, the runs replayed side by side.
-std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::Node& cal) {
+// Every run's error under `cal`, the runs replayed side by side; with `lost`, each run's share of
+// requests ended otherwise than measured is added to its error (the search's objective).
+std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::Node& cal,
+                           bool lost = false) {
   // yaml-cpp nodes are not safe to share between threads, even to read: one copy each.
   std::vector<YAML::Node> copies;
   for (std::size_t i = 0; i < runs.size(); ++i) copies.push_back(YAML::Clone(cal));
   std::vector<double> e(runs.size());
-  for_each_index(runs.size(), [&](std::size_t i) { e[i] = runs[i]->error(copies[i]); });
+  for_each_index(runs.size(), [&](std::size_t i) {
+    double l = 0;
+    e[i] = runs[i]->error(copies[i], &l);
+    if (lost) e[i] += l;
+  });
   return e;
 }
 
@@ -297,7 +319,7 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
   std::atomic<int> evaluations{0};
   auto objective = [&](const std::vector<double>& x, std::vector<double>* each = nullptr) {
     ++evaluations;
-    const std::vector<double> e = errors(runs, calibration_of(gpu, ps, x, s.on));
+    const std::vector<double> e = errors(runs, calibration_of(gpu, ps, x, s.on), true);
     if (each) *each = e;
     double reg = 0;
     for (std::size_t i = 0; i < ps.size(); ++i)

@@ -37,7 +37,10 @@ class FitRun {
   // The replay's mean absolute error over the statistics compared (a fraction), with the
   // calibration file's settings (a null node: none) under the run's own; +inf where the
   // calibration makes the scenario invalid.
-  double error(const YAML::Node& calibration) const;
+  // `lost` (when given) receives how far the simulation's count of requests that ended well
+  // is from the measured count, a fraction of the measured: what the error leaves out when a
+  // calibration makes requests time out or fail that the run served (or the reverse).
+  double error(const YAML::Node& calibration, double* lost = nullptr) const;
 
  private:
   std::string path_, format_, gpu_, trace_, scenario_text_;
