@@ -5,6 +5,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_map>
+#include <vector>
 
 #include "sim/replay/run_detail.h"
 
@@ -42,27 +44,40 @@ ScoreWindow parse_score_window(const std::string& text, const std::string& optio
 
 RunResult window_of(const RunResult& r, const ScoreWindow& w) {
   // Everything but the requests as it is (the summary reads the pools and replicas); the
-  // requests of the window, each attempt's origin renumbered (itself where the origin is out).
+  // requests of the window, counted by first attempts in arrival order (a measured row is one
+  // request, whatever the client retried), with their retries; each attempt's origin renumbered
+  // (itself where the origin is out).
   RunResult out = r;
   out.requests.clear();
-  std::vector<std::size_t> order(r.requests.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::unordered_map<std::uint64_t, std::size_t> index_of;  // a first attempt's id -> index
+  for (std::size_t i = 0; i < r.requests.size(); ++i)
+    if (r.requests[i].attempt == 0) index_of[r.requests[i].id] = i;
+  const auto first_of = [&](std::size_t i) {
+    if (r.requests[i].attempt == 0) return i;
+    const auto it = index_of.find(r.requests[i].origin);
+    return it != index_of.end() ? it->second : i;
+  };
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < r.requests.size(); ++i)
+    if (first_of(i) == i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return r.requests[a].arrival < r.requests[b].arrival;
   });
   const auto n = static_cast<std::int64_t>(order.size());
   const std::int64_t to = w.to < 0 ? n : std::min(w.to, n);
+  std::vector<char> in(r.requests.size(), 0);
+  for (std::int64_t i = w.from; i < to; ++i) in[order[static_cast<std::size_t>(i)]] = 1;
   std::vector<std::int64_t> renumber(r.requests.size(), -1);
-  for (std::int64_t i = w.from; i < to; ++i) {
-    renumber[order[static_cast<std::size_t>(i)]] = static_cast<std::int64_t>(out.requests.size());
-    out.requests.push_back(r.requests[order[static_cast<std::size_t>(i)]]);
+  for (std::size_t i = 0; i < r.requests.size(); ++i) {
+    if (!in[first_of(i)]) continue;
+    renumber[i] = static_cast<std::int64_t>(out.requests.size());
+    out.requests.push_back(r.requests[i]);
   }
-  for (std::size_t k = 0; k < out.requests.size(); ++k) {
-    auto& q = out.requests[k];
-    const std::int64_t o = static_cast<std::size_t>(q.origin) < renumber.size()
-                               ? renumber[static_cast<std::size_t>(q.origin)]
-                               : -1;
-    q.origin = static_cast<decltype(q.origin)>(o >= 0 ? o : static_cast<std::int64_t>(k));
+  for (std::size_t i = 0; i < r.requests.size(); ++i) {
+    if (renumber[i] < 0) continue;
+    const std::int64_t first = renumber[first_of(i)];
+    auto& q = out.requests[static_cast<std::size_t>(renumber[i])];
+    q.origin = static_cast<decltype(q.origin)>(first >= 0 ? first : renumber[i]);
   }
   return out;
 }
@@ -90,7 +105,8 @@ MeasuredLatencies read_measured(const std::string& path, const ScoreWindow& w) {
     if (row.has("queued_ts") && j.is_object() &&
         ((j.contains("first_token_ts") && j["first_token_ts"].is_null()) ||
          (j.contains("last_token_ts") && j["last_token_ts"].is_null()))) {
-      const auto q = j["queued_ts"].is_number() ? j["queued_ts"].get<double>() : INFINITY;
+      // Its place in arrival order: its queue time, as the replay's trace takes it.
+      const double q = row.need_number("queued_ts", -1e10, 1e10);
       rows.push_back({q, NAN, NAN, NAN, true});
       continue;
     }
