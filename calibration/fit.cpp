@@ -91,15 +91,7 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
     if (!bench_->trace.empty()) {
       // In a folder of this process's own, which the next fit removes if this one is killed
       // outright (sim/io/temp_files.h).
-      const std::string base = (fs::temp_directory_path() / "kvfleet-fit").string();
-      const std::string folder = sim::temp_name(base);
-      if (trace_counter == 0) {
-        sim::remove_stale_temps(base);
-        sim::track_temp(folder, true);
-      }
-      std::error_code ec;
-      fs::create_directories(folder, ec);
-      if (ec) throw InputError(folder, "", "cannot be created (TMPDIR): " + ec.message());
+      const std::string folder = sim::private_temp_folder("kvfleet-fit");
       trace_ = (fs::path(folder) / ("trace-" + std::to_string(trace_counter++) + ".csv")).string();
       sim::write_text_atomically(trace_, [&](std::ostream& out) {
         out << "arrived_at,num_prefill_tokens,num_decode_tokens\n";

@@ -103,13 +103,7 @@ struct TempTrace {
   TempTrace(const TempTrace&) = delete;
   TempTrace& operator=(const TempTrace&) = delete;
   void create() {
-    const std::string base = (std::filesystem::temp_directory_path() / "kvfleet-replay").string();
-    remove_stale_temps(base);
-    folder = temp_name(base);
-    track_temp(folder, true);
-    std::error_code ec;
-    std::filesystem::create_directories(folder, ec);
-    if (ec) throw InputError(folder, "", "cannot be created (TMPDIR): " + ec.message());
+    folder = private_temp_folder("kvfleet-replay");
     path = (std::filesystem::path(folder) / "trace.csv").string();
   }
   ~TempTrace() {

@@ -3,14 +3,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "sim/core/error.h"
 
 namespace kvfleet::sim {
 namespace {
@@ -128,6 +134,43 @@ void remove_stale_temps(const std::string& path) {
     std::error_code rm;
     fs::remove_all(it->path(), rm);
   }
+}
+
+std::string private_temp_folder(const std::string& name) {
+  std::error_code tec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(tec);
+  if (tec) {
+    const char* env = std::getenv("TMPDIR");
+    throw InputError("TMPDIR", "",
+                     "'" + std::string(env ? env : "") + "' is no folder for temporary files (" +
+                         tec.message() + "): point TMPDIR at one, or unset it for /tmp");
+  }
+  const std::string base = (tmp / name).string();
+  static std::mutex m;
+  static std::set<std::string> made;  // by this process
+  const std::lock_guard<std::mutex> lock(m);
+  const std::string folder = temp_name(base);
+  if (made.count(folder) == 0) remove_stale_temps(base);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::mkdir(folder.c_str(), 0700) == 0) {
+      made.insert(folder);
+      track_temp(folder, true);
+      return folder;
+    }
+    if (errno != EEXIST)
+      throw InputError(folder, "",
+                       std::string("cannot be created (TMPDIR): ") + std::strerror(errno));
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+      throw InputError(folder, "",
+                       "is in the way: a link, a file or another user's folder where this "
+                       "process's temporary folder goes (remove it, or set TMPDIR elsewhere)");
+    if (made.count(folder)) return folder;
+    // Left by an earlier process that had this PID: not this one's to reuse.
+    std::error_code ec;
+    std::filesystem::remove_all(folder, ec);
+  }
+  throw InputError(folder, "", "cannot be made afresh (TMPDIR): it reappears when removed");
 }
 
 }  // namespace kvfleet::sim

@@ -24,4 +24,12 @@ void install_temp_cleanup_on_signals();
 // Removes "PATH.tmp-PID" files and folders beside `path` whose process no longer runs.
 void remove_stale_temps(const std::string& path);
 
+// A folder of this process's own in the temporary directory (TMPDIR, else /tmp), "NAME.tmp-PID"
+// (mode 0700), tracked for removal on SIGINT and
+// SIGTERM: stale ones of dead processes removed first; one an earlier process of this PID left
+// is removed and made afresh, one this process made is reused (made again, and tracked again,
+// if it was removed since). A link or another user's entry at that name is refused
+// (InputError naming it), as is a TMPDIR that is no folder or where none can be made.
+std::string private_temp_folder(const std::string& name);
+
 }  // namespace kvfleet::sim

@@ -1,4 +1,5 @@
 #include "sim/io/temp_files.h"
+#include "sim/core/error.h"
 #include "sim/io/output_set.h"
 
 #include <gtest/gtest.h>
@@ -131,6 +132,50 @@ TEST_F(TempFiles, PublishingReplacesAndAbandoningKeeps) {
   EXPECT_EQ(s, "new");
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_EQ(e.path().filename(), "o.h5") << "left behind: " << e.path();
+}
+
+TEST_F(TempFiles, APrivateFolderIsThisProcesssOwnAndNothingElseIsTakenForIt) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", dir_.c_str(), 1);
+  const std::string pid = std::to_string(::getpid());
+  // Made with mode 0700, reused by this process, made again once removed.
+  const std::string a = private_temp_folder("a");
+  EXPECT_EQ(a, (dir_ / ("a.tmp-" + pid)).string());
+  EXPECT_EQ(fs::status(a).permissions() & fs::perms::all, fs::perms::owner_all);
+  std::ofstream(fs::path(a) / "trace.csv") << "kept";
+  EXPECT_EQ(private_temp_folder("a"), a);
+  EXPECT_TRUE(fs::exists(fs::path(a) / "trace.csv"));
+  fs::remove_all(a);
+  EXPECT_EQ(private_temp_folder("a"), a);
+  EXPECT_TRUE(fs::is_directory(a));
+  // One an earlier process of this PID left is made afresh.
+  fs::create_directories(dir_ / ("b.tmp-" + pid));
+  std::ofstream(dir_ / ("b.tmp-" + pid) / "old.csv") << "stale";
+  const std::string b = private_temp_folder("b");
+  EXPECT_TRUE(fs::is_empty(b));
+  // A link at the name is refused, and what it points to is left alone.
+  fs::create_directories(dir_ / "elsewhere");
+  std::ofstream(dir_ / "elsewhere" / "precious") << "x";
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / ("c.tmp-" + pid));
+  EXPECT_THROW(private_temp_folder("c"), InputError);
+  EXPECT_TRUE(fs::exists(dir_ / "elsewhere" / "precious"));
+  // A TMPDIR that is no folder is named.
+  ::setenv("TMPDIR", (dir_ / "nowhere").c_str(), 1);
+  try {
+    private_temp_folder("d");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("TMPDIR"), std::string::npos) << e.what();
+  }
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  for (const auto& f : {a, b}) {
+    forget_temp(f);
+    fs::remove_all(f);
+  }
 }
 
 }  // namespace
