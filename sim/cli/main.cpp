@@ -167,11 +167,12 @@ int cmd_presets(const std::vector<std::string>& args) {
     std::printf("%-14s %6d %7d %6d %4d %11.1fB %14.0f\n", m.name.c_str(), m.num_layers,
                 m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.num_params / 1e9,
                 m.kv_bytes_per_token(2.0));
-  std::printf("\n%-10s %10s %10s %12s %12s\n", "gpu", "GiB", "GB/s", "bf16 TF/s", "fp8 TF/s");
+  std::printf("\n%-12s %10s %10s %12s %12s %12s\n", "gpu", "GiB", "GB/s", "bf16 TF/s", "fp8 TF/s",
+              "fp4 TF/s");
   for (const auto& g : gpu_presets())
-    std::printf("%-10s %10.1f %10.0f %12.1f %12.1f\n", g.name.c_str(),
+    std::printf("%-12s %10.1f %10.0f %12.1f %12.1f %12.1f\n", g.name.c_str(),
                 g.memory_bytes / (1024.0 * 1024 * 1024), g.memory_bandwidth_Bps / 1e9,
-                g.bf16_flops / 1e12, g.fp8_flops / 1e12);
+                g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.fp4_flops / 1e12);
   return 0;
 }
 

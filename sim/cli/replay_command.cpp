@@ -32,6 +32,7 @@
 #include "sim/io/temp_files.h"
 #include "sim/io/text_file.h"
 #include "sim/metrics/summary.h"
+#include "sim/model/presets.h"
 #include "sim/output/chrome_trace.h"
 #include "sim/output/prometheus.h"
 #include "sim/output/report.h"
@@ -283,12 +284,12 @@ void check_replay_options(const po::variables_map& vm, const std::string& profil
     throw InputError("--cost-model", "",
                      "a profile prices the steps: give --profile or --cost-model, not both");
   if (vm.count("weight-dtype")) {
-    static const std::vector<std::string> ok = {"bf16",     "fp16", "fp8", "fp8_e4m3",
-                                                "fp8_e5m2", "int8", "int4"};
     const std::string& w = vm["weight-dtype"].as<std::string>();
-    if (std::find(ok.begin(), ok.end(), w) == ok.end())
-      throw InputError("--weight-dtype", "",
-                       "'" + w + "' is not one of bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, int4");
+    if (std::find(kWeightDtypes.begin(), kWeightDtypes.end(), w) == kWeightDtypes.end()) {
+      std::string list;
+      for (const auto& d : kWeightDtypes) list += (list.empty() ? "" : ", ") + std::string(d);
+      throw InputError("--weight-dtype", "", "'" + w + "' is not one of " + list);
+    }
   }
   if (vm.count("profile") && profile.empty())
     throw InputError("--profile", "",

@@ -11,6 +11,7 @@
 #include "sim/engine/preemption.h"
 #include "sim/engine/retention.h"
 #include "sim/engine/scheduler.h"
+#include "sim/model/presets.h"
 
 namespace kvfleet::sim {
 
@@ -130,8 +131,9 @@ struct EngineConfig {
         "kv_cache_dtype", kv_cache_dtype,
         {.desc = "KV cache precision; auto = the activations' (fp16 for fp16 models, else bf16, "
                  "whatever weight_dtype is). int8: fp16 scale per "
-                 "64 elements (1.03 bytes/element); int4: fp16 scale and zero per 64 (0.56)",
-         .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"},
+                 "64 elements (1.03 bytes/element); int4: fp16 scale and zero per 64 (0.56); "
+                 "nvfp4: fp8 scale per 16 (0.5625)",
+         .choices = with_auto(kKvDtypes),
          .label = "KV precision"});
     v.param("runtime_overhead_gib", runtime_overhead_gib,
             {.unit = "GiB",

@@ -45,7 +45,15 @@ std::string weight_dtype(const JsonObject& c) {
   if (!q) return d;
   const std::string method = q->need_string("quant_method");
   if (method == "fp8" || method == "fbgemm_fp8") return "fp8";
-  if (method == "mxfp4") return "int4";
+  if (method == "mxfp4") return "mxfp4";
+  if (method == "modelopt" || method == "modelopt_fp4") {
+    // NVIDIA ModelOpt checkpoints: quant_algo FP8 or NVFP4 (hf_quant_config.json's, copied here).
+    const std::string algo =
+        q->string("quant_algo").value_or(method == "modelopt_fp4" ? "NVFP4" : "");
+    if (algo == "FP8") return "fp8";
+    if (algo == "NVFP4") return "nvfp4";
+    q->fail("quant_algo", "'" + algo + "' is not modelled (FP8, NVFP4)");
+  }
   if (method == "awq" || method == "gptq" || method == "awq_marlin" || method == "gptq_marlin") {
     const auto bits = q->integer("bits", 1, 64).value_or(4);
     if (bits == 4) return "int4";
@@ -61,7 +69,8 @@ std::string weight_dtype(const JsonObject& c) {
           const auto bits = w->integer("num_bits", 1, 64).value_or(8);
           const std::string type = w->string("type").value_or("int");
           if (bits == 8) return type == "float" ? "fp8" : "int8";
-          if (bits == 4) return "int4";
+          // 4-bit floats in groups of 16 are compressed-tensors' NVFP4 scheme.
+          if (bits == 4) return type == "float" ? "nvfp4" : "int4";
           w->fail("num_bits", std::to_string(bits) + "-bit weights are not modelled");
         }
       }
@@ -69,7 +78,7 @@ std::string weight_dtype(const JsonObject& c) {
     q->fail("config_groups", "no weights scheme to price (compressed-tensors)");
   }
   q->fail("quant_method", "'" + method +
-                              "' is not modelled (fp8, fbgemm_fp8, mxfp4, awq, gptq, "
+                              "' is not modelled (fp8, fbgemm_fp8, mxfp4, modelopt, awq, gptq, "
                               "compressed-tensors)");
 }
 

@@ -129,6 +129,14 @@ TEST(HfConfig, QuantisationConfigSetsTheWeightPrecision) {
   EXPECT_EQ(with(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0":
       {"weights": {"num_bits": 4, "type": "int"}}}})"),
             "int4");
+  // Four-bit floats: OCP MX (gpt-oss), NVIDIA's NVFP4 (ModelOpt, compressed-tensors).
+  EXPECT_EQ(with(R"({"quant_method": "mxfp4"})"), "mxfp4");
+  EXPECT_EQ(with(R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})"), "nvfp4");
+  EXPECT_EQ(with(R"({"quant_method": "modelopt", "quant_algo": "FP8"})"), "fp8");
+  EXPECT_EQ(with(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0":
+      {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}}})"),
+            "nvfp4");
+  EXPECT_THROW(with(R"({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"})"), InputError);
   EXPECT_THROW(with(R"({"quant_method": "bitsandbytes"})"), InputError);
 }
 

@@ -9,14 +9,29 @@
 
 namespace kvfleet::sim {
 
-const std::vector<std::string_view> kKvDtypes = {"bf16",     "fp16", "fp8", "fp8_e4m3",
-                                                 "fp8_e5m2", "int8", "int4"};
+const std::vector<std::string_view> kKvDtypes = {"bf16",     "fp16", "fp8",  "fp8_e4m3",
+                                                 "fp8_e5m2", "int8", "int4", "nvfp4"};
+const std::vector<std::string_view> kWeightDtypes = [] {
+  std::vector<std::string_view> v = kKvDtypes;
+  v.push_back("mxfp4");
+  return v;
+}();
+
+std::vector<std::string_view> with_auto(const std::vector<std::string_view>& formats) {
+  std::vector<std::string_view> v = {"auto"};
+  v.insert(v.end(), formats.begin(), formats.end());
+  return v;
+}
 
 double weight_dtype_bytes(const std::string& d) {
   if (d == "int8") return 1.0;
   if (d == "int4") return 0.5 + 4.0 / 128;
   return dtype_bytes(d);
 }
+
+namespace {
+bool is_fp4(const std::string& d) { return d == "nvfp4" || d == "mxfp4"; }
+}  // namespace
 
 double stage_weight_params(const ModelSpec& m, int stages) {
   if (stages <= 1) return m.num_params;
@@ -27,17 +42,22 @@ double stage_weight_params(const ModelSpec& m, int stages) {
 double gemm_peak_flops(const GpuSpec& gpu, const std::string& d) {
   if ((d == "fp8" || d == "fp8_e4m3" || d == "fp8_e5m2") && gpu.fp8_flops > 0) return gpu.fp8_flops;
   if (d == "int8" && gpu.int8_flops > 0) return gpu.int8_flops;
+  if (is_fp4(d) && gpu.fp4_flops > 0) return gpu.fp4_flops;
   return gpu.bf16_flops;
 }
 
 // Bytes per element, scale overhead included. fp8 uses per-tensor scales (vLLM's fp8 KV cache),
 // negligible per element. int8 is symmetric with one fp16 scale per group of 64 elements; int4 is
 // asymmetric with an fp16 scale and an fp16 zero point per group of 64 (KIVI-style grouping).
+// nvfp4: e2m1 values with an e4m3 scale per 16 (NVIDIA's NVFP4); mxfp4: e2m1 with an e8m0 scale
+// per 32 (OCP Microscaling spec v1.0).
 double dtype_bytes(const std::string& d) {
   if (d == "bf16" || d == "fp16") return 2.0;
   if (d == "fp8" || d == "fp8_e4m3" || d == "fp8_e5m2") return 1.0;
   if (d == "int8") return 1.0 + 2.0 / 64;
   if (d == "int4") return 0.5 + 4.0 / 64;
+  if (d == "nvfp4") return 0.5 + 1.0 / 16;
+  if (d == "mxfp4") return 0.5 + 1.0 / 32;
   throw std::invalid_argument("unknown dtype '" + d + "'");
 }
 
@@ -243,14 +263,14 @@ void add_moe_presets(std::vector<ModelSpec>& v) {
     "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
     "num_experts_per_tok": 2, "rope_theta": 1000000.0, "sliding_window": null,
     "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})"));
-  // gpt-oss: experts in MXFP4 (4.25 bits per weight), priced as int4 with group scales (0.53
-  // bytes); attention and embeddings (about 3% of the parameters) are bf16 in the release.
+  // gpt-oss: experts in MXFP4 (4.25 bits per weight, 0.53 bytes); attention and embeddings
+  // (about 3% of the parameters) are bf16 in the release, priced as mxfp4 with the rest.
   const auto gpt_oss = [](std::string name, int layers, int experts, double params, double active,
                           std::string source) {
     ModelSpec g = moe(gqa(std::move(name), layers, 2880, 64, 8, 64, 2880, 201088, params, 131072,
                           std::move(source)),
                       "gpt_oss", experts, 4, 2880);
-    g.dtype = "int4";
+    g.dtype = "mxfp4";
     g.num_active_params = active;
     return g;
   };
@@ -293,67 +313,131 @@ const std::vector<ModelSpec>& model_presets() {
   return presets;
 }
 
+namespace {
+
+const double MiB = 1024.0 * 1024.0;
+
+// Ampere, Ada, Hopper and the RTX PRO 6000: memory sizes are what nvidia-smi reports as total
+// (MiB), which is what the engine sees; compute peaks are dense (no sparsity) tensor-core rates
+// from the vendors' datasheets.
+void add_gpus_to_hopper(std::vector<GpuSpec>& v) {
+  v.push_back(
+      {"A100-80GB", 81920 * MiB, 2.039e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
+       "NVIDIA A100 datasheet (SXM4 80GB): 2,039 GB/s HBM2e, 312 TFLOP/s bf16, no fp8, 624 TOPS "
+       "int8; "
+       "NVLink3 600 GB/s total (300 GB/s each way), PCIe Gen4"});
+  v.push_back(
+      {"H100-SXM", 81559 * MiB, 3.35e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6, 64e9,
+       "NVIDIA H100 datasheet (SXM5 80GB): 3.35 TB/s HBM3, 989 TFLOP/s bf16, 1,979 fp8 and int8; "
+       "NVLink4 900 GB/s total, PCIe Gen5"});
+  v.push_back({"H200-SXM", 143771 * MiB, 4.8e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6,
+               64e9,
+               "NVIDIA H200 datasheet (SXM 141GB): 4.8 TB/s HBM3e, compute as H100 SXM; "
+               "NVLink4 900 GB/s total, PCIe Gen5"});
+  v.push_back(
+      {"H100-PCIe", 81559 * MiB, 2.0e12, 756e12, 1513e12, 1513e12, 64e9, 10e-6, 64e9,
+       "NVIDIA H100 datasheet (PCIe 80GB): 2 TB/s HBM2e, 756 TFLOP/s bf16, 1,513 fp8 and int8 "
+       "dense (half the sparse figures); peers over PCIe Gen5 x16 (an NVLink bridge, where "
+       "fitted, joins pairs only)"});
+  v.push_back(
+      {"H100-NVL", 95830 * MiB, 3.9e12, 835e12, 1671e12, 1671e12, 600e9 / 2, 5e-6, 64e9,
+       "NVIDIA H100 datasheet (H100 NVL, 94 GB): 3.9 TB/s HBM3, 835 TFLOP/s bf16, 1,671 fp8 "
+       "and int8 dense (half the sparse figures); NVLink bridge 600 GB/s total, PCIe Gen5"});
+  v.push_back(
+      {"A100-40GB", 40960 * MiB, 1.555e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
+       "NVIDIA A100 datasheet (SXM4 40GB): 1,555 GB/s HBM2, 312 TFLOP/s bf16, no fp8, 624 TOPS "
+       "int8; NVLink3 600 GB/s total, PCIe Gen4"});
+  v.push_back({"L40S", 46068 * MiB, 864e9, 362.05e12, 733e12, 733e12, 32e9, 10e-6, 32e9,
+               "NVIDIA L40S datasheet: 48 GB GDDR6 at 864 GB/s, 362 TFLOP/s bf16 and 733 fp8 "
+               "and int8 dense; no NVLink, peers over PCIe Gen4"});
+  v.push_back({"L40", 46068 * MiB, 864e9, 181.05e12, 362.1e12, 362.1e12, 32e9, 10e-6, 32e9,
+               "NVIDIA L40 datasheet: 48 GB GDDR6 at 864 GB/s, 181 TFLOP/s bf16 and 362 fp8 "
+               "and int8 dense (half the sparse figures); no NVLink, peers over PCIe Gen4"});
+  v.push_back({"L4", 23034 * MiB, 300e9, 121e12, 242.5e12, 242.5e12, 32e9, 10e-6, 32e9,
+               "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 121 TFLOP/s bf16 and 242.5 fp8 "
+               "and int8 dense (half the sparse figures); peers over PCIe Gen4"});
+  v.push_back(
+      {"RTX-4090", 25250627584.0, 1008e9, 165.2e12, 330.3e12, 660.6e12, 25e9, 10e-6, 25e9,
+       "NVIDIA Ada whitepaper (RTX 4090): 1,008 GB/s GDDR6X, 165.2 TFLOP/s bf16 and 330.3 "
+       "fp8 dense (660.6 TOPS int8) with fp32 accumulate; memory as torch reports it in the vLLM "
+       "0.19 run "
+       "of shared/reference/validation; PCIe Gen4"});
+  v.push_back(
+      {"RTX-PRO-6000", 97887 * MiB, 1597e9, 503.8e12, 1007.6e12, 1007.6e12, 64e9, 10e-6, 64e9,
+       "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 96 GB GDDR7 at 1,597 GB/s; "
+       "4 PFLOPS fp4 with sparsity, i.e. 2,015 fp4, 1,007.6 TFLOP/s fp8 and 503.8 bf16 dense; "
+       "no NVLink, peers and host over PCIe Gen5 x16 (64 GB/s each way)",
+       2015.2e12});
+}
+
+// Blackwell, Blackwell Ultra and AMD Instinct, with their fp4 rates where they have them.
+void add_gpus_from_blackwell(std::vector<GpuSpec>& v) {
+  // Dense fp4 rates (NVFP4/MXFP4) where a GPU has them: set after the others, in fp4().
+  const auto fp4 = [](GpuSpec g, double flops) {
+    g.fp4_flops = flops;
+    return g;
+  };
+  v.push_back(
+      fp4({"B200", 183359 * MiB, 8e12, 2250e12, 4500e12, 4500e12, 1800e9 / 2, 5e-6, 64e9,
+           "NVIDIA HGX B200 datasheet (per GPU): 180 GB HBM3e at 8 TB/s, 2.25 PFLOP/s bf16, 4.5 "
+           "fp8 and int8 and 9 fp4 dense (72 PFLOPS fp4 per 8-GPU board); NVLink5 1.8 TB/s total, "
+           "PCIe Gen5"},
+          9000e12));
+  v.push_back(
+      fp4({"B300", 288e9, 8e12, 2250e12, 4500e12, 0.0, 1800e9 / 2, 5e-6, 128e9,
+           "NVIDIA HGX B300 (Blackwell Ultra) per GPU, as tabulated at "
+           "glennklockwood.com/garden/processors/B300 from NVIDIA's HGX specifications: 288 GB "
+           "HBM3e (12-high) at 8 TB/s, 2.25 PFLOP/s bf16, 4.5 fp8 and 13.125 fp4 dense (105 "
+           "PFLOPS fp4 per 8-GPU board); int8 rates differ between sources (Blackwell Ultra cuts "
+           "them): int8 GEMMs at the bf16 rate; memory nominal (the driver reports a little less); "
+           "NVLink5 1.8 TB/s total, PCIe Gen6"},
+          13125e12));
+  v.push_back(
+      fp4({"GB200", 186e9, 8e12, 2500e12, 5000e12, 5000e12, 1800e9 / 2, 5e-6, 450e9,
+           "NVIDIA GB200 NVL72 specifications, per GPU (the rack's 72): 186 GB HBM3e (13.4 TB per "
+           "rack; MLPerf Inference v6.1 system descriptions list 186 GB) at 8 TB/s, 2.5 PFLOP/s "
+           "bf16, 5 fp8 and int8 and 10 fp4 dense (half the sparse figures); NVLink5 1.8 TB/s "
+           "total; NVLink-C2C to the Grace CPU, 900 GB/s total"},
+          10000e12));
+  v.push_back(
+      fp4({"GB300", 20e12 / 72, 8e12, 2500e12, 5000e12, 0.0, 1800e9 / 2, 5e-6, 450e9,
+           "NVIDIA GB300 NVL72 specifications, per GPU, as tabulated at "
+           "glennklockwood.com/garden/processors/B300: 20 TB HBM3e per 72 GPUs at 576 TB/s (278 "
+           "GB at 8 TB/s each), 1.1 EFLOPS fp4 dense per rack (15 per GPU), 360 PFLOPS fp8 (5 per "
+           "GPU), bf16 2.5 dense as GB200; int8 cut on Blackwell Ultra: int8 GEMMs at the bf16 "
+           "rate; NVLink5 1.8 TB/s total; NVLink-C2C to the Grace CPU, 900 GB/s total"},
+          15000e12));
+  v.push_back({"H20", 96e9, 4.0e12, 148e12, 296e12, 296e12, 900e9 / 2, 5e-6, 64e9,
+               "NVIDIA H20 (Hopper for the Chinese market) as listed at "
+               "willitrunai.com/es/gpus/h20-96gb: 96 GB HBM3 at 4.0 TB/s, 148 TFLOP/s bf16 and 296 "
+               "fp8 and int8 dense; NVLink4 900 GB/s total, PCIe Gen5; memory nominal"});
+  v.push_back(
+      {"MI300X", 196608 * MiB, 5.3e12, 1307.4e12, 2614.9e12, 2614.9e12, 448e9, 10e-6, 64e9,
+       "AMD Instinct MI300X datasheet: 192 GB HBM3 at 5.3 TB/s, 1,307.4 TFLOP/s bf16 and "
+       "2,614.9 fp8 and int8 dense; Infinity Fabric 7 links x 64 GB/s each way to the other "
+       "seven GPUs of a node, PCIe Gen5"});
+  v.push_back(
+      {"MI325X", 256e9, 6e12, 1307.4e12, 2614.9e12, 2614.9e12, 448e9, 10e-6, 64e9,
+       "AMD Instinct MI325X datasheet: 256 GB HBM3E at 6 TB/s, the MI300X's compute (1,307.4 "
+       "TFLOP/s bf16 and 2,614.9 fp8 and int8 dense); Infinity Fabric as MI300X, PCIe Gen5; "
+       "memory nominal"});
+  v.push_back(fp4(
+      {"MI355X", 288e9, 8e12, 2500e12, 5000e12, 5000e12, 448e9, 10e-6, 64e9,
+       "AMD Instinct MI355X (CDNA 4): 288 GB HBM3E at 8 TB/s "
+       "(aiwiki.ai/wiki/amd_instinct_mi355x), "
+       "5 PFLOP/s fp8 dense (AMD at ISSCC 2026, as reported by world-today-news.com/?p=7253162), "
+       "2.5 bf16 and 10 MXFP4 dense (theregister.com/2025/06/12/amd_mi355x); Infinity Fabric "
+       "as MI300X, PCIe Gen5; memory nominal"},
+      10000e12));
+}
+
+}  // namespace
+
 const std::vector<GpuSpec>& gpu_presets() {
   static const std::vector<GpuSpec> presets = [] {
     std::vector<GpuSpec> v;
-    const double MiB = 1024.0 * 1024.0;
-    // Memory sizes are what nvidia-smi reports as total (MiB), which is what the engine sees.
-    // Compute peaks are dense (no sparsity) tensor-core rates from NVIDIA datasheets.
-    v.push_back(
-        {"A100-80GB", 81920 * MiB, 2.039e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
-         "NVIDIA A100 datasheet (SXM4 80GB): 2,039 GB/s HBM2e, 312 TFLOP/s bf16, no fp8, 624 TOPS "
-         "int8; "
-         "NVLink3 600 GB/s total (300 GB/s each way), PCIe Gen4"});
-    v.push_back(
-        {"H100-SXM", 81559 * MiB, 3.35e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6, 64e9,
-         "NVIDIA H100 datasheet (SXM5 80GB): 3.35 TB/s HBM3, 989 TFLOP/s bf16, 1,979 fp8 and int8; "
-         "NVLink4 900 GB/s total, PCIe Gen5"});
-    v.push_back({"H200-SXM", 143771 * MiB, 4.8e12, 989.4e12, 1978.9e12, 1978.9e12, 900e9 / 2, 5e-6,
-                 64e9,
-                 "NVIDIA H200 datasheet (SXM 141GB): 4.8 TB/s HBM3e, compute as H100 SXM; "
-                 "NVLink4 900 GB/s total, PCIe Gen5"});
-    v.push_back(
-        {"H100-PCIe", 81559 * MiB, 2.0e12, 756e12, 1513e12, 1513e12, 64e9, 10e-6, 64e9,
-         "NVIDIA H100 datasheet (PCIe 80GB): 2 TB/s HBM2e, 756 TFLOP/s bf16, 1,513 fp8 and int8 "
-         "dense (half the sparse figures); peers over PCIe Gen5 x16 (an NVLink bridge, where "
-         "fitted, joins pairs only)"});
-    v.push_back(
-        {"H100-NVL", 95830 * MiB, 3.9e12, 835e12, 1671e12, 1671e12, 600e9 / 2, 5e-6, 64e9,
-         "NVIDIA H100 datasheet (H100 NVL, 94 GB): 3.9 TB/s HBM3, 835 TFLOP/s bf16, 1,671 fp8 "
-         "and int8 dense (half the sparse figures); NVLink bridge 600 GB/s total, PCIe Gen5"});
-    v.push_back(
-        {"A100-40GB", 40960 * MiB, 1.555e12, 312e12, 0.0, 624e12, 600e9 / 2, 5e-6, 32e9,
-         "NVIDIA A100 datasheet (SXM4 40GB): 1,555 GB/s HBM2, 312 TFLOP/s bf16, no fp8, 624 TOPS "
-         "int8; NVLink3 600 GB/s total, PCIe Gen4"});
-    v.push_back({"L40S", 46068 * MiB, 864e9, 362.05e12, 733e12, 733e12, 32e9, 10e-6, 32e9,
-                 "NVIDIA L40S datasheet: 48 GB GDDR6 at 864 GB/s, 362 TFLOP/s bf16 and 733 fp8 "
-                 "and int8 dense; no NVLink, peers over PCIe Gen4"});
-    v.push_back({"L40", 46068 * MiB, 864e9, 181.05e12, 362.1e12, 362.1e12, 32e9, 10e-6, 32e9,
-                 "NVIDIA L40 datasheet: 48 GB GDDR6 at 864 GB/s, 181 TFLOP/s bf16 and 362 fp8 "
-                 "and int8 dense (half the sparse figures); no NVLink, peers over PCIe Gen4"});
-    v.push_back({"L4", 23034 * MiB, 300e9, 121e12, 242.5e12, 242.5e12, 32e9, 10e-6, 32e9,
-                 "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 121 TFLOP/s bf16 and 242.5 fp8 "
-                 "and int8 dense (half the sparse figures); peers over PCIe Gen4"});
-    v.push_back(
-        {"RTX-4090", 25250627584.0, 1008e9, 165.2e12, 330.3e12, 660.6e12, 25e9, 10e-6, 25e9,
-         "NVIDIA Ada whitepaper (RTX 4090): 1,008 GB/s GDDR6X, 165.2 TFLOP/s bf16 and 330.3 "
-         "fp8 dense (660.6 TOPS int8) with fp32 accumulate; memory as torch reports it in the vLLM "
-         "0.19 run "
-         "of shared/reference/validation; PCIe Gen4"});
-    v.push_back(
-        {"RTX-PRO-6000", 97887 * MiB, 1597e9, 503.8e12, 1007.6e12, 1007.6e12, 64e9, 10e-6, 64e9,
-         "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 96 GB GDDR7 at 1,597 GB/s; "
-         "4 PFLOPS fp4 with sparsity, i.e. 1,007.6 TFLOP/s fp8 and 503.8 bf16 dense; no NVLink, "
-         "peers and host over PCIe Gen5 x16 (64 GB/s each way)"});
-    v.push_back(
-        {"B200", 183359 * MiB, 8e12, 2250e12, 4500e12, 4500e12, 1800e9 / 2, 5e-6, 64e9,
-         "NVIDIA HGX B200 datasheet (per GPU): 180 GB HBM3e at 8 TB/s, 2.25 PFLOP/s bf16 and "
-         "4.5 fp8 and int8 dense (half the sparse figures); NVLink5 1.8 TB/s total, PCIe Gen5"});
-    v.push_back(
-        {"MI300X", 196608 * MiB, 5.3e12, 1307.4e12, 2614.9e12, 2614.9e12, 448e9, 10e-6, 64e9,
-         "AMD Instinct MI300X datasheet: 192 GB HBM3 at 5.3 TB/s, 1,307.4 TFLOP/s bf16 and "
-         "2,614.9 fp8 and int8 dense; Infinity Fabric 7 links x 64 GB/s each way to the other "
-         "seven GPUs of a node, PCIe Gen5"});
+    add_gpus_to_hopper(v);
+    add_gpus_from_blackwell(v);
     return v;
   }();
   return presets;

@@ -15,10 +15,15 @@ namespace kvfleet::sim {
 
 // Bytes per element of a numeric format used for weights or KV.
 double dtype_bytes(const std::string& dtype);
-// The formats accepted for KV: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.
+// The formats accepted for KV: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, int4, nvfp4.
 extern const std::vector<std::string_view> kKvDtypes;
+// The formats accepted for weights: the KV formats and mxfp4.
+extern const std::vector<std::string_view> kWeightDtypes;
+// `formats` with "auto" in front (a scenario key's choices).
+std::vector<std::string_view> with_auto(const std::vector<std::string_view>& formats);
 // Bytes per stored weight element: bf16/fp16 2, fp8 1, int8 1 (per-channel scales, negligible),
-// int4 0.5 + an fp16 scale and zero point per group of 128 (GPTQ/AWQ defaults).
+// int4 0.5 + an fp16 scale and zero point per group of 128 (GPTQ/AWQ defaults); nvfp4 0.5 + an
+// fp8 (e4m3) scale per 16 elements; mxfp4 0.5 + an 8-bit (e8m0) scale per 32 (OCP MX).
 double weight_dtype_bytes(const std::string& weight_dtype);
 
 struct ModelSpec {
@@ -92,7 +97,7 @@ struct ModelSpec {
              .desc = "longest context the model supports",
              .positive = true,
              .required = need});
-    v.param("dtype", dtype, {.desc = "native weight precision", .choices = kKvDtypes});
+    v.param("dtype", dtype, {.desc = "native weight precision", .choices = kWeightDtypes});
     v.param("source", source, {.desc = "where the numbers come from"});
     v.param("architecture", architecture,
             {.desc = "Hugging Face model_type (llama, qwen3, qwen3_moe, mixtral, deepseek_v3, "
@@ -148,6 +153,7 @@ struct GpuSpec {
   double interconnect_latency_s = 0;  // per collective step
   double host_link_Bps = 0;           // to host memory (PCIe), bytes/s
   std::string source;
+  double fp4_flops = 0;  // dense fp4 (NVFP4/MXFP4) peak, FLOP/s (0 = none)
 
   template <class V>
   void visit(V& v) {
@@ -177,6 +183,11 @@ struct GpuSpec {
             {.unit = "OP/s",
              .desc = "dense int8 peak; 0 = unknown (int8 GEMMs at bf16 rate)",
              .min = 0});
+    v.param("fp4_flops", fp4_flops,
+            {.unit = "FLOP/s",
+             .desc = "dense fp4 peak (NVFP4, MXFP4: W4A4 GEMMs); 0 = none (4-bit weights at "
+                     "the bf16 rate, weight-only)",
+             .min = 0});
     v.param("interconnect_Bps", interconnect_Bps,
             {.unit = "bytes/s", .desc = "GPU-to-GPU bandwidth for tensor parallelism", .min = 0});
     v.param("interconnect_latency_s", interconnect_latency_s,
@@ -194,7 +205,9 @@ struct GpuSpec {
 // Dense tensor-core rate the linear layers run at with weights of this precision: bf16/fp16 at
 // the bf16 rate; fp8 at the fp8 rate (W8A8) where the GPU has one, else the bf16 rate (weight-only
 // fp8, as vLLM's Marlin kernels on Ampere); int8 at the int8 rate (W8A8) where known, else bf16;
-// int4 at the bf16 rate (weight-only W4A16: dequantised inside the kernel, bf16 activations).
+// int4 at the bf16 rate (weight-only W4A16: dequantised inside the kernel, bf16 activations);
+// nvfp4 and mxfp4 at the fp4 rate (W4A4) where the GPU has fp4 tensor cores, else the bf16 rate
+// (weight-only, as vLLM's Marlin fp4 kernels on Hopper and Ampere).
 double gemm_peak_flops(const GpuSpec& gpu, const std::string& weight_dtype);
 
 // Layers on the largest of `stages` pipeline stages: ceil(layers / stages).

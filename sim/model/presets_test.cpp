@@ -59,6 +59,22 @@ TEST(Presets, ModelThatDoesNotFitIsReported) {
                std::invalid_argument);
 }
 
+TEST(Presets, FourBitFloatsRunAtTheFp4RateWhereAGpuHasOne) {
+  // NVFP4: e2m1 with an e4m3 scale per 16; MXFP4: e2m1 with an e8m0 scale per 32.
+  EXPECT_DOUBLE_EQ(weight_dtype_bytes("nvfp4"), 0.5625);
+  EXPECT_DOUBLE_EQ(weight_dtype_bytes("mxfp4"), 0.53125);
+  EXPECT_DOUBLE_EQ(dtype_bytes("nvfp4"), 0.5625);  // as a KV cache precision too
+  // W4A4 on Blackwell's fp4 tensor cores; weight-only (bf16 rate) on Hopper.
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(gpu("B200"), "nvfp4"), 9000e12);
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(gpu("MI355X"), "mxfp4"), 10000e12);
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(gpu("H100-SXM"), "mxfp4"), gpu("H100-SXM").bf16_flops);
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(gpu("B300"), "bf16"), 2250e12);
+  // The GPUs architects buy in 2026 are presets; gpt-oss is MXFP4.
+  for (const char* g : {"B300", "GB200", "GB300", "H20", "MI325X", "MI355X"})
+    EXPECT_NO_THROW(gpu(g)) << g;
+  EXPECT_EQ(model("gpt-oss-120b").dtype, "mxfp4");
+}
+
 TEST(Presets, EveryPresetHasASourceAndSaneNumbers) {
   for (const auto& m : model_presets()) {
     EXPECT_FALSE(m.source.empty()) << m.name;

@@ -119,12 +119,14 @@ void presets_markdown(std::ostream& o) {
       << m.max_position_embeddings << " | " << m.source << " |\n";
   }
   o << "\n## GPU presets\n\n| name | memory (GiB) | bandwidth (GB/s) | bf16 dense (TFLOP/s) | fp8 "
-       "dense (TFLOP/s) | interconnect (GB/s) | source |\n|---|---|---|---|---|---|---|\n";
+       "dense (TFLOP/s) | fp4 dense (TFLOP/s) | interconnect (GB/s) | source "
+       "|\n|---|---|---|---|---|---|---|---|\n";
   char buf[256];
   for (const auto& g : gpu_presets()) {
-    std::snprintf(buf, sizeof buf, "| %s | %.1f | %.0f | %.1f | %.1f | %.0f | ", g.name.c_str(),
-                  g.memory_bytes / (1024.0 * 1024 * 1024), g.memory_bandwidth_Bps / 1e9,
-                  g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.interconnect_Bps / 1e9);
+    std::snprintf(buf, sizeof buf, "| %s | %.1f | %.0f | %.1f | %.1f | %.1f | %.0f | ",
+                  g.name.c_str(), g.memory_bytes / (1024.0 * 1024 * 1024),
+                  g.memory_bandwidth_Bps / 1e9, g.bf16_flops / 1e12, g.fp8_flops / 1e12,
+                  g.fp4_flops / 1e12, g.interconnect_Bps / 1e9);
     o << buf << g.source << " |\n";
   }
 }

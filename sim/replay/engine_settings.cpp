@@ -13,6 +13,7 @@
 
 #include "sim/config/params.h"
 #include "sim/core/error.h"
+#include "sim/model/presets.h"
 
 namespace kvfleet::sim {
 
@@ -104,8 +105,8 @@ const std::map<std::string, Target>& targets() {
       {"kv_cache_dtype",
        {"engine.kv_cache_dtype",
         [](auto& a) {
-          return YAML::Node(as_choice(
-              a, {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"}));
+          static const std::vector<std::string_view> kv = with_auto(kKvDtypes);
+          return YAML::Node(as_choice(a, std::vector<std::string>(kv.begin(), kv.end())));
         }}},
       {"long_prefill_token_threshold",
        {"engine.long_prefill_token_threshold",
@@ -147,7 +148,9 @@ std::string scalar_text(const YAML::Node& v) {
 // argument that set it (nullptr when none did).
 nlohmann::json compilation_config(const EngineArgs* args, const EngineArg*& last) {
   nlohmann::json cc = nlohmann::json::object();
-  for (const EngineArg& a : args ? args->args : std::vector<EngineArg>{}) {
+  if (!args) return cc;
+  // The arguments themselves, not a copy: `last` points into them.
+  for (const EngineArg& a : args->args) {
     if (a.key != "compilation_config") continue;
     last = &a;
     nlohmann::json j;

@@ -2,6 +2,7 @@
 // resolved where recorded), the GPU and weights (run_gpu.cpp), the arrivals from requests.jsonl.
 #include "sim/replay/replay.h"
 #include "sim/io/text_file.h"
+#include "sim/model/presets.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -122,8 +123,7 @@ RunEngine read_engine(const RunFile& mf, const json& meta, const RunFile& cf, co
     if (v) e.chunked = *v;
   e.kv_dtype = mf.string(meta, {"engine_kwargs", "kv_cache_dtype"}).value_or("auto");
   {
-    static const std::vector<std::string> ok = {"auto",     "bf16",     "fp16", "fp8",
-                                                "fp8_e4m3", "fp8_e5m2", "int8", "int4"};
+    static const std::vector<std::string_view> ok = with_auto(kKvDtypes);
     if (std::find(ok.begin(), ok.end(), e.kv_dtype) == ok.end())
       throw InputError(meta_path.string(), "engine_kwargs.kv_cache_dtype",
                        "'" + e.kv_dtype + "' is not a KV cache precision kvfleet models");

@@ -19,11 +19,12 @@ std::string vllm_weight_dtype(const std::string& quantization, const std::string
   // Hugging Face conventions: -FP8, -FP8-dynamic, -W8A8, -quantized.w4a16, -AWQ, -GPTQ-Int4).
   const std::string n = squash(model_name);
   const auto from_name = [&]() -> std::string {
+    if (n.find("nvfp4") != std::string::npos) return "nvfp4";
+    if (n.find("mxfp4") != std::string::npos) return "mxfp4";
     if (n.find("fp8") != std::string::npos) return "fp8";
     if (n.find("w8a8") != std::string::npos || n.find("int8") != std::string::npos) return "int8";
     if (n.find("w4a16") != std::string::npos || n.find("int4") != std::string::npos ||
-        n.find("awq") != std::string::npos || n.find("gptq") != std::string::npos ||
-        n.find("mxfp4") != std::string::npos)
+        n.find("awq") != std::string::npos || n.find("gptq") != std::string::npos)
       return "int4";
     return "";
   };
@@ -48,8 +49,10 @@ std::string vllm_weight_dtype(const std::string& quantization, const std::string
   how = "quantization " + quantization;
   if (q == "fp8" || q == "fbgemm_fp8" || q == "modelopt" || q == "ptpc_fp8" || q == "fp_quant")
     return "fp8";
+  if (q == "mxfp4") return "mxfp4";
+  if (q == "modelopt_fp4" || q == "nvfp4") return "nvfp4";
   if (q == "awq" || q == "awq_marlin" || q == "gptq" || q == "gptq_marlin" || q == "marlin" ||
-      q == "gptq_marlin_24" || q == "mxfp4" || q == "modelopt_fp4" || q == "nvfp4") {
+      q == "gptq_marlin_24") {
     const std::string d = from_name();
     if (d == "int8") {
       how += " and the model's name";
@@ -118,6 +121,7 @@ YAML::Node gpu_with_memory(const GpuSpec& g, double mem, const std::string& why)
   n["bf16_flops"] = g.bf16_flops;
   n["fp8_flops"] = g.fp8_flops;
   n["int8_flops"] = g.int8_flops;
+  n["fp4_flops"] = g.fp4_flops;
   n["interconnect_Bps"] = g.interconnect_Bps;
   n["interconnect_latency_s"] = g.interconnect_latency_s;
   n["host_link_Bps"] = g.host_link_Bps;

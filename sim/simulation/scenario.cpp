@@ -12,6 +12,7 @@
 #include "sim/cost/calibration_file.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/router.h"
+#include "sim/model/presets.h"
 #include "sim/workload/workload.h"
 
 namespace kvfleet::sim {
@@ -77,8 +78,10 @@ void PoolConfig::visit(V& v) {
   v.param("weight_dtype", weight_dtype,
           {.desc = "weight precision; auto = the model's native precision. Sets the weights' bytes "
                    "and the linear layers' tensor rate (fp8 and int8 W8A8 at the GPU's fp8/int8 "
-                   "rate, int4 weight-only at the bf16 rate); KV precision is kv_cache_dtype",
-           .choices = {"auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4"},
+                   "rate, int4 weight-only at the bf16 rate, nvfp4 and mxfp4 at the fp4 rate "
+                   "where the GPU has one, else weight-only at the bf16 rate); KV precision is "
+                   "kv_cache_dtype",
+           .choices = with_auto(kWeightDtypes),
            .label = "Weight precision"});
   v.param("price_per_hour", price_per_hour,
           {.unit = "$/hour",
