@@ -6,15 +6,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <mutex>
 #include <ostream>
 #include <sstream>
-#include <system_error>
-#include <thread>
 
 #include "sim/core/error.h"
 #include "sim/cost/calibration_file.h"
@@ -26,6 +22,7 @@
 #include "sim/replay/replay.h"
 #include "sim/simulation/scenario.h"
 #include "sim/simulation/simulation.h"
+#include "sim/sweep/point_runner.h"
 
 namespace kvfleet::calibration {
 
@@ -80,8 +77,8 @@ FitRun::FitRun(sim::BenchOptions o, sim::ScoreWindow window) : window_(window) {
     }();
     scenario_ = YAML::Load(plan.yaml);
     datasheet_ = plan.gpu_datasheet;
-    requests_ = (fs::path(located.path) / "requests.jsonl").string();
-    sim::read_measured(requests_, window_);  // a damaged file or an empty window, named now
+    // Read once, in the window scored: a damaged file or an empty window is named now.
+    measured_ = sim::read_measured((fs::path(located.path) / "requests.jsonl").string(), window_);
     format_ = "run folder";
   } else {
     o.cost_model = "fitted";
@@ -154,10 +151,9 @@ double FitRun::error(const YAML::Node& calibration, double* lost) const {
       measured_ok = staged > 0 ? staged : whole;
       simulated_ok = ok(r);
     } else {
-      const sim::MeasuredLatencies m = sim::read_measured(requests_, window_);
       const sim::RunResult scored = window_.all() ? r : sim::window_of(r, window_);
-      sim::comparison_table(m, sim::summarize(scored), &mae);
-      measured_ok = static_cast<double>(m.e2e.size());
+      sim::comparison_table(measured_, sim::summarize(scored), &mae);
+      measured_ok = static_cast<double>(measured_.e2e.size());
       simulated_ok = ok(scored);
     }
     if (lost) *lost = measured_ok > 0 ? std::fabs(simulated_ok - measured_ok) / measured_ok : 0;
@@ -239,37 +235,6 @@ YAML::Node calibration_of(const std::string& gpu, const std::vector<Param>& ps,
   return c;
 }
 
-// fn(0) ... fn(n - 1) on at most one thread per core (the calling one among them); where no
-// thread can be started (a process or memory limit) the calling thread does the rest alone.
-template <class Fn>
-void for_each_index(std::size_t n, Fn fn) {
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failed;
-  std::mutex m;
-  auto work = [&] {
-    for (std::size_t i; (i = next++) < n;) {
-      try {
-        fn(i);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(m);
-        if (!failed) failed = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (std::size_t k = 1; k < std::min(n, cores); ++k) {
-    try {
-      helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  work();
-  for (auto& t : helpers) t.join();
-  if (failed) std::rethrow_exception(failed);
-}
-
 // Every run's error under `cal`, the runs replayed side by side; with `lost`, each run's share of
 // requests ended otherwise than measured is added to its error (the search's objective).
 std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::Node& cal,
@@ -278,11 +243,13 @@ std::vector<double> errors(const std::vector<const FitRun*>& runs, const YAML::N
   std::vector<YAML::Node> copies;
   for (std::size_t i = 0; i < runs.size(); ++i) copies.push_back(YAML::Clone(cal));
   std::vector<double> e(runs.size());
-  for_each_index(runs.size(), [&](std::size_t i) {
-    double l = 0;
-    e[i] = runs[i]->error(copies[i], &l);
-    if (lost) e[i] += l;
-  });
+  sim::run_points(runs.size(),
+                  [&](std::size_t i) {
+                    double l = 0;
+                    e[i] = runs[i]->error(copies[i], &l);
+                    if (lost) e[i] += l;
+                  },
+                  {});
   return e;
 }
 
@@ -354,7 +321,7 @@ Search search(const std::vector<const FitRun*>& runs, const std::string& gpu,
         if (x[i] != s.x[i]) tries.push_back(std::move(x));
       }
       std::vector<double> v(tries.size());
-      for_each_index(tries.size(), [&](std::size_t k) { v[k] = objective(tries[k]); });
+      sim::run_points(tries.size(), [&](std::size_t k) { v[k] = objective(tries[k]); }, {});
       for (std::size_t k = 0; k < tries.size(); ++k)
         if (v[k] < s.objective - 1e-6) s.x = tries[k], s.objective = v[k], moved = true;
     }

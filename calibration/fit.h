@@ -48,7 +48,7 @@ class FitRun {
   int tp_ = 1;
   YAML::Node scenario_;
   std::unique_ptr<sim::BenchReplay> bench_;  // null for a run folder
-  std::string requests_;                     // a run folder's requests.jsonl
+  sim::MeasuredLatencies measured_;          // a run folder's requests.jsonl, in the window
   sim::ScoreWindow window_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -38,25 +39,34 @@ void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
   std::atomic<std::size_t> next{0}, finished{0};
   std::mutex failure_mu;
   std::exception_ptr failure;
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < n && !cancel.cancelled(); i = next++) {
-        try {
-          work(i);
-        } catch (...) {  // a job's own errors are its business; this is a bug or out of memory
-          std::lock_guard lock(failure_mu);
-          if (!failure) failure = std::current_exception();
-          cancel.cancel();
-        }
-        ++finished;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < n && !cancel.cancelled(); i = next++) {
+      try {
+        work(i);
+      } catch (...) {  // a job's own errors are its business; this is a bug or out of memory
+        std::lock_guard lock(failure_mu);
+        if (!failure) failure = std::current_exception();
+        cancel.cancel();
       }
-    });
+      ++finished;
+    }
+  };
+  // With nothing to report the calling thread is one of the workers rather than a poller.
+  const bool reports = opt.on_progress || opt.on_checkpoint;
+  std::vector<std::thread> pool;
+  for (std::size_t t = reports ? 0 : 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // no more threads (a process or memory limit): those started do the jobs
+    }
   }
+  if (!reports || pool.empty()) worker();
   auto last_report = std::chrono::steady_clock::now();
   auto last_checkpoint = last_report;
   auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(a - b).count(); };
-  while (finished.load() < n && !cancel.cancelled()) {
+  // Reports while the pool works; a caller that worked itself only waits for the others.
+  while (reports && finished.load() < n && !cancel.cancelled()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto now = std::chrono::steady_clock::now();
     try {

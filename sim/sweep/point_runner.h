@@ -27,9 +27,11 @@ struct PointRunnerOptions {
 int usable_cores();
 
 // Runs work(i) for every job i in [0, n) on a pool of threads and returns when all have ended
-// (or, after a cancel, when the jobs in flight have). `work` handles its own job's errors; an
-// exception that escapes it, on_progress or on_checkpoint cancels the run (the token when given)
-// and the first is rethrown here once the threads have stopped.
+// (or, after a cancel, when the jobs in flight have). Without on_progress and on_checkpoint the
+// calling thread is one of the pool; where no thread can be started it does every job itself.
+// `work` handles its own job's errors; an exception that escapes it, on_progress or on_checkpoint
+// cancels the run (the token when given) and the first is rethrown here once the threads have
+// stopped.
 void run_points(std::size_t n, const std::function<void(std::size_t)>& work,
                 const PointRunnerOptions& opt);
 
