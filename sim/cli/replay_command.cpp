@@ -285,11 +285,9 @@ void check_replay_options(const po::variables_map& vm, const std::string& profil
                      "a profile prices the steps: give --profile or --cost-model, not both");
   if (vm.count("weight-dtype")) {
     const std::string& w = vm["weight-dtype"].as<std::string>();
-    if (std::find(kWeightDtypes.begin(), kWeightDtypes.end(), w) == kWeightDtypes.end()) {
-      std::string list;
-      for (const auto& d : kWeightDtypes) list += (list.empty() ? "" : ", ") + std::string(d);
-      throw InputError("--weight-dtype", "", "'" + w + "' is not one of " + list);
-    }
+    if (std::find(kWeightDtypes.begin(), kWeightDtypes.end(), w) == kWeightDtypes.end())
+      throw InputError("--weight-dtype", "",
+                       "'" + w + "' is not one of " + config::describe_choices(kWeightDtypes));
   }
   if (vm.count("profile") && profile.empty())
     throw InputError("--profile", "",

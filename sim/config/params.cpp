@@ -33,13 +33,13 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
+}  // namespace
+
 std::string describe_choices(const std::vector<std::string_view>& c) {
   std::string s;
   for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::string(c[i]);
   return s;
 }
-
-}  // namespace
 
 std::string format_double(double v) {
   char buf[64];

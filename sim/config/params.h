@@ -279,6 +279,8 @@ std::string to_markdown(const Documenter& d);
 
 // Shortest decimal text that reads back as the same double ("0.1", not "0.10000000000000001").
 std::string format_double(double v);
+// A parameter's choices as its messages list them: "a, b, c".
+std::string describe_choices(const std::vector<std::string_view>& choices);
 
 // ---------------------------------------------------------------------------------------------
 // Registry of named implementations of `Iface`, each constructed as Impl(const Impl::Config&,

@@ -105,8 +105,11 @@ const std::map<std::string, Target>& targets() {
       {"kv_cache_dtype",
        {"engine.kv_cache_dtype",
         [](auto& a) {
-          static const std::vector<std::string_view> kv = with_auto(kKvDtypes);
-          return YAML::Node(as_choice(a, std::vector<std::string>(kv.begin(), kv.end())));
+          static const std::vector<std::string> kv = [] {
+            const std::vector<std::string_view> v = with_auto(kKvDtypes);
+            return std::vector<std::string>(v.begin(), v.end());
+          }();
+          return YAML::Node(as_choice(a, kv));
         }}},
       {"long_prefill_token_threshold",
        {"engine.long_prefill_token_threshold",
