@@ -157,6 +157,14 @@ int most_in_flight(const sim::RunResult& r) {
   return most;
 }
 
+// The requests sent in load stage `stage`.
+sim::RunResult stage_of(const sim::RunResult& r, int stage) {
+  sim::RunResult part;
+  for (const auto& q : r.requests)
+    if (q.stage == stage) part.requests.push_back(q);
+  return part;
+}
+
 TEST(Fleet, AClientConcurrencyCapHoldsRequestsUntilASlotFrees) {
   // vllm bench --max-concurrency: a request waits at the client, unsent, while the cap is
   // reached; its latencies start when it is sent.
@@ -190,9 +198,7 @@ pools:
 )";
   const auto r = testing::run_yaml(yaml, {});
   for (int stage : {0, 1}) {
-    sim::RunResult part;
-    for (const auto& q : r.result.requests)
-      if (q.stage == stage) part.requests.push_back(q);
+    const sim::RunResult part = stage_of(r.result, stage);
     EXPECT_EQ(part.requests.size(), stage == 0 ? 40u : 60u);
     EXPECT_EQ(most_in_flight(part), stage == 0 ? 2 : 7) << "stage " << stage;
   }
@@ -225,9 +231,7 @@ pools:
 )";
   const auto r = testing::run_yaml(yaml, {});
   for (int stage : {0, 1, 2}) {
-    sim::RunResult part;
-    for (const auto& q : r.result.requests)
-      if (q.stage == stage) part.requests.push_back(q);
+    const sim::RunResult part = stage_of(r.result, stage);
     EXPECT_EQ(part.requests.size(), 60u);
     EXPECT_EQ(most_in_flight(part), stage == 0 ? 2 : stage == 1 ? 9 : 3) << "stage " << stage;
   }
